@@ -1,0 +1,43 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "DocFS",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "DocumentModel", targets: ["DocumentModel"]),
+        .library(name: "FUSE", targets: ["FUSE"]),
+        .library(name: "DocumentStore", targets: ["DocumentStore"]),
+        .library(name: "DocumentFS", targets: ["DocumentFS"]),
+        .library(name: "StandardDocuments", targets: ["StandardDocuments"]),
+        .executable(name: "docfs", targets: ["docfs"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // Linux port of SwiftUI's document API; no FUSE, no store.
+        .target(name: "DocumentModel", dependencies: ["SystemSupport"]),
+        // POSIX file helpers shared by the model, the store and the bridge (stat, mmap, copies).
+        .target(name: "SystemSupport", dependencies: ["CSystemShims"]),
+        // Small C helpers for libc calls Swift cannot import (variadic or GNU-only).
+        .target(name: "CSystemShims"),
+        .systemLibrary(name: "CFUSE", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
+        .target(name: "FUSE", dependencies: ["CFUSE"]),
+        .target(name: "DocumentStore", dependencies: ["DocumentModel", "SystemSupport"]),
+        .target(name: "DocumentFS", dependencies: [
+            "FUSE", "DocumentStore", "DocumentModel", "SystemSupport",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "StandardDocuments", dependencies: ["DocumentModel"]),
+        .executableTarget(name: "docfs", dependencies: [
+            "DocumentFS", "StandardDocuments", "CSystemShims",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .testTarget(name: "DocumentModelTests", dependencies: ["DocumentModel", "StandardDocuments"]),
+        .testTarget(name: "DocFSIntegrationTests", dependencies: ["DocumentModel", "StandardDocuments", "DocumentStore", "DocumentFS"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

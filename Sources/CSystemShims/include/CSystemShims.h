@@ -1,0 +1,23 @@
+// Thin wrappers over libc calls that Swift cannot import directly: variadic functions
+// (ioctl, syslog, open with a mode) and GNU-only declarations (renameat2).
+#ifndef DOCFS_CSYSTEMSHIMS_H
+#define DOCFS_CSYSTEMSHIMS_H
+
+#include <sys/types.h>
+
+/// renameat2(2); flags are RENAME_NOREPLACE (1) and RENAME_EXCHANGE (2).
+int docfs_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned int flags);
+
+/// ioctl(FICLONE): share the extents of `srcfd` into `destfd` where the filesystem can (btrfs, xfs).
+int docfs_clone_file(int destfd, int srcfd);
+
+/// copy_file_range(2), declared by glibc only under _GNU_SOURCE.
+ssize_t docfs_copy_file_range(int infd, off_t *inoffset, int outfd, off_t *outoffset, size_t length);
+
+/// openat(2) with a creation mode (the libc function is variadic).
+int docfs_openat(int dirfd, const char *path, int flags, mode_t mode);
+
+/// syslog(3) with a fixed "%s" format, so a message is never read as a format string.
+void docfs_syslog(int priority, const char *message);
+
+#endif

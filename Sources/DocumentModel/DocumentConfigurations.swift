@@ -1,0 +1,54 @@
+import Foundation
+
+/// What a document's `init(configuration:)` receives: the matched content type and the file.
+public struct FileDocumentReadConfiguration {
+    public let contentType: UTType
+    public let file: FileWrapper
+
+    /// For hosts: SwiftUI builds this itself; on Linux the host (DocFS, a test, a tool) does.
+    public init(contentType: UTType, file: FileWrapper) {
+        self.contentType = contentType
+        self.file = file
+    }
+}
+
+/// What a document's `fileWrapper(configuration:)` receives: the content type to write and the
+/// file being replaced (nil when the document was never saved), to carry unchanged parts forward.
+public struct FileDocumentWriteConfiguration {
+    public let contentType: UTType
+    public let existingFile: FileWrapper?
+
+    public init(contentType: UTType, existingFile: FileWrapper?) {
+        self.contentType = contentType
+        self.existingFile = existingFile
+    }
+}
+
+/// The properties of an open value-type document: a binding to the live document, where it lives,
+/// and whether it may be changed.
+public struct FileDocumentConfiguration<Document: FileDocument> {
+    @Binding public var document: Document
+    /// The document's location, nil for a new, unsaved document.
+    public let fileURL: URL?
+    /// False on read-only mounts and for documents that cannot be written back.
+    public let isEditable: Bool
+
+    public init(document: Binding<Document>, fileURL: URL?, isEditable: Bool = true) {
+        self._document = document
+        self.fileURL = fileURL
+        self.isEditable = isEditable
+    }
+}
+
+/// The properties of an open reference-type document.
+public struct ReferenceFileDocumentConfiguration<Document: ReferenceFileDocument> {
+    public let document: Document
+    public let fileURL: URL?
+    public let isEditable: Bool
+
+    public init(document: Document, fileURL: URL?, isEditable: Bool = true) {
+        self.document = document
+        self.fileURL = fileURL
+        self.isEditable = isEditable
+    }
+}

@@ -1,0 +1,3 @@
+// A document type written for an Apple app imports SwiftUI and UniformTypeIdentifiers, which bring
+// Foundation's names (Data, URL, CocoaError) along; `import DocumentModel` does the same here.
+@_exported import Foundation

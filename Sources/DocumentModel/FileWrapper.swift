@@ -1,0 +1,411 @@
+import Foundation
+import Glibc
+import SystemSupport
+
+/// A file-system item in memory: a regular file, a directory of child wrappers, or a symbolic link.
+/// The Linux port of Foundation's `FileWrapper`, with the same API and behaviour.
+///
+/// Wrappers read from disk are lazy unless `.immediate` is given: a regular file's bytes are read on
+/// first access (memory-mapped when large, so a 1 GiB file costs address space, not memory), and a
+/// directory lists its children on first access. Like Apple's, a wrapper is not meant to be mutated
+/// from several threads at once; its lazy loading is safe to trigger from any thread.
+open class FileWrapper: @unchecked Sendable {
+    public struct ReadingOptions: OptionSet, Sendable {
+        public let rawValue: UInt
+        public init(rawValue: UInt) { self.rawValue = rawValue }
+        /// Read every byte of the item and its descendants now.
+        public static let immediate = ReadingOptions(rawValue: 1 << 0)
+        /// Never memory-map regular file contents; read them into memory.
+        public static let withoutMapping = ReadingOptions(rawValue: 1 << 1)
+    }
+
+    public struct WritingOptions: OptionSet, Sendable {
+        public let rawValue: UInt
+        public init(rawValue: UInt) { self.rawValue = rawValue }
+        /// Write to a temporary item and move it into place, so the destination is never partial.
+        public static let atomic = WritingOptions(rawValue: 1 << 0)
+        /// Set `filename` of the wrapper and its descendants to the names written.
+        public static let withNameUpdating = WritingOptions(rawValue: 1 << 1)
+    }
+
+    enum Kind { case regularFile, directory, symbolicLink }
+
+    /// Where a wrapper's content was read from, and the file's version then: lets lazy loads find
+    /// the bytes, lets `write(…originalContentsURL:)` reuse unchanged files, and answers
+    /// `matchesContents(of:)`.
+    struct Source {
+        var path: String
+        var status: FileStatus
+        var options: ReadingOptions
+    }
+
+    private let lock = NSLock()
+    private(set) var kind: Kind
+    private var loadedContents: Data?
+    private var loadedChildren: [String: FileWrapper]?
+    private var symbolicLinkDestination: String?
+    var source: Source?
+    /// Parents holding this wrapper, so a new `preferredFilename` can re-key it in each of them.
+    private var parents: [WeakParent] = []
+
+    private struct WeakParent { weak var wrapper: FileWrapper? }
+
+    public var filename: String?
+
+    /// The name the wrapper would like; changing it re-keys the wrapper in every parent.
+    public var preferredFilename: String? {
+        didSet {
+            guard preferredFilename != oldValue else { return }
+            for parent in parents.compactMap(\.wrapper) { parent.rekey(self) }
+        }
+    }
+
+    /// File attributes with `FileManager`'s keys (`FileAttributeKey.rawValue`): POSIX permissions,
+    /// modification date, size, type, owner and group IDs, link count, inode and device numbers.
+    public var fileAttributes: [String: Any] = [:]
+
+    // MARK: Creating
+
+    public init(regularFileWithContents contents: Data) {
+        kind = .regularFile
+        loadedContents = contents
+    }
+
+    public init(directoryWithFileWrappers childrenByPreferredName: [String: FileWrapper]) {
+        kind = .directory
+        for (key, child) in childrenByPreferredName where child.preferredFilename == nil {
+            child.preferredFilename = key
+        }
+        loadedChildren = childrenByPreferredName
+        for child in childrenByPreferredName.values { child.parents.append(WeakParent(wrapper: self)) }
+    }
+
+    public init(symbolicLinkWithDestinationURL url: URL) {
+        kind = .symbolicLink
+        symbolicLinkDestination = Self.linkText(for: url)
+    }
+
+    /// Reads the item at `url`; lazily unless `options` contains `.immediate`.
+    public required init(url: URL, options: ReadingOptions = []) throws {
+        kind = .regularFile
+        try read(from: url, options: options)
+    }
+
+    /// Rebuilds a wrapper from `serializedRepresentation`; nil when the data is not one.
+    public convenience init?(serializedRepresentation data: Data) {
+        guard let decoded = try? FileWrapperArchive.decode(data) else { return nil }
+        self.init(copying: decoded)
+    }
+
+    private init(copying other: FileWrapper) {
+        kind = other.kind
+        loadedContents = other.loadedContents
+        symbolicLinkDestination = other.symbolicLinkDestination
+        filename = other.filename
+        preferredFilename = other.preferredFilename
+        fileAttributes = other.fileAttributes
+        if let children = other.loadedChildren {
+            loadedChildren = children
+            for child in children.values {
+                child.parents.removeAll { $0.wrapper === other }
+                child.parents.append(WeakParent(wrapper: self))
+            }
+        }
+    }
+
+    // MARK: Kind and contents
+
+    public var isRegularFile: Bool { kind == .regularFile }
+    public var isDirectory: Bool { kind == .directory }
+    public var isSymbolicLink: Bool { kind == .symbolicLink }
+
+    /// The file's bytes, read (or mapped) on first access; nil for directories and links, and for a
+    /// lazy wrapper whose file can no longer be read.
+    public var regularFileContents: Data? {
+        guard kind == .regularFile else { return nil }
+        return lock.withLock {
+            if let loadedContents { return loadedContents }
+            guard let source else { return nil }
+            loadedContents = try? Self.readContents(atPath: source.path, options: source.options)
+            return loadedContents
+        }
+    }
+
+    /// The children by key, listed on first access; nil unless this is a directory.
+    public var fileWrappers: [String: FileWrapper]? {
+        guard kind == .directory else { return nil }
+        return lock.withLock { loadChildren() }
+    }
+
+    public var symbolicLinkDestinationURL: URL? {
+        guard kind == .symbolicLink, let symbolicLinkDestination else { return nil }
+        return URL(fileURLWithPath: symbolicLinkDestination)
+    }
+
+    /// The link's target text exactly as stored (a URL made from a relative path is absolutised by
+    /// Foundation on Linux; this is the text `readlink` returns).
+    public var symbolicLinkDestinationPath: String? { kind == .symbolicLink ? symbolicLinkDestination : nil }
+
+    /// Whether the regular file's bytes are in memory (or mapped) yet; false for a lazy wrapper
+    /// that nobody read. Lets hosts verify that decoding did not touch what it did not need.
+    public var hasLoadedContents: Bool { lock.withLock { loadedContents != nil } }
+
+    // MARK: Children
+
+    /// Adds a child under its preferred filename, or under a unique key derived from it when that
+    /// is taken (`1__#$!@%!#__name`, `2__#$!@%!#__name`, …); returns the key.
+    @discardableResult
+    open func addFileWrapper(_ child: FileWrapper) -> String {
+        precondition(kind == .directory, "addFileWrapper(_:) on a FileWrapper that is not a directory")
+        guard let name = child.preferredFilename, !name.isEmpty else {
+            preconditionFailure("addFileWrapper(_:) needs a child with a preferredFilename")
+        }
+        return lock.withLock {
+            var children = loadChildren() ?? [:]
+            let key = Self.uniqueKey(for: name, in: children)
+            children[key] = child
+            loadedChildren = children
+            child.parents.append(WeakParent(wrapper: self))
+            return key
+        }
+    }
+
+    @discardableResult
+    open func addRegularFile(withContents data: Data, preferredFilename fileName: String) -> String {
+        let child = FileWrapper(regularFileWithContents: data)
+        child.preferredFilename = fileName
+        return addFileWrapper(child)
+    }
+
+    open func removeFileWrapper(_ child: FileWrapper) {
+        lock.withLock {
+            guard var children = loadChildren(), let key = children.first(where: { $0.value === child })?.key else { return }
+            children[key] = nil
+            loadedChildren = children
+        }
+        child.parents.removeAll { $0.wrapper === self || $0.wrapper == nil }
+    }
+
+    open func keyForChildFileWrapper(_ child: FileWrapper) -> String? {
+        lock.withLock { loadChildren()?.first(where: { $0.value === child })?.key }
+    }
+
+    private func rekey(_ child: FileWrapper) {
+        lock.withLock {
+            guard var children = loadChildren(), let key = children.first(where: { $0.value === child })?.key else { return }
+            children[key] = nil
+            let name = child.preferredFilename ?? key
+            children[Self.uniqueKey(for: name, in: children)] = child
+            loadedChildren = children
+        }
+    }
+
+    static func uniqueKey(for name: String, in children: [String: FileWrapper]) -> String {
+        if children[name] == nil { return name }
+        var counter = 1
+        while children["\(counter)__#$!@%!#__\(name)"] != nil { counter += 1 }
+        return "\(counter)__#$!@%!#__\(name)"
+    }
+
+    /// Call with `lock` held.
+    private func loadChildren() -> [String: FileWrapper]? {
+        if let loadedChildren { return loadedChildren }
+        guard kind == .directory, let source else { return nil }
+        var children: [String: FileWrapper] = [:]
+        for name in (try? FileIO.directoryEntries(source.path)) ?? [] {
+            guard let child = try? FileWrapper(url: URL(fileURLWithPath: source.path + "/" + name), options: source.options) else { continue }
+            child.parents.append(WeakParent(wrapper: self))
+            children[name] = child
+        }
+        loadedChildren = children
+        return children
+    }
+
+    // MARK: Reading
+
+    /// Replaces the wrapper's content with the item at `url`; lazily unless `.immediate`.
+    open func read(from url: URL, options: ReadingOptions = []) throws {
+        let path = url.path
+        let status: FileStatus
+        do { status = try FileStatus.of(path: path) } catch { throw CocoaError.reading(error, url: url) }
+        let newSource = Source(path: path, status: status, options: options)
+        var newContents: Data?
+        var newChildren: [String: FileWrapper]?
+        var newDestination: String?
+        let newKind: Kind
+        switch status.kind {
+        case .regular:
+            newKind = .regularFile
+            if options.contains(.immediate) {
+                do { newContents = try Self.readContents(atPath: path, options: options) } catch { throw CocoaError.reading(error, url: url) }
+            } else if access(path, R_OK) != 0 {
+                throw CocoaError.reading(SystemCallError.last("open", path: path), url: url)
+            }
+        case .directory:
+            newKind = .directory
+            if options.contains(.immediate) {
+                var children: [String: FileWrapper] = [:]
+                let names: [String]
+                do { names = try FileIO.directoryEntries(path) } catch { throw CocoaError.reading(error, url: url) }
+                for name in names {
+                    children[name] = try FileWrapper(url: url.appendingPathComponent(name), options: options)
+                }
+                newChildren = children
+            }
+        case .symbolicLink:
+            newKind = .symbolicLink
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let length = readlink(path, &buffer, buffer.count - 1)
+            guard length >= 0 else { throw CocoaError.reading(SystemCallError.last("readlink", path: path), url: url) }
+            newDestination = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        case .other:
+            throw CocoaError(.fileReadUnsupportedScheme, userInfo: [NSURLErrorKey: url, NSFilePathErrorKey: path])
+        }
+        lock.withLock {
+            kind = newKind
+            source = newSource
+            loadedContents = newContents
+            loadedChildren = newChildren
+            symbolicLinkDestination = newDestination
+        }
+        if let newChildren { for child in newChildren.values { child.parents.append(WeakParent(wrapper: self)) } }
+        filename = url.lastPathComponent
+        preferredFilename = url.lastPathComponent
+        fileAttributes = Self.attributes(of: status)
+    }
+
+    /// Files smaller than this are read; larger ones are mapped unless `.withoutMapping`.
+    static let mappingThreshold = 64 * 1024
+
+    static func readContents(atPath path: String, options: ReadingOptions) throws -> Data {
+        let descriptor = try FileIO.open(path, O_RDONLY)
+        defer { FileIO.close(descriptor) }
+        let status = try FileStatus.of(descriptor: descriptor, path: path)
+        if !options.contains(.withoutMapping) && status.size >= mappingThreshold {
+            return try FileIO.mapContents(descriptor, size: Int(status.size), path: path)
+        }
+        return try FileIO.readAll(descriptor, path: path)
+    }
+
+    static func attributes(of status: FileStatus) -> [String: Any] {
+        let type: FileAttributeType = switch status.kind {
+        case .regular: .typeRegular
+        case .directory: .typeDirectory
+        case .symbolicLink: .typeSymbolicLink
+        case .other: .typeUnknown
+        }
+        return [
+            FileAttributeKey.type.rawValue: type,
+            FileAttributeKey.size.rawValue: NSNumber(value: status.size),
+            FileAttributeKey.posixPermissions.rawValue: NSNumber(value: status.permissions),
+            FileAttributeKey.modificationDate.rawValue: status.modificationTime.date,
+            FileAttributeKey.ownerAccountID.rawValue: NSNumber(value: status.userID),
+            FileAttributeKey.groupOwnerAccountID.rawValue: NSNumber(value: status.groupID),
+            FileAttributeKey.referenceCount.rawValue: NSNumber(value: status.linkCount),
+            FileAttributeKey.systemFileNumber.rawValue: NSNumber(value: status.inode),
+            FileAttributeKey.systemNumber.rawValue: NSNumber(value: status.device),
+        ]
+    }
+
+    static func linkText(for url: URL) -> String {
+        url.baseURL == nil ? url.path : url.relativePath
+    }
+
+    // MARK: Comparing
+
+    /// Whether the item at `url` is the one this wrapper holds: same kind and structure, and for
+    /// regular files the same modification date and size (not a byte comparison, as on Apple platforms).
+    open func matchesContents(of url: URL) -> Bool {
+        guard let status = try? FileStatus.of(path: url.path) else { return false }
+        switch kind {
+        case .regularFile:
+            guard status.kind == .regular else { return false }
+            if let source = lock.withLock({ loadedContents == nil ? source : nil }) ?? source {
+                return source.status.modificationTime.date == status.modificationTime.date && source.status.size == status.size
+            }
+            guard let date = fileAttributes[FileAttributeKey.modificationDate.rawValue] as? Date else { return false }
+            return date == status.modificationTime.date && Int64(regularFileContents?.count ?? -1) == status.size
+        case .symbolicLink:
+            guard status.kind == .symbolicLink else { return false }
+            return (try? FileWrapper(url: url))?.symbolicLinkDestination == symbolicLinkDestination
+        case .directory:
+            guard status.kind == .directory, let children = fileWrappers,
+                  let names = try? FileIO.directoryEntries(url.path), Set(names) == Set(children.keys)
+            else { return false }
+            return children.allSatisfy { key, child in child.matchesContents(of: url.appendingPathComponent(key)) }
+        }
+    }
+
+    // MARK: Writing
+
+    /// Writes the wrapper to `url`. With `.atomic` the item is built beside the destination and
+    /// moved into place in one step (a directory replaces an existing one with `RENAME_EXCHANGE`), so
+    /// the destination always holds the old or the complete new item. Regular files unchanged since
+    /// they were read from inside `originalContentsURL` are hard-linked instead of rewritten.
+    open func write(to url: URL, options: WritingOptions = [], originalContentsURL: URL? = nil) throws {
+        let destination = url.path
+        let writer = FileWrapperWriter(originalPath: originalContentsURL?.path, updateNames: options.contains(.withNameUpdating))
+        do {
+            if options.contains(.atomic) {
+                let temporary = FileIO.temporarySibling(of: destination, tag: "write")
+                do {
+                    try writer.write(self, to: temporary)
+                    try Self.moveIntoPlace(temporary, destination)
+                } catch {
+                    try? FileIO.removeItem(temporary)
+                    throw error
+                }
+            } else {
+                try FileIO.removeItem(destination)
+                try writer.write(self, to: destination)
+            }
+        } catch {
+            throw CocoaError.writing(error, url: url)
+        }
+        writer.finish(self, at: destination)
+        if options.contains(.withNameUpdating) { filename = url.lastPathComponent }
+    }
+
+    /// Moves a finished item over `destination` atomically, whatever was there.
+    static func moveIntoPlace(_ temporary: String, _ destination: String) throws {
+        let existing = try? FileStatus.of(path: destination)
+        let incoming = try FileStatus.of(path: temporary)
+        if let existing, existing.kind == .directory || incoming.kind == .directory {
+            // rename(2) cannot replace a non-empty directory, nor a file by a directory: swap the
+            // two atomically, then remove the old item, now under the temporary name.
+            try FileIO.exchange(temporary, destination)
+            try FileIO.removeItem(temporary)
+        } else {
+            try FileIO.rename(temporary, destination)
+        }
+    }
+
+    // MARK: Internal access for the writer and the archive
+
+    var loadedChildrenIfAny: [String: FileWrapper]? { lock.withLock { loadedChildren } }
+    var linkDestinationText: String? { symbolicLinkDestination }
+
+    /// Whether the wrapper still stands for the unchanged file it was read from.
+    var unchangedSource: Source? {
+        lock.withLock {
+            guard kind == .regularFile, let source else { return nil }
+            return source
+        }
+    }
+
+    func recordWritten(path: String, status: FileStatus) {
+        lock.withLock {
+            let options = source?.options ?? []
+            source = Source(path: path, status: status, options: options)
+        }
+        fileAttributes.merge(Self.attributes(of: status)) { _, new in new }
+    }
+
+    func setKind(_ newKind: Kind, contents: Data?, children: [String: FileWrapper]?, destination: String?) {
+        kind = newKind
+        loadedContents = contents
+        loadedChildren = children
+        symbolicLinkDestination = destination
+        for child in children?.values ?? [:].values { child.parents.append(WeakParent(wrapper: self)) }
+    }
+}

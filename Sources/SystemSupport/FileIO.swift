@@ -1,0 +1,147 @@
+import CSystemShims
+import Foundation
+import Glibc
+
+/// Thin, throwing wrappers over the file system calls used on DocFS's hot paths, where
+/// `FileManager` would cost an allocation-heavy detour or hide the errno.
+public enum FileIO {
+    public static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644) throws -> Int32 {
+        try retryingOnInterrupt("open", path: path) { docfs_openat(AT_FDCWD, path, flags | O_CLOEXEC, mode) }
+    }
+
+    public static func close(_ descriptor: Int32) {
+        _ = Glibc.close(descriptor)
+    }
+
+    /// Writes every byte, retrying short writes; at `offset` when given, else at the file position.
+    public static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, offset: Int64? = nil, path: String? = nil) throws {
+        var done = 0
+        while done < bytes.count {
+            guard let base = bytes.baseAddress else { return }
+            let pointer = base + done
+            let remaining = bytes.count - done
+            let written: Int
+            if let offset {
+                written = try retryingOnInterrupt("pwrite", path: path) { pwrite(descriptor, pointer, remaining, off_t(offset) + off_t(done)) }
+            } else {
+                written = try retryingOnInterrupt("write", path: path) { Glibc.write(descriptor, pointer, remaining) }
+            }
+            done += written
+        }
+    }
+
+    public static func writeAll(_ descriptor: Int32, _ data: Data, offset: Int64? = nil, path: String? = nil) throws {
+        try data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) throws in
+            try writeAll(descriptor, buffer, offset: offset, path: path)
+        }
+    }
+
+    /// Reads the whole file into memory (for small files; large ones are mapped, see `mapContents`).
+    public static func readAll(_ descriptor: Int32, path: String? = nil) throws -> Data {
+        var result = Data()
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = try chunk.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) throws in
+                try retryingOnInterrupt("read", path: path) { Glibc.read(descriptor, buffer.baseAddress, buffer.count) }
+            }
+            if count == 0 { return result }
+            result.append(contentsOf: chunk[0..<count])
+        }
+    }
+
+    /// The file's bytes as a memory mapping owned by the returned `Data`: nothing is copied, and the
+    /// pages are only read when touched. The mapping stays valid after `descriptor` is closed.
+    public static func mapContents(_ descriptor: Int32, size: Int, path: String? = nil) throws -> Data {
+        if size == 0 { return Data() }
+        guard let address = mmap(nil, size, PROT_READ, MAP_PRIVATE, descriptor, 0), address != MAP_FAILED else {
+            throw SystemCallError.last("mmap", path: path)
+        }
+        return Data(bytesNoCopy: address, count: size, deallocator: .custom { pointer, count in
+            munmap(pointer, count)
+        })
+    }
+
+    /// Copies the whole of `source` into `destination` without passing bytes through user space
+    /// where the kernel can: a reflink (FICLONE) first, then `copy_file_range`, then read/write.
+    public static func copyContents(from source: Int32, to destination: Int32, path: String? = nil) throws {
+        if docfs_clone_file(destination, source) == 0 { return }
+        var sourceOffset: off_t = 0
+        var destinationOffset: off_t = 0
+        while true {
+            let copied = docfs_copy_file_range(source, &sourceOffset, destination, &destinationOffset, 1 << 30)
+            if copied == 0 { return }
+            if copied > 0 { continue }
+            if errno == EINTR { continue }
+            if errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP { break }
+            throw SystemCallError.last("copy_file_range", path: path)
+        }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let count = try buffer.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) throws in
+                try retryingOnInterrupt("pread", path: path) { pread(source, raw.baseAddress, raw.count, sourceOffset) }
+            }
+            if count == 0 { return }
+            try buffer.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws in
+                try writeAll(destination, UnsafeRawBufferPointer(rebasing: raw[0..<count]), offset: Int64(destinationOffset), path: path)
+            }
+            sourceOffset += off_t(count)
+            destinationOffset += off_t(count)
+        }
+    }
+
+    /// The names in a directory, without `.` and `..`, in no particular order.
+    public static func directoryEntries(_ path: String) throws -> [String] {
+        guard let directory = opendir(path) else { throw SystemCallError.last("opendir", path: path) }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            var rawName = entry.pointee.d_name
+            let capacity = MemoryLayout.size(ofValue: rawName)
+            let name = withUnsafePointer(to: &rawName) { tuple in
+                tuple.withMemoryRebound(to: CChar.self, capacity: capacity) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Removes a file, a symlink or a whole directory tree; a missing item is not an error.
+    public static func removeItem(_ path: String) throws {
+        guard let status = try? FileStatus.of(path: path) else { return }
+        if status.kind == .directory {
+            for name in try directoryEntries(path) { try removeItem(path + "/" + name) }
+            if rmdir(path) != 0 && errno != ENOENT { throw SystemCallError.last("rmdir", path: path) }
+        } else if unlink(path) != 0 && errno != ENOENT {
+            throw SystemCallError.last("unlink", path: path)
+        }
+    }
+
+    /// `renameat2(RENAME_EXCHANGE)`: both names stay, their items swap, in one atomic step.
+    public static func exchange(_ first: String, _ second: String) throws {
+        try retryingOnInterrupt("rename (exchange)", path: second) { docfs_renameat2(AT_FDCWD, first, AT_FDCWD, second, 2) }
+    }
+
+    public static func rename(_ source: String, _ destination: String, flags: UInt32 = 0) throws {
+        try retryingOnInterrupt("rename", path: destination) { docfs_renameat2(AT_FDCWD, source, AT_FDCWD, destination, flags) }
+    }
+
+    /// A name beside `path` that no other writer uses: hidden, tagged, and unique per process and call.
+    public static func temporarySibling(of path: String, tag: String = "tmp") -> String {
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        return "\(directory)/.\(name).docfs-\(tag)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    }
+
+    /// Sets the modification time (and access time to the same) without following symlinks.
+    public static func setModificationTime(_ path: String, _ date: Date) throws {
+        let seconds = date.timeIntervalSince1970.rounded(.down)
+        let time = timespec(tv_sec: Int(seconds), tv_nsec: Int((date.timeIntervalSince1970 - seconds) * 1_000_000_000))
+        var times = [time, time]
+        try retryingOnInterrupt("utimensat", path: path) { utimensat(AT_FDCWD, path, &times, AT_SYMLINK_NOFOLLOW) }
+    }
+}
+
+extension timespec {
+    public var date: Date { Date(timeIntervalSince1970: TimeInterval(tv_sec) + TimeInterval(tv_nsec) / 1_000_000_000) }
+}

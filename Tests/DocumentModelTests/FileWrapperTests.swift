@@ -1,0 +1,194 @@
+import DocumentModel
+import Foundation
+import Glibc
+import Testing
+
+@Suite struct FileWrapperTests {
+    func inode(_ path: String) -> (inode: UInt64, links: UInt64)? {
+        var status = stat()
+        guard lstat(path, &status) == 0 else { return nil }
+        return (UInt64(status.st_ino), UInt64(status.st_nlink))
+    }
+
+    func samplePackage() -> FileWrapper {
+        let assets = FileWrapper(directoryWithFileWrappers: [
+            "image.png": FileWrapper(regularFileWithContents: Data([0x89, 0x50, 0x4E, 0x47])),
+        ])
+        let link = FileWrapper(symbolicLinkWithDestinationURL: URL(fileURLWithPath: "assets/image.png"))
+        let text = FileWrapper(regularFileWithContents: Data("# Title\n".utf8))
+        text.fileAttributes[FileAttributeKey.posixPermissions.rawValue] = NSNumber(value: 0o600)
+        return FileWrapper(directoryWithFileWrappers: ["text.md": text, "assets": assets, "cover.png": link])
+    }
+
+    @Test func kindsAndProperties() {
+        let file = FileWrapper(regularFileWithContents: Data("x".utf8))
+        #expect(file.isRegularFile && !file.isDirectory && !file.isSymbolicLink)
+        #expect(file.regularFileContents == Data("x".utf8) && file.fileWrappers == nil && file.preferredFilename == nil)
+        let link = FileWrapper(symbolicLinkWithDestinationURL: URL(fileURLWithPath: "target.txt"))
+        #expect(link.isSymbolicLink && link.regularFileContents == nil)
+        #expect(link.symbolicLinkDestinationURL?.relativePath == "target.txt")
+        let directory = FileWrapper(directoryWithFileWrappers: ["a.txt": file])
+        #expect(directory.isDirectory && directory.preferredFilename == nil)
+        #expect(file.preferredFilename == "a.txt", "a child without a name takes its key")
+        #expect(directory.fileWrappers?["a.txt"] === file)
+    }
+
+    @Test func keyCollisionsFollowApplesRule() {
+        let directory = FileWrapper(directoryWithFileWrappers: [:])
+        let first = directory.addRegularFile(withContents: Data("1".utf8), preferredFilename: "a.txt")
+        let second = directory.addRegularFile(withContents: Data("2".utf8), preferredFilename: "a.txt")
+        let third = directory.addRegularFile(withContents: Data("3".utf8), preferredFilename: "a.txt")
+        #expect([first, second, third] == ["a.txt", "1__#$!@%!#__a.txt", "2__#$!@%!#__a.txt"])
+        #expect(directory.fileWrappers?[second]?.regularFileContents == Data("2".utf8))
+
+        let child = try! #require(directory.fileWrappers?[third])
+        #expect(directory.keyForChildFileWrapper(child) == third)
+        directory.removeFileWrapper(child)
+        #expect(directory.keyForChildFileWrapper(child) == nil && directory.fileWrappers?.count == 2)
+    }
+
+    @Test func changingPreferredFilenameRekeysTheChild() throws {
+        let directory = FileWrapper(directoryWithFileWrappers: [:])
+        let child = FileWrapper(regularFileWithContents: Data())
+        child.preferredFilename = "draft.txt"
+        directory.addFileWrapper(child)
+        directory.addRegularFile(withContents: Data(), preferredFilename: "final.txt")
+        child.preferredFilename = "renamed.txt"
+        #expect(directory.keyForChildFileWrapper(child) == "renamed.txt")
+        child.preferredFilename = "final.txt"
+        #expect(directory.keyForChildFileWrapper(child) == "1__#$!@%!#__final.txt")
+        #expect(directory.fileWrappers?.count == 2)
+    }
+
+    @Test func nestedPackageWithSymlinkWrittenAtomicallyReadsBackLazilyAndMatches() throws {
+        let temporary = try TemporaryDirectory()
+        let destination = temporary.url.appendingPathComponent("Doc.textbundle")
+        try temporary.write("old", to: "Doc.textbundle/old.txt")
+        let package = samplePackage()
+        try package.write(to: destination, options: [.atomic, .withNameUpdating], originalContentsURL: nil)
+
+        #expect(package.filename == "Doc.textbundle")
+        #expect(package.fileWrappers?["text.md"]?.filename == "text.md")
+        #expect(!FileManager.default.fileExists(atPath: destination.appendingPathComponent("old.txt").path), "atomic replace, not merge")
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: temporary.path)
+        #expect(leftovers == ["Doc.textbundle"], "no temporary item left beside the destination")
+
+        let read = try FileWrapper(url: destination)
+        #expect(read.isDirectory && read.filename == "Doc.textbundle")
+        let text = try #require(read.fileWrappers?["text.md"])
+        #expect(!text.hasLoadedContents, "contents are read on demand")
+        #expect(text.regularFileContents == Data("# Title\n".utf8) && text.hasLoadedContents)
+        #expect((text.fileAttributes[FileAttributeKey.posixPermissions.rawValue] as? NSNumber)?.intValue == 0o600)
+        let link = try #require(read.fileWrappers?["cover.png"])
+        #expect(link.isSymbolicLink && link.symbolicLinkDestinationPath == "assets/image.png")
+        #expect(read.fileWrappers?["assets"]?.fileWrappers?["image.png"]?.regularFileContents == Data([0x89, 0x50, 0x4E, 0x47]))
+        #expect(read.matchesContents(of: destination) && package.matchesContents(of: destination))
+
+        try temporary.write("changed", to: "Doc.textbundle/text.md")
+        #expect(!read.matchesContents(of: destination))
+    }
+
+    @Test func lazyReadingListsOnDemandAndImmediateReadsNow() throws {
+        let temporary = try TemporaryDirectory()
+        try temporary.write("a", to: "pkg/a.txt")
+        let lazy = try FileWrapper(url: temporary.url.appendingPathComponent("pkg"))
+        let immediate = try FileWrapper(url: temporary.url.appendingPathComponent("pkg"), options: .immediate)
+        try temporary.write("b", to: "pkg/b.txt")
+        #expect(Set(lazy.fileWrappers?.keys ?? [:].keys) == ["a.txt", "b.txt"])
+        #expect(Set(immediate.fileWrappers?.keys ?? [:].keys) == ["a.txt"])
+        #expect(immediate.fileWrappers?["a.txt"]?.hasLoadedContents == true)
+    }
+
+    @Test func aLargeFileIsMappedNotCopied() throws {
+        let temporary = try TemporaryDirectory()
+        let path = temporary.path + "/big.bin"
+        let descriptor = open(path, O_CREAT | O_WRONLY, 0o644)
+        #expect(ftruncate(descriptor, 1 << 30) == 0)
+        close(descriptor)
+
+        let before = residentBytes()
+        let wrapper = try FileWrapper(url: URL(fileURLWithPath: path))
+        let contents = try #require(wrapper.regularFileContents)
+        #expect(contents.count == 1 << 30)
+        #expect(contents[contents.count / 2] == 0)
+        let growth = residentBytes() - before
+        #expect(growth < 64 << 20, "opening a 1 GiB file grew the process by \(growth) bytes")
+    }
+
+    func residentBytes() -> Int {
+        guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+        let fields = statm.split(separator: " ")
+        return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
+    }
+
+    @Test func aFailedAtomicWriteLeavesTheOldContentAndNoLeftovers() throws {
+        let temporary = try TemporaryDirectory()
+        try temporary.write("original", to: "pkg/text.md")
+        let destination = temporary.url.appendingPathComponent("pkg")
+        let broken = FileWrapper(directoryWithFileWrappers: [
+            "text.md": FileWrapper(regularFileWithContents: Data("new".utf8)),
+            // A key with a slash cannot be created: the write fails half-way through the package.
+            "missing/child.txt": FileWrapper(regularFileWithContents: Data("x".utf8)),
+        ])
+        #expect(throws: CocoaError.self) { try broken.write(to: destination, options: .atomic, originalContentsURL: nil) }
+        #expect(try String(contentsOf: destination.appendingPathComponent("text.md"), encoding: .utf8) == "original")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: temporary.path) == ["pkg"])
+    }
+
+    @Test func unchangedChildrenAreHardLinkedFromTheOriginal() throws {
+        let temporary = try TemporaryDirectory()
+        try temporary.write(String(repeating: "asset ", count: 100_000), to: "v1/assets/big.bin")
+        try temporary.write("text", to: "v1/text.md")
+        let original = temporary.url.appendingPathComponent("v1")
+        let package = try FileWrapper(url: original)
+        package.fileWrappers?["text.md"].map(package.removeFileWrapper)
+        package.addRegularFile(withContents: Data("edited".utf8), preferredFilename: "text.md")
+        let destination = temporary.url.appendingPathComponent("v2")
+        try package.write(to: destination, options: .atomic, originalContentsURL: original)
+
+        let originalAsset = try #require(inode(original.path + "/assets/big.bin"))
+        let newAsset = try #require(inode(destination.path + "/assets/big.bin"))
+        #expect(originalAsset.inode == newAsset.inode && newAsset.links == 2)
+        #expect(package.fileWrappers?["assets"]?.fileWrappers?["big.bin"]?.hasLoadedContents == false, "the asset was never read")
+        #expect(try String(contentsOf: destination.appendingPathComponent("text.md"), encoding: .utf8) == "edited")
+    }
+
+    @Test func serializedRepresentationRoundTripsANestedPackage() throws {
+        let package = samplePackage()
+        let date = Date(timeIntervalSince1970: 1_700_000_000.5)
+        package.fileWrappers?["assets"]?.fileAttributes[FileAttributeKey.modificationDate.rawValue] = date
+        let data = try #require(package.serializedRepresentation)
+        let copy = try #require(FileWrapper(serializedRepresentation: data))
+        #expect(copy.serializedRepresentation == data)
+        #expect(copy.fileWrappers?["text.md"]?.regularFileContents == Data("# Title\n".utf8))
+        #expect((copy.fileWrappers?["text.md"]?.fileAttributes[FileAttributeKey.posixPermissions.rawValue] as? NSNumber)?.intValue == 0o600)
+        #expect(copy.fileWrappers?["assets"]?.fileAttributes[FileAttributeKey.modificationDate.rawValue] as? Date == date)
+        #expect(copy.fileWrappers?["cover.png"]?.symbolicLinkDestinationPath == "assets/image.png")
+        #expect(FileWrapper(serializedRepresentation: Data("not an archive".utf8)) == nil)
+        #expect(FileWrapper(serializedRepresentation: data.dropLast()) == nil)
+    }
+
+    @Test func errorsAreCocoaErrorsWithTheURL() throws {
+        let missing = URL(fileURLWithPath: "/nonexistent-docfs/file.txt")
+        let readError = try #require(throws: CocoaError.self) { _ = try FileWrapper(url: missing) }
+        #expect(readError.code == .fileReadNoSuchFile && readError.url == missing)
+        let writeError = try #require(throws: CocoaError.self) {
+            try FileWrapper(regularFileWithContents: Data()).write(to: missing, options: [], originalContentsURL: nil)
+        }
+        #expect(writeError.code == .fileNoSuchFile && writeError.url == missing)
+    }
+
+    @Test func readingReplacesContentAndModificationDatesAreKept() throws {
+        let temporary = try TemporaryDirectory()
+        try temporary.write("one", to: "a.txt")
+        let wrapper = FileWrapper(regularFileWithContents: Data())
+        try wrapper.read(from: temporary.url.appendingPathComponent("a.txt"), options: .immediate)
+        #expect(wrapper.regularFileContents == Data("one".utf8) && wrapper.filename == "a.txt")
+        let date = Date(timeIntervalSince1970: 1_600_000_000)
+        wrapper.fileAttributes[FileAttributeKey.modificationDate.rawValue] = date
+        let copy = temporary.url.appendingPathComponent("b.txt")
+        try wrapper.write(to: copy, options: .atomic, originalContentsURL: nil)
+        let attributes = try FileManager.default.attributesOfItem(atPath: copy.path)
+        #expect(attributes[.modificationDate] as? Date == date)
+    }
+}
