@@ -25,9 +25,9 @@ let package = Package(
         .target(name: "CSystemShims"),
         .systemLibrary(name: "CFUSE", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
         .target(name: "FUSE", dependencies: ["CFUSE"]),
-        .target(name: "DocumentStore", dependencies: ["DocumentModel", "SystemSupport"]),
+        .target(name: "DocumentStore", dependencies: ["DocumentModel", "SystemSupport", "CSystemShims"]),
         .target(name: "DocumentFS", dependencies: [
-            "FUSE", "DocumentStore", "DocumentModel", "SystemSupport",
+            "FUSE", "DocumentStore", "DocumentModel", "SystemSupport", "CSystemShims",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "StandardDocuments", dependencies: ["DocumentModel"]),

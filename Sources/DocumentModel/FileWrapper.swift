@@ -350,7 +350,7 @@ open class FileWrapper: @unchecked Sendable {
                 let temporary = FileIO.temporarySibling(of: destination, tag: "write")
                 do {
                     try writer.write(self, to: temporary)
-                    try Self.moveIntoPlace(temporary, destination)
+                    try FileIO.replaceItem(at: destination, with: temporary)
                 } catch {
                     try? FileIO.removeItem(temporary)
                     throw error
@@ -364,20 +364,6 @@ open class FileWrapper: @unchecked Sendable {
         }
         writer.finish(self, at: destination)
         if options.contains(.withNameUpdating) { filename = url.lastPathComponent }
-    }
-
-    /// Moves a finished item over `destination` atomically, whatever was there.
-    static func moveIntoPlace(_ temporary: String, _ destination: String) throws {
-        let existing = try? FileStatus.of(path: destination)
-        let incoming = try FileStatus.of(path: temporary)
-        if let existing, existing.kind == .directory || incoming.kind == .directory {
-            // rename(2) cannot replace a non-empty directory, nor a file by a directory: swap the
-            // two atomically, then remove the old item, now under the temporary name.
-            try FileIO.exchange(temporary, destination)
-            try FileIO.removeItem(temporary)
-        } else {
-            try FileIO.rename(temporary, destination)
-        }
     }
 
     // MARK: Internal access for the writer and the archive

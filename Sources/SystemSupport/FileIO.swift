@@ -91,16 +91,22 @@ public enum FileIO {
 
     /// The names in a directory, without `.` and `..`, in no particular order.
     public static func directoryEntries(_ path: String) throws -> [String] {
+        try directoryEntriesWithTypes(path).map(\.name)
+    }
+
+    /// The names in a directory with their `d_type` (DT_REG, DT_DIR, DT_LNK, …; DT_UNKNOWN where the
+    /// file system does not say), without `.` and `..`.
+    public static func directoryEntriesWithTypes(_ path: String) throws -> [(name: String, type: UInt8)] {
         guard let directory = opendir(path) else { throw SystemCallError.last("opendir", path: path) }
         defer { closedir(directory) }
-        var names: [String] = []
+        var names: [(name: String, type: UInt8)] = []
         while let entry = readdir(directory) {
             var rawName = entry.pointee.d_name
             let capacity = MemoryLayout.size(ofValue: rawName)
             let name = withUnsafePointer(to: &rawName) { tuple in
                 tuple.withMemoryRebound(to: CChar.self, capacity: capacity) { String(cString: $0) }
             }
-            if name != "." && name != ".." { names.append(name) }
+            if name != "." && name != ".." { names.append((name, entry.pointee.d_type)) }
         }
         return names
     }
@@ -123,6 +129,21 @@ public enum FileIO {
 
     public static func rename(_ source: String, _ destination: String, flags: UInt32 = 0) throws {
         try retryingOnInterrupt("rename", path: destination) { docfs_renameat2(AT_FDCWD, source, AT_FDCWD, destination, flags) }
+    }
+
+    /// Moves the finished item at `temporary` over `destination` atomically, whatever is there:
+    /// `rename(2)` where it can; where it cannot (a directory over anything, anything over a
+    /// directory) the two are swapped with `RENAME_EXCHANGE` and the old item, now at `temporary`,
+    /// removed. A crash in between leaves the complete old item at `temporary`, never a torn one.
+    public static func replaceItem(at destination: String, with temporary: String) throws {
+        let existing = try? FileStatus.of(path: destination)
+        let incoming = try FileStatus.of(path: temporary)
+        if let existing, existing.kind == .directory || incoming.kind == .directory {
+            try exchange(temporary, destination)
+            try removeItem(temporary)
+        } else {
+            try rename(temporary, destination)
+        }
     }
 
     /// A name beside `path` that no other writer uses: hidden, tagged, and unique per process and call.

@@ -4,6 +4,7 @@
 #define DOCFS_CSYSTEMSHIMS_H
 
 #include <sys/types.h>
+#include <sys/xattr.h>
 
 /// renameat2(2); flags are RENAME_NOREPLACE (1) and RENAME_EXCHANGE (2).
 int docfs_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned int flags);
@@ -13,6 +14,14 @@ int docfs_clone_file(int destfd, int srcfd);
 
 /// copy_file_range(2), declared by glibc only under _GNU_SOURCE.
 ssize_t docfs_copy_file_range(int infd, off_t *inoffset, int outfd, off_t *outoffset, size_t length);
+
+/// fallocate(2), declared by glibc only under _GNU_SOURCE.
+int docfs_fallocate(int fd, int mode, off_t offset, off_t length);
+
+/// Starts `path` with `argv` in a new session (setsid), detached from the terminal: standard input,
+/// output and error on /dev/null, and `keep_fd` passed as descriptor 3. Returns the pid, or -1 with
+/// errno set.
+pid_t docfs_spawn_detached(const char *path, char *const argv[], int keep_fd);
 
 /// openat(2) with a creation mode (the libc function is variadic).
 int docfs_openat(int dirfd, const char *path, int flags, mode_t mode);

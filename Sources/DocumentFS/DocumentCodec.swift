@@ -1,0 +1,59 @@
+import DocumentModel
+import DocumentStore
+import Foundation
+import SystemSupport
+
+/// The document work of the read and write paths: wrapping stored or staged bytes in a
+/// `FileWrapper`, decoding them with the claiming type, and encoding the result for the store.
+struct DocumentCodec: Sendable {
+    let store: any DocumentStore
+
+    /// A regular-file wrapper over the bytes of `descriptor`, mapped rather than copied when large.
+    func wrapper(for descriptor: OwnedDescriptor, name: String) throws -> FileWrapper {
+        let status = try descriptor.status()
+        let contents = status.size >= 64 * 1024
+            ? try FileIO.mapContents(descriptor.rawValue, size: Int(status.size))
+            : try readAll(descriptor, size: Int(status.size))
+        let wrapper = FileWrapper(regularFileWithContents: contents)
+        wrapper.filename = name
+        wrapper.preferredFilename = name
+        wrapper.fileAttributes = [
+            FileAttributeKey.posixPermissions.rawValue: NSNumber(value: status.permissions),
+            FileAttributeKey.modificationDate.rawValue: status.modificationTime.date,
+            FileAttributeKey.size.rawValue: NSNumber(value: status.size),
+        ]
+        return wrapper
+    }
+
+    private func readAll(_ descriptor: OwnedDescriptor, size: Int) throws -> Data {
+        var data = Data(count: size)
+        var done = 0
+        try data.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) in
+            guard let base = buffer.baseAddress else { return }
+            while done < size {
+                let count = try retryingOnInterrupt("pread") {
+                    pread(descriptor.rawValue, base + done, size - done, off_t(done))
+                }
+                if count == 0 { break }
+                done += count
+            }
+        }
+        return data.prefix(done)
+    }
+
+    func decode(_ file: FileWrapper, claim: DocumentClaim) throws -> DecodedDocument {
+        try claim.type.decode(FileDocumentReadConfiguration(contentType: claim.contentType, file: file))
+    }
+
+    func encode(_ document: DecodedDocument, claim: DocumentClaim, existingFile: FileWrapper?) throws -> FileWrapper {
+        try document.encode(FileDocumentWriteConfiguration(contentType: claim.contentType, existingFile: existingFile))
+    }
+
+    /// Whether a returned wrapper holds exactly `bytes`, so the staged file can be installed as is.
+    /// The common case — a document that returns the very bytes it read — is recognised by identity.
+    static func wrapper(_ wrapper: FileWrapper, holdsExactly bytes: Data) -> Bool {
+        guard wrapper.isRegularFile, let contents = wrapper.regularFileContents, contents.count == bytes.count else { return false }
+        let sameStorage = contents.withUnsafeBytes { left in bytes.withUnsafeBytes { right in left.baseAddress == right.baseAddress } }
+        return sameStorage || contents == bytes
+    }
+}

@@ -1,0 +1,61 @@
+import DocumentStore
+import FUSE
+import Glibc
+
+/// Directory listings. A listing is taken at opendir so the offsets handed to the kernel keep
+/// their meaning while the directory changes.
+extension DocumentFileSystem {
+    func openDirectory(inode: Inode, flags: Int32, context: RequestContext) throws(FUSEError) -> OpenReply {
+        let path = try path(of: inode)
+        let entries = try storeCall { try store.list(path) }
+        return OpenReply(handle: directories.insert(DirectoryListing(path: path, entries: entries)))
+    }
+
+    func readDirectory(inode: Inode, handle: UInt64, offset: Int64, plus: Bool, add: (DirectoryEntry) -> Bool) throws(FUSEError) {
+        guard let listing = directories.get(handle) else { throw .badHandle }
+        // Offsets: 0 is ".", 1 is "..", 2 + i is entries[i]; each entry's cookie is its offset + 1.
+        var index = Int(max(0, offset))
+        while index < listing.entries.count + 2 {
+            defer { index += 1 }
+            if index < 2 {
+                // The kernel takes no reference on "." and "..", even in readdirplus.
+                let item = DirectoryEntry(name: index == 0 ? "." : "..", nextOffset: Int64(index + 1), inode: inode, mode: S_IFDIR)
+                guard add(item) else { return }
+                continue
+            }
+            let stored = listing.entries[index - 2]
+            let path = listing.path.isEmpty ? stored.name : listing.path + "/" + stored.name
+            if plus {
+                // Vanished since the listing was taken: skip it.
+                guard let status = try? store.status(of: path) else { continue }
+                let node = nodes.child(parent: inode, name: stored.name, counting: true)
+                let item = DirectoryEntry(
+                    name: stored.name, nextOffset: Int64(index + 1), inode: node.inode, mode: status.mode,
+                    entry: entry(for: node, path: path, status: status))
+                guard add(item) else {
+                    nodes.forget(node.inode, count: 1)
+                    return
+                }
+            } else {
+                // Plain readdir needs no stat: the type comes from the listing. A name the kernel does
+                // not hold yet gets a provisional number outside the range of assigned ones.
+                let number = nodes.existingChild(parent: inode, name: stored.name)
+                    ?? (1 << 62) | UInt64(truncatingIfNeeded: stored.name.hashValue) >> 2
+                guard add(DirectoryEntry(name: stored.name, nextOffset: Int64(index + 1), inode: number, mode: Self.mode(of: stored.kind))) else { return }
+            }
+        }
+    }
+
+    private static func mode(of kind: StoreDirectoryEntry.Kind) -> mode_t {
+        switch kind {
+        case .regular: S_IFREG
+        case .directory: S_IFDIR
+        case .symbolicLink: S_IFLNK
+        case .other, .unknown: 0
+        }
+    }
+
+    func releaseDirectory(inode: Inode, handle: UInt64) {
+        directories.remove(handle)
+    }
+}

@@ -1,0 +1,204 @@
+import DocumentStore
+import FUSE
+import Glibc
+import SystemSupport
+
+/// Names and attributes: lookup, getattr, setattr, and the operations that make or remove names.
+extension DocumentFileSystem {
+    /// renameat2's RENAME_EXCHANGE, which Glibc's module does not export.
+    var renameExchange: UInt32 { 2 }
+
+    private static let timeNow = Int((1 << 30) - 1)
+    private static let timeOmit = Int((1 << 30) - 2)
+
+    /// The attributes the kernel sees: the stored file's, with our inode number, the staged size
+    /// and times while a write is open, and no write permission where the document is not editable.
+    func attributes(of inode: Inode, path: String, status: FileStatus, staged: FileStatus? = nil) -> stat {
+        var result = stat()
+        let shown = staged ?? status
+        result.st_ino = ino_t(inode)
+        result.st_mode = status.mode
+        result.st_nlink = nlink_t(status.linkCount)
+        result.st_uid = status.userID
+        result.st_gid = status.groupID
+        result.st_size = off_t(shown.size)
+        result.st_blocks = blkcnt_t(shown.blocks)
+        result.st_blksize = 4096
+        result.st_atim = status.accessTime
+        result.st_mtim = shown.modificationTime
+        result.st_ctim = staged.map { later($0.changeTime, status.changeTime) } ?? status.changeTime
+        if options.readOnly || (status.kind == .regular && !isEditable(claim: claim(forPath: path, isDirectory: false), status: status)) {
+            result.st_mode &= ~mode_t(0o222)
+        }
+        return result
+    }
+
+    private func later(_ first: timespec, _ second: timespec) -> timespec {
+        (first.tv_sec, first.tv_nsec) >= (second.tv_sec, second.tv_nsec) ? first : second
+    }
+
+    func entry(for node: Node, path: String, status: FileStatus) -> Entry {
+        let staged = node.state.withLock { try? $0.stage?.file.status() }
+        return Entry(
+            inode: node.inode, attributes: attributes(of: node.inode, path: path, status: status, staged: staged),
+            entryTimeout: options.cacheTimeout, attributeTimeout: options.cacheTimeout)
+    }
+
+    /// Looks up a name that must now exist in the store and counts the kernel's new reference.
+    func countedEntry(parent: Inode, name: String, path: String) throws(FUSEError) -> Entry {
+        let status = try storeCall { try store.status(of: path) }
+        return entry(for: nodes.child(parent: parent, name: name, counting: true), path: path, status: status)
+    }
+
+    func lookup(parent: Inode, name: String, context: RequestContext) throws(FUSEError) -> Entry {
+        let path = try childPath(parent: parent, name: name)
+        do {
+            return try countedEntry(parent: parent, name: name, path: path)
+        } catch {
+            // Removed behind the mount's back: forget the stale name.
+            if error.errno == ENOENT { nodes.detach(parent: parent, name: name) }
+            throw error
+        }
+    }
+
+    func forget(inode: Inode, count: UInt64) {
+        nodes.forget(inode, count: count)
+    }
+
+    func getAttributes(inode: Inode, handle: UInt64?, context: RequestContext) throws(FUSEError) -> AttributesReply {
+        guard let node = nodes.node(inode) else { throw .noEntry }
+        let (live, staged) = node.state.withLock { ($0.live, try? $0.stage?.file.status()) }
+        if let path = nodes.path(of: inode) {
+            let status = try storeCall { try store.status(of: path) }
+            return AttributesReply(attributes: attributes(of: inode, path: path, status: status, staged: staged), timeout: options.cacheTimeout)
+        }
+        // Unlinked while open: what the open descriptor still sees.
+        guard let live, let status = try? live.status() else { throw .noEntry }
+        return AttributesReply(attributes: attributes(of: inode, path: "", status: status, staged: staged), timeout: options.cacheTimeout)
+    }
+
+    func setAttributes(inode: Inode, changes: AttributeChanges, handle: UInt64?, context: RequestContext) throws(FUSEError) -> AttributesReply {
+        try requireWritable()
+        let path = try path(of: inode)
+        guard let node = nodes.node(inode) else { throw .noEntry }
+        if let size = changes.size {
+            try truncate(node: node, path: path, size: size, handle: handle)
+        }
+        if let mode = changes.mode {
+            try storeCall { try store.setPermissions(path, mode) }
+            node.state.withLock { state in _ = state.stage.map { fchmod($0.file.descriptor.rawValue, mode & 0o7777) } }
+        }
+        if changes.userID != nil || changes.groupID != nil {
+            let current = try storeCall { try store.status(of: path) }
+            let owner = Ownership(userID: changes.userID ?? current.userID, groupID: changes.groupID ?? current.groupID)
+            try storeCall { try store.setOwner(path, owner) }
+        }
+        if changes.accessTime != nil || changes.modificationTime != nil {
+            let access = timeValue(changes.accessTime)
+            let modification = timeValue(changes.modificationTime)
+            try storeCall { try store.setTimes(path, access: access, modification: modification) }
+            // `cp -p` sets the times on the open descriptor before closing: they belong to the staged
+            // version that the close is about to store.
+            node.state.withLock { state in
+                guard let stage = state.stage else { return }
+                var times = [access, modification]
+                futimens(stage.file.descriptor.rawValue, &times)
+            }
+        }
+        return try getAttributes(inode: inode, handle: handle, context: context)
+    }
+
+    private func timeValue(_ change: AttributeChanges.TimeChange?) -> timespec {
+        switch change {
+        case nil: timespec(tv_sec: 0, tv_nsec: Self.timeOmit)
+        case .now: timespec(tv_sec: 0, tv_nsec: Self.timeNow)
+        case .time(let time): time
+        }
+    }
+
+    func readLink(inode: Inode) throws(FUSEError) -> String {
+        let path = try path(of: inode)
+        return try storeCall { try store.symbolicLinkTarget(path) }
+    }
+
+    func makeNode(parent: Inode, name: String, mode: mode_t, device: dev_t, context: RequestContext) throws(FUSEError) -> Entry {
+        try requireWritable()
+        // Only regular files: device nodes and FIFOs are not documents and have no place in a store.
+        guard mode & S_IFMT == S_IFREG else { throw .notPermitted }
+        let path = try childPath(parent: parent, name: name)
+        try requireClaimedIfStrict(path, isDirectory: false)
+        try storeCall { try store.createEmptyFile(path, mode: mode & 0o7777, owner: owner(context)) }
+        return try countedEntry(parent: parent, name: name, path: path)
+    }
+
+    func makeDirectory(parent: Inode, name: String, mode: mode_t, context: RequestContext) throws(FUSEError) -> Entry {
+        try requireWritable()
+        let path = try childPath(parent: parent, name: name)
+        try storeCall { try store.makeDirectory(path, mode: mode & 0o7777, owner: owner(context)) }
+        return try countedEntry(parent: parent, name: name, path: path)
+    }
+
+    func unlink(parent: Inode, name: String, context: RequestContext) throws(FUSEError) {
+        try requireWritable()
+        let path = try childPath(parent: parent, name: name)
+        try storeCall { try store.removeFile(path) }
+        nodes.detach(parent: parent, name: name)
+    }
+
+    func removeDirectory(parent: Inode, name: String, context: RequestContext) throws(FUSEError) {
+        try requireWritable()
+        let path = try childPath(parent: parent, name: name)
+        try storeCall { try store.removeDirectory(path) }
+        nodes.detach(parent: parent, name: name)
+    }
+
+    func symlink(target: String, parent: Inode, name: String, context: RequestContext) throws(FUSEError) -> Entry {
+        try requireWritable()
+        let path = try childPath(parent: parent, name: name)
+        try storeCall { try store.makeSymbolicLink(path, target: target, owner: owner(context)) }
+        return try countedEntry(parent: parent, name: name, path: path)
+    }
+
+    func link(inode: Inode, newParent: Inode, newName: String, context: RequestContext) throws(FUSEError) -> Entry {
+        try requireWritable()
+        let existing = try path(of: inode)
+        let path = try childPath(parent: newParent, name: newName)
+        try storeCall { try store.makeHardLink(path, to: existing) }
+        return try countedEntry(parent: newParent, name: newName, path: path)
+    }
+
+    func rename(parent: Inode, name: String, newParent: Inode, newName: String, flags: UInt32, context: RequestContext) throws(FUSEError) {
+        try requireWritable()
+        let source = try childPath(parent: parent, name: name)
+        let destination = try childPath(parent: newParent, name: newName)
+        let exchange = flags & renameExchange != 0
+        // A file moving under a name that a document type claims becomes that document: its content
+        // must decode as one (sed -i, vim, `os.replace` all save this way).
+        try validateRename(of: source, as: destination)
+        if exchange { try validateRename(of: destination, as: source) }
+        try storeCall { try store.rename(source, to: destination, flags: flags) }
+        if exchange {
+            nodes.exchange(parent: parent, name: name, with: newParent, otherName: newName)
+        } else {
+            nodes.move(parent: parent, name: name, to: newParent, newName: newName)
+        }
+    }
+
+    private func validateRename(of source: String, as destination: String) throws(FUSEError) {
+        guard let status = try? store.status(of: source), status.kind == .regular, status.size > 0,
+              let destinationClaim = claim(forPath: destination, isDirectory: false)
+        else { return }
+        if let sourceClaim = claim(forPath: source, isDirectory: false), sourceClaim.type.name == destinationClaim.type.name,
+           sourceClaim.contentType == destinationClaim.contentType
+        {
+            return  // Already a valid document of the same type.
+        }
+        do {
+            let descriptor = try store.openForReading(source)
+            _ = try codec.decode(codec.wrapper(for: descriptor, name: lastComponent(destination)), claim: destinationClaim)
+        } catch {
+            logger.error("refused to rename \(source) to \(destination): its content is not a valid \(destinationClaim.type.name) (\(destinationClaim.contentType.identifier)): \(describe(error)); \(source) is kept as it was")
+            throw .ioError
+        }
+    }
+}

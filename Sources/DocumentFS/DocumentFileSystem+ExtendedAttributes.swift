@@ -1,0 +1,61 @@
+import DocumentModel
+import FUSE
+import Glibc
+
+/// Extended attributes: the store's own (kept with the document across saves), plus two that
+/// DocFS answers itself and that cannot be set: the document's content type and its `isEditable`.
+extension DocumentFileSystem {
+    static let contentTypeAttribute = "user.docfs.content-type"
+    static let editableAttribute = "user.docfs.editable"
+
+    func extendedAttribute(inode: Inode, name: String, context: RequestContext) throws(FUSEError) -> [UInt8] {
+        let path = try path(of: inode)
+        switch name {
+        case Self.contentTypeAttribute:
+            return Array(try contentType(of: path).identifier.utf8)
+        case Self.editableAttribute:
+            let status = try storeCall { try store.status(of: path) }
+            let editable = status.kind == .regular
+                ? isEditable(claim: claim(forPath: path, isDirectory: false), status: status) : !options.readOnly
+            return Array((editable ? "true" : "false").utf8)
+        default:
+            return try storeCall { try store.extendedAttribute(path, name: name) }
+        }
+    }
+
+    /// The claiming type's content type, or what the name says for raw data.
+    private func contentType(of path: String) throws(FUSEError) -> UTType {
+        let status = try storeCall { try store.status(of: path) }
+        let isDirectory = status.kind == .directory
+        if let claim = claim(forPath: path, isDirectory: isDirectory) { return claim.contentType }
+        if status.kind == .symbolicLink { return .symbolicLink }
+        let name = lastComponent(path)
+        if let dot = name.lastIndex(of: "."), dot != name.startIndex,
+           let type = UTType(filenameExtension: String(name[name.index(after: dot)...]), conformingTo: isDirectory ? .directory : .data)
+        {
+            return type
+        }
+        return isDirectory ? .folder : .data
+    }
+
+    func extendedAttributeNames(inode: Inode, context: RequestContext) throws(FUSEError) -> [UInt8] {
+        let path = try path(of: inode)
+        var names = try storeCall { try store.extendedAttributeNames(path) }
+        names += [Self.contentTypeAttribute, Self.editableAttribute]
+        return names.flatMap { Array($0.utf8) + [0] }
+    }
+
+    func setExtendedAttribute(inode: Inode, name: String, value: UnsafeRawBufferPointer, flags: Int32, context: RequestContext) throws(FUSEError) {
+        try requireWritable()
+        guard name != Self.contentTypeAttribute && name != Self.editableAttribute else { throw .notPermitted }
+        let path = try path(of: inode)
+        try storeCall { try store.setExtendedAttribute(path, name: name, value: value, flags: flags) }
+    }
+
+    func removeExtendedAttribute(inode: Inode, name: String, context: RequestContext) throws(FUSEError) {
+        try requireWritable()
+        guard name != Self.contentTypeAttribute && name != Self.editableAttribute else { throw .notPermitted }
+        let path = try path(of: inode)
+        try storeCall { try store.removeExtendedAttribute(path, name: name) }
+    }
+}

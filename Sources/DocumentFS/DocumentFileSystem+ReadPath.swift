@@ -1,0 +1,89 @@
+import DocumentStore
+import FUSE
+import Glibc
+import SystemSupport
+
+/// The read path: opening decodes the stored document once per stored version; reads are
+/// spliced from the stored file (or from the stage while a write is open), never copied through
+/// Swift.
+extension DocumentFileSystem {
+    func open(inode: Inode, flags: Int32, context: RequestContext) throws(FUSEError) -> OpenReply {
+        let path = try path(of: inode)
+        guard let node = nodes.node(inode) else { throw .noEntry }
+        let status = try storeCall { try store.status(of: path) }
+        guard status.kind == .regular else { throw .isDirectory }
+        let writing = flags & O_ACCMODE != O_RDONLY
+        if writing { try requireWritable() }
+
+        guard let claim = claim(forPath: path, isDirectory: false) else {
+            // Raw data: opened in place. O_APPEND is the kernel's to apply (it sends the offset),
+            // and O_TRUNC arrives here because the mount negotiated atomic O_TRUNC.
+            let descriptor = try storeCall {
+                try store.openInPlace(path, flags: flags & (O_ACCMODE | O_TRUNC), mode: 0, owner: nil)
+            }
+            let keepCache = node.state.withLock { state in
+                defer { state.cachedVersion = flags & O_TRUNC == 0 ? status.version : nil }
+                return flags & O_TRUNC == 0 && state.cachedVersion == status.version
+            }
+            return register(OpenFile(node: node, access: .raw(descriptor), flags: flags), keepCache: keepCache)
+        }
+
+        if writing && !isEditable(claim: claim, status: status) {
+            logger.notice("refused to open \(path) for writing: the document is not editable")
+            throw .accessDenied
+        }
+        let truncating = writing && flags & O_TRUNC != 0
+        let reading = flags & O_ACCMODE != O_WRONLY
+        let keepCache = try node.state.withLock { (state: inout NodeState) throws(FUSEError) -> Bool in
+            var live = state.live
+            if state.stage == nil, live.flatMap({ try? $0.status().version }) != status.version {
+                // First open, or the store changed behind the mount's back: serve what is stored now.
+                live = try storeCall { try store.openForReading(path) }
+            }
+            guard let live else { throw .ioError }
+            let liveVersion = try storeCall { try live.status().version }
+            // A truncating open replaces the content, so what is stored need not decode (that is how
+            // a corrupt document is repaired); a pending stage was validated at its own commit.
+            if reading && !truncating && state.stage == nil {
+                try ensureDecoded(live, version: liveVersion, state: &state, path: path, claim: claim)
+            }
+            state.live = live
+            if truncating {
+                if let old = state.stage { store.discard(old.file) }
+                state.stage = Stage(file: try storeCall { try store.makeStagingFile(seededFrom: nil) }, isDirty: true, isOnlyTruncated: true)
+            }
+            defer { state.cachedVersion = liveVersion }
+            return state.stage == nil && state.cachedVersion == liveVersion
+        }
+        return register(OpenFile(node: node, access: .document(claim), flags: flags), keepCache: keepCache)
+    }
+
+    func register(_ file: OpenFile, keepCache: Bool) -> OpenReply {
+        nodes.opened(file.node.inode)
+        return OpenReply(handle: files.insert(file), keepCache: keepCache)
+    }
+
+    /// Decodes the stored version unless it already decoded; an empty file is a draft and is
+    /// served as it is.
+    func ensureDecoded(_ live: OwnedDescriptor, version: FileVersion, state: inout NodeState, path: String, claim: DocumentClaim) throws(FUSEError) {
+        guard version.size > 0, state.decodedVersion != version else { return }
+        do {
+            _ = try codec.decode(codec.wrapper(for: live, name: lastComponent(path)), claim: claim)
+            state.decodedVersion = version
+        } catch {
+            logger.error("cannot open \(path): it does not decode as \(claim.type.name) (\(claim.contentType.identifier)): \(describe(error))")
+            throw .ioError
+        }
+    }
+
+    func read(inode: Inode, handle: UInt64, offset: Int64, size: Int) throws(FUSEError) -> ReadReply {
+        guard let file = files.get(handle) else { throw .badHandle }
+        let source: OwnedDescriptor?
+        switch file.access {
+        case .raw(let descriptor): source = descriptor
+        case .document: source = file.node.state.withLock { $0.stage?.file.descriptor ?? $0.live }
+        }
+        guard let source else { throw .badHandle }
+        return .fileRegion(descriptor: source.rawValue, offset: offset, size: size, owner: source)
+    }
+}

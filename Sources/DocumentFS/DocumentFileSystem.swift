@@ -1,0 +1,116 @@
+import DocumentModel
+import DocumentStore
+import FUSE
+import Glibc
+import Logging
+import SystemSupport
+
+/// The bridge between the kernel and the store: every file is a document of a registered type
+/// (or raw data), decoded when opened for reading and validated when a write is committed.
+///
+/// The operations live in extensions by area: names and attributes (`+Entries`), the read and write
+/// paths (`+ReadPath`, `+WritePath`), directories, and extended attributes.
+final class DocumentFileSystem: FileSystemOperations {
+    let store: any DocumentStore
+    let registry: DocumentTypeRegistry
+    let options: DocumentFSOptions
+    let nodes = NodeTable()
+    let files = HandleTable<OpenFile>()
+    let directories = HandleTable<DirectoryListing>()
+    let notifier = KernelNotifier()
+    let codec: DocumentCodec
+    var logger: Logger { options.logger }
+
+    init(store: any DocumentStore, types: [DocumentType], options: DocumentFSOptions) {
+        self.store = store
+        self.registry = DocumentTypeRegistry(types: types)
+        self.options = options
+        self.codec = DocumentCodec(store: store)
+    }
+
+    func initialize(connection: inout ConnectionSettings) {
+        connection.request(Capability.atomicOpenTruncate)
+        connection.request(Capability.exportSupport)
+        connection.request(Capability.spliceRead)
+        connection.request(Capability.spliceWrite)
+        connection.request(Capability.spliceMove)
+        connection.request(Capability.readdirPlus)
+        connection.request(Capability.readdirPlusAuto)
+        connection.request(Capability.autoInvalidateData)
+        connection.request(Capability.parallelDirectoryOperations)
+        connection.request(Capability.asyncRead)
+        // Locks are the kernel's: without FLOCK/POSIX_LOCKS it arbitrates them itself, which is
+        // exact for a store that only this mount serves.
+        connection.decline(Capability.flockLocks)
+        connection.decline(Capability.posixLocks)
+        // Write-through: the kernel's O_APPEND and st_size stay ours to answer.
+        connection.decline(Capability.writebackCache)
+        connection.maxWrite = 1 << 20
+        connection.maxReadahead = 1 << 20
+    }
+
+    // MARK: Helpers shared by the operations
+
+    /// The store path of a live inode, or ENOENT.
+    func path(of inode: Inode) throws(FUSEError) -> String {
+        guard let path = nodes.path(of: inode) else { throw .noEntry }
+        return path
+    }
+
+    func childPath(parent: Inode, name: String) throws(FUSEError) -> String {
+        if name.utf8.count > 255 { throw .nameTooLong }
+        if parent == .root && name == DirectoryStore.privateAreaName { throw .accessDenied }
+        let parentPath = try path(of: parent)
+        return parentPath.isEmpty ? name : parentPath + "/" + name
+    }
+
+    func lastComponent(_ path: String) -> String {
+        path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
+    }
+
+    func claim(forPath path: String, isDirectory: Bool) -> DocumentClaim? {
+        registry.claim(forName: lastComponent(path), isDirectory: isDirectory)
+    }
+
+    func owner(_ context: RequestContext) -> Ownership {
+        Ownership(userID: context.userID, groupID: context.groupID)
+    }
+
+    /// `isEditable` of a stored document: not on a read-only mount, not when the stored file has no
+    /// write permission, not when its type cannot be written back.
+    func isEditable(claim: DocumentClaim?, status: FileStatus) -> Bool {
+        if options.readOnly { return false }
+        if status.permissions & 0o222 == 0 { return false }
+        return claim?.isWritableType ?? true
+    }
+
+    func requireWritable() throws(FUSEError) {
+        if options.readOnly { throw .readOnlyFileSystem }
+    }
+
+    /// Refuses a new raw file on a `--strict` mount.
+    func requireClaimedIfStrict(_ path: String, isDirectory: Bool) throws(FUSEError) {
+        guard options.strict, !isDirectory, claim(forPath: path, isDirectory: false) == nil else { return }
+        logger.warning("refused \(path): no document type claims it and the mount is --strict")
+        throw .notPermitted
+    }
+
+    @discardableResult
+    func storeCall<T>(_ body: () throws -> T) throws(FUSEError) -> T {
+        do { return try body() } catch { throw FUSEError(error) }
+    }
+
+    func statistics(inode: Inode) throws(FUSEError) -> FileSystemStatistics {
+        try storeCall { try store.statistics() }
+    }
+
+    func access(inode: Inode, mask: Int32, context: RequestContext) throws(FUSEError) {
+        let path = try path(of: inode)
+        let status = try storeCall { try store.status(of: path) }
+        guard mask & W_OK != 0 else { return }
+        try requireWritable()
+        if status.kind == .regular, !isEditable(claim: claim(forPath: path, isDirectory: false), status: status) {
+            throw .accessDenied
+        }
+    }
+}

@@ -1,0 +1,41 @@
+import DocumentStore
+import FUSE
+import Logging
+
+/// Serves a document store as a file system: the public entry point, in the spirit of SwiftUI's
+/// `DocumentGroup`. Give it a store, the document types, and options; `serve` mounts and runs until
+/// the file system is unmounted or the process is told to stop.
+///
+///     let mount = DocumentMount(store: try DirectoryStore(path: "/srv/notes"),
+///                               types: [.fileDocument(PlainTextDocument.self)], options: DocumentFSOptions())
+///     try mount.serve(at: "/mnt/notes")
+public final class DocumentMount: Sendable {
+    let fileSystem: DocumentFileSystem
+
+    public init(store: any DocumentStore, types: [DocumentType], options: DocumentFSOptions) {
+        fileSystem = DocumentFileSystem(store: store, types: types, options: options)
+    }
+
+    /// The FUSE `-o` options the mount uses.
+    public var mountOptions: [String] {
+        let options = fileSystem.options
+        var result = ["default_permissions", "fsname=docfs", "subtype=docfs"]
+        if options.readOnly { result.append("ro") }
+        if options.allowOther { result.append("allow_other") }
+        return result + options.extraMountOptions
+    }
+
+    /// Mounts at `mountPoint`, calls `ready` once the mount is in place, and serves requests until
+    /// unmounted (returns 0) or stopped by SIGINT, SIGTERM or SIGHUP (returns the signal number).
+    @discardableResult
+    public func serve(at mountPoint: String, ready: () -> Void = {}) throws -> Int32 {
+        let session = try FUSESession(operations: fileSystem, mountPoint: mountPoint, options: mountOptions)
+        fileSystem.notifier.attach(session)
+        defer { fileSystem.notifier.attach(nil) }
+        ready()
+        return session.run(threads: fileSystem.options.threads)
+    }
+
+    /// How many inodes the kernel holds references to (for diagnostics and tests).
+    public var knownInodeCount: Int { fileSystem.nodes.count }
+}

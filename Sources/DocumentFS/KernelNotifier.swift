@@ -1,0 +1,25 @@
+import Dispatch
+import FUSE
+import Synchronization
+
+/// Sends cache invalidations to the kernel from a queue of its own: an invalidation sent from
+/// inside a request handler for the same inode deadlocks (the kernel waits for the handler).
+final class KernelNotifier: Sendable {
+    private let session = Mutex<FUSESession?>(nil)
+    private let queue = DispatchQueue(label: "docfs.kernel-notifier")
+
+    func attach(_ session: FUSESession?) { self.session.withLock { $0 = session } }
+
+    /// The kernel's cached pages and attributes of `inode` no longer match the store.
+    func invalidateContent(of inode: Inode) {
+        queue.async { [self] in
+            _ = session.withLock { $0 }?.invalidateInode(inode)
+        }
+    }
+
+    func invalidateEntry(parent: Inode, name: String) {
+        queue.async { [self] in
+            _ = session.withLock { $0 }?.invalidateEntry(parent: parent, name: name)
+        }
+    }
+}

@@ -1,0 +1,176 @@
+import FUSE
+import Synchronization
+
+/// The inodes the kernel knows, by number and by (parent, name). Numbers are assigned here, not
+/// taken from the store, because a document's stored file is replaced by every save.
+///
+/// A record stays while the kernel holds a lookup on it, an open file, or a child record (a child's
+/// path is found through its parent). Nothing here holds a file descriptor, so a tree of any size
+/// costs one small record per inode the kernel holds.
+final class NodeTable: Sendable {
+    private struct ChildKey: Hashable {
+        var parent: Inode
+        var name: String
+    }
+
+    private struct Record {
+        let node: Node
+        var parent: Inode
+        var name: String
+        var lookupCount: UInt64 = 0
+        var openCount = 0
+        var childRecords = 0
+        /// Removed from the store while the kernel still holds it (open, or not yet forgotten).
+        var isDetached = false
+    }
+
+    private struct State {
+        var records: [Inode: Record] = [:]
+        var byName: [ChildKey: Inode] = [:]
+        var nextInode: Inode = .root + 1
+    }
+
+    private let state: Mutex<State>
+
+    init() {
+        var initial = State()
+        var root = Record(node: Node(inode: .root), parent: .root, name: "")
+        root.lookupCount = 1
+        initial.records[.root] = root
+        state = Mutex(initial)
+    }
+
+    var count: Int { state.withLock { $0.records.count } }
+
+    func node(_ inode: Inode) -> Node? { state.withLock { $0.records[inode]?.node } }
+
+    /// The store path of a live inode; nil for unknown and detached ones.
+    func path(of inode: Inode) -> String? {
+        state.withLock { state in Self.path(of: inode, in: state) }
+    }
+
+    func name(of inode: Inode) -> String? { state.withLock { $0.records[inode]?.name } }
+
+    private static func path(of inode: Inode, in state: State) -> String? {
+        var components: [String] = []
+        var current = inode
+        while current != .root {
+            guard let record = state.records[current], !record.isDetached else { return nil }
+            components.append(record.name)
+            current = record.parent
+        }
+        return components.reversed().joined(separator: "/")
+    }
+
+    /// The inode for `name` in `parent`, made if new; counts one lookup when `counting`.
+    func child(parent: Inode, name: String, counting: Bool) -> Node {
+        state.withLock { state in
+            let key = ChildKey(parent: parent, name: name)
+            if let inode = state.byName[key], var record = state.records[inode] {
+                if counting { record.lookupCount += 1 }
+                state.records[inode] = record
+                return record.node
+            }
+            let inode = state.nextInode
+            state.nextInode += 1
+            var record = Record(node: Node(inode: inode), parent: parent, name: name)
+            if counting { record.lookupCount = 1 }
+            state.records[inode] = record
+            state.byName[key] = inode
+            state.records[parent]?.childRecords += 1
+            return record.node
+        }
+    }
+
+    /// The known inode for `name` in `parent`, without counting a lookup.
+    func existingChild(parent: Inode, name: String) -> Inode? {
+        state.withLock { $0.byName[ChildKey(parent: parent, name: name)] }
+    }
+
+    func forget(_ inode: Inode, count: UInt64) {
+        state.withLock { state in
+            guard inode != .root, var record = state.records[inode] else { return }
+            record.lookupCount -= min(count, record.lookupCount)
+            state.records[inode] = record
+            Self.removeIfUnused(inode, in: &state)
+        }
+    }
+
+    func opened(_ inode: Inode) {
+        state.withLock { $0.records[inode]?.openCount += 1 }
+    }
+
+    /// Returns the number of handles still open.
+    @discardableResult
+    func closed(_ inode: Inode) -> Int {
+        state.withLock { state in
+            guard var record = state.records[inode] else { return 0 }
+            record.openCount = max(0, record.openCount - 1)
+            state.records[inode] = record
+            let remaining = record.openCount
+            Self.removeIfUnused(inode, in: &state)
+            return remaining
+        }
+    }
+
+    func isDetached(_ inode: Inode) -> Bool { state.withLock { $0.records[inode]?.isDetached ?? true } }
+
+    /// `name` in `parent` is gone from the store (unlink, rmdir, replaced by a rename).
+    func detach(parent: Inode, name: String) {
+        state.withLock { state in
+            guard let inode = state.byName.removeValue(forKey: ChildKey(parent: parent, name: name)) else { return }
+            state.records[inode]?.isDetached = true
+            Self.removeIfUnused(inode, in: &state)
+        }
+    }
+
+    /// A rename in the store: the moved inode keeps its number; one it replaced is detached.
+    func move(parent: Inode, name: String, to newParent: Inode, newName: String) {
+        state.withLock { state in
+            let newKey = ChildKey(parent: newParent, name: newName)
+            if let replaced = state.byName.removeValue(forKey: newKey) {
+                state.records[replaced]?.isDetached = true
+                Self.removeIfUnused(replaced, in: &state)
+            }
+            guard let inode = state.byName.removeValue(forKey: ChildKey(parent: parent, name: name)),
+                  var record = state.records[inode]
+            else { return }
+            state.records[record.parent]?.childRecords -= 1
+            record.parent = newParent
+            record.name = newName
+            state.records[inode] = record
+            state.records[newParent]?.childRecords += 1
+            state.byName[newKey] = inode
+        }
+    }
+
+    /// RENAME_EXCHANGE: the two names swap inodes.
+    func exchange(parent: Inode, name: String, with otherParent: Inode, otherName: String) {
+        state.withLock { state in
+            let first = state.byName.removeValue(forKey: ChildKey(parent: parent, name: name))
+            let second = state.byName.removeValue(forKey: ChildKey(parent: otherParent, name: otherName))
+            for (inode, newParent, newName) in [(first, otherParent, otherName), (second, parent, name)] {
+                guard let inode, var record = state.records[inode] else { continue }
+                state.records[record.parent]?.childRecords -= 1
+                record.parent = newParent
+                record.name = newName
+                state.records[inode] = record
+                state.records[newParent]?.childRecords += 1
+                state.byName[ChildKey(parent: newParent, name: newName)] = inode
+            }
+        }
+    }
+
+    private static func removeIfUnused(_ inode: Inode, in state: inout State) {
+        var current = inode
+        while current != .root, let record = state.records[current],
+              record.lookupCount == 0, record.openCount == 0, record.childRecords == 0
+        {
+            state.records[current] = nil
+            let key = ChildKey(parent: record.parent, name: record.name)
+            if state.byName[key] == current { state.byName[key] = nil }
+            state.records[record.parent]?.childRecords -= 1
+            current = record.parent
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import Glibc
+import DocumentStore
+import FUSE
+import Synchronization
+import SystemSupport
+
+/// An open file, as the kernel's file handle refers to it.
+struct OpenFile: Sendable {
+    enum Access: Sendable {
+        /// A document: reads and writes go through the node's live file and stage.
+        case document(DocumentClaim)
+        /// Raw data, stored as written: reads and writes go straight to the store file.
+        case raw(OwnedDescriptor)
+    }
+
+    let node: Node
+    let access: Access
+    let flags: Int32
+
+    var isWritable: Bool { flags & O_ACCMODE != O_RDONLY }
+}
+
+/// An open directory: the listing taken at opendir, so offsets stay valid while it changes.
+struct DirectoryListing: Sendable {
+    let path: String
+    let entries: [StoreDirectoryEntry]
+}
+
+/// Handles by number. Numbers are never reused within a mount.
+final class HandleTable<Value: Sendable>: Sendable {
+    private let handles = Mutex<[UInt64: Value]>([:])
+    private let nextHandle = Atomic<UInt64>(1)
+
+    func insert(_ value: Value) -> UInt64 {
+        let handle = nextHandle.add(1, ordering: .relaxed).oldValue
+        handles.withLock { $0[handle] = value }
+        return handle
+    }
+
+    func get(_ handle: UInt64) -> Value? { handles.withLock { $0[handle] } }
+
+    @discardableResult
+    func remove(_ handle: UInt64) -> Value? { handles.withLock { $0.removeValue(forKey: handle) } }
+}

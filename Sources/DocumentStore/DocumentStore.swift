@@ -1,0 +1,98 @@
+import DocumentModel
+import Glibc
+import SystemSupport
+
+/// Where documents live. Paths are relative to the store's root, `/`-separated, with `""` for the
+/// root itself. Implementations persist atomically (a reader or a crash sees the old or the new
+/// item, never a mix), keep writes in progress in a private staging area, and keep rejected
+/// content in a quarantine instead of dropping it.
+///
+/// `DirectoryStore` is the embedded default; another backend (a database shared by several
+/// machines, say) implements the same calls.
+public protocol DocumentStore: AnyObject, Sendable {
+    /// A human-readable location, for logs and `fileURL`s.
+    var rootURL: URL { get }
+
+    func status(of path: String) throws -> FileStatus
+    /// The directory's entries with their kinds; the store's private area is never listed.
+    func list(_ path: String) throws -> [StoreDirectoryEntry]
+    func openForReading(_ path: String) throws -> OwnedDescriptor
+    /// Opens a file that is stored as written (raw data, not a document), for in-place access.
+    func openInPlace(_ path: String, flags: Int32, mode: mode_t, owner: Ownership?) throws -> OwnedDescriptor
+    /// The stored item as a lazy `FileWrapper`: nothing is read until asked for.
+    func fileWrapper(at path: String) throws -> FileWrapper
+
+    /// A private file for a write in progress, holding a copy of `source`'s content when given.
+    func makeStagingFile(seededFrom source: OwnedDescriptor?) throws -> StagingFile
+    /// Moves a staged file into place at `path` in one step, carrying over the permissions, owner
+    /// and extended attributes of the item it replaces. Returns the new item's status.
+    @discardableResult
+    func install(_ staging: StagingFile, at path: String) throws -> FileStatus
+    /// Writes a wrapper (file or package) atomically at `path`, reusing unchanged files of the item
+    /// it replaces. Returns the new item's status.
+    @discardableResult
+    func persist(_ wrapper: FileWrapper, at path: String) throws -> FileStatus
+    /// Keeps rejected bytes for the user: moves the staging file into the quarantine, with a note
+    /// saying which document it was for and why it was refused. Returns where it went.
+    func quarantine(_ staging: StagingFile, for path: String, reason: String) throws -> String
+    /// Drops a staging file whose write was abandoned (its document was deleted while open).
+    func discard(_ staging: StagingFile)
+
+    func createEmptyFile(_ path: String, mode: mode_t, owner: Ownership?) throws
+    func makeDirectory(_ path: String, mode: mode_t, owner: Ownership?) throws
+    func removeDirectory(_ path: String) throws
+    func removeFile(_ path: String) throws
+    /// `flags` as renameat2's: RENAME_NOREPLACE (1), RENAME_EXCHANGE (2).
+    func rename(_ source: String, to destination: String, flags: UInt32) throws
+    func makeSymbolicLink(_ path: String, target: String, owner: Ownership?) throws
+    func symbolicLinkTarget(_ path: String) throws -> String
+    func makeHardLink(_ path: String, to existing: String) throws
+
+    func setPermissions(_ path: String, _ mode: mode_t) throws
+    func setOwner(_ path: String, _ owner: Ownership) throws
+    func setTimes(_ path: String, access: timespec, modification: timespec) throws
+    func truncate(_ path: String, size: Int64) throws
+
+    func extendedAttribute(_ path: String, name: String) throws -> [UInt8]
+    func setExtendedAttribute(_ path: String, name: String, value: UnsafeRawBufferPointer, flags: Int32) throws
+    func extendedAttributeNames(_ path: String) throws -> [String]
+    func removeExtendedAttribute(_ path: String, name: String) throws
+
+    func statistics() throws -> statvfs
+}
+
+/// One name in a stored directory.
+public struct StoreDirectoryEntry: Sendable {
+    public enum Kind: Sendable { case regular, directory, symbolicLink, other, unknown }
+    public var name: String
+    public var kind: Kind
+    public init(name: String, kind: Kind) {
+        self.name = name
+        self.kind = kind
+    }
+}
+
+/// The owner to give a new item: the user who asked for it, when the daemon may set it.
+public struct Ownership: Sendable, Equatable {
+    public var userID: uid_t
+    public var groupID: gid_t
+    public init(userID: uid_t, groupID: gid_t) {
+        self.userID = userID
+        self.groupID = groupID
+    }
+}
+
+/// A write in progress, outside the live document.
+public final class StagingFile: Sendable {
+    /// Where the staged bytes are (in the store's private area).
+    public let path: String
+    /// Open for reading and writing; shared with readers of the document while the write is open.
+    public let descriptor: OwnedDescriptor
+
+    public init(path: String, descriptor: OwnedDescriptor) {
+        self.path = path
+        self.descriptor = descriptor
+    }
+
+    public func status() throws -> FileStatus { try descriptor.status(path: path) }
+}

@@ -1,0 +1,101 @@
+import CFUSE
+import Glibc
+
+/// A mounted FUSE session serving one `FileSystemOperations`.
+///
+/// Create it (which mounts), `run` the multi-threaded loop until an unmount or a signal, and let it
+/// go (which unmounts and tears the session down). The invalidation calls are safe from any thread
+/// but must not be made from inside a request handler for the same inode: the kernel waits for the
+/// handler, the handler waits for the kernel.
+public final class FUSESession: @unchecked Sendable {
+    public enum MountError: Error, CustomStringConvertible {
+        case invalidOptions([String])
+        case mountFailed(mountPoint: String)
+
+        public var description: String {
+            switch self {
+            case .invalidOptions(let options): "invalid FUSE options: \(options.joined(separator: " "))"
+            case .mountFailed(let mountPoint): "cannot mount on \(mountPoint)"
+            }
+        }
+    }
+
+    private let session: OpaquePointer
+    private let box: Unmanaged<OperationsBox>
+    public let mountPoint: String
+    private var mounted = true
+
+    /// Mounts `operations` at `mountPoint`. `options` are `-o` mount options (`ro`, `allow_other`,
+    /// `default_permissions`, `fsname=…`, `subtype=…`).
+    public init(operations: any FileSystemOperations, mountPoint: String, options: [String]) throws {
+        var arguments = ["docfs"]
+        if !options.isEmpty { arguments += ["-o", options.joined(separator: ",")] }
+        let cStrings = arguments.map { strdup($0) }
+        defer { cStrings.forEach { free($0) } }
+        var argv = cStrings
+        let box = Unmanaged.passRetained(OperationsBox(operations))
+        var table = makeOperationTable()
+        let created: OpaquePointer? = argv.withUnsafeMutableBufferPointer { buffer in
+            var args = docfs_make_args(Int32(buffer.count), buffer.baseAddress)
+            defer { fuse_opt_free_args(&args) }
+            return fuse_session_new(&args, &table, MemoryLayout<fuse_lowlevel_ops>.size, box.toOpaque())
+        }
+        guard let created else {
+            box.release()
+            throw MountError.invalidOptions(options)
+        }
+        guard fuse_session_mount(created, mountPoint) == 0 else {
+            fuse_session_destroy(created)
+            box.release()
+            throw MountError.mountFailed(mountPoint: mountPoint)
+        }
+        self.session = created
+        self.box = box
+        self.mountPoint = mountPoint
+    }
+
+    /// Serves requests on up to `threads` workers until the file system is unmounted
+    /// (`fusermount3 -u`) or the process gets SIGINT, SIGTERM or SIGHUP. Returns 0 after an
+    /// unmount, the signal number after a signal.
+    public func run(threads: Int) -> Int32 {
+        // A daemon started in the background by a non-interactive shell inherits SIGINT as
+        // ignored, and libfuse installs its handlers only over default ones.
+        signal(SIGINT, SIG_DFL)
+        guard fuse_set_signal_handlers(session) == 0 else { return -1 }
+        defer { fuse_remove_signal_handlers(session) }
+        return docfs_session_loop_mt(session, UInt32(max(1, threads)))
+    }
+
+    /// Drops the kernel's cached data (and attributes) of `inode`; `length` 0 means to the end.
+    @discardableResult
+    public func invalidateInode(_ inode: Inode, offset: Int64 = 0, length: Int64 = 0) -> Int32 {
+        fuse_lowlevel_notify_inval_inode(session, inode, off_t(offset), off_t(length))
+    }
+
+    /// Drops the kernel's cached name `name` in `parent`.
+    @discardableResult
+    public func invalidateEntry(parent: Inode, name: String) -> Int32 {
+        fuse_lowlevel_notify_inval_entry(session, parent, name, name.utf8.count)
+    }
+
+    /// Tells the kernel that `name` in `parent`, which was `child`, is gone.
+    @discardableResult
+    public func notifyDeleted(parent: Inode, child: Inode, name: String) -> Int32 {
+        fuse_lowlevel_notify_delete(session, parent, child, name, name.utf8.count)
+    }
+
+    /// Stops the loop from another thread (the loop returns after its current requests).
+    public func exit() { fuse_session_exit(session) }
+
+    public func unmount() {
+        guard mounted else { return }
+        mounted = false
+        fuse_session_unmount(session)
+    }
+
+    deinit {
+        unmount()
+        fuse_session_destroy(session)
+        box.release()
+    }
+}

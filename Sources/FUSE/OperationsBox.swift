@@ -1,0 +1,31 @@
+import CFUSE
+
+/// What the session's userdata points to: the file system, reachable from every callback
+/// without global state.
+final class OperationsBox: Sendable {
+    let operations: any FileSystemOperations
+
+    init(_ operations: any FileSystemOperations) { self.operations = operations }
+
+    /// The box behind a userdata pointer. The session holds a retain for its whole life, so no
+    /// retain is taken per request.
+    static func from(_ userdata: UnsafeMutableRawPointer?) -> OperationsBox {
+        // libfuse passes back exactly the pointer the session was created with.
+        Unmanaged<OperationsBox>.fromOpaque(UnsafeRawPointer(userdata!)).takeUnretainedValue()
+    }
+
+    func negotiate(_ connection: UnsafeMutablePointer<fuse_conn_info>) {
+        var settings = ConnectionSettings(
+            capable: connection.pointee.capable, want: connection.pointee.want,
+            maxWrite: connection.pointee.max_write, maxReadahead: connection.pointee.max_readahead,
+            maxBackground: connection.pointee.max_background, congestionThreshold: connection.pointee.congestion_threshold,
+            timeGranularity: connection.pointee.time_gran)
+        operations.initialize(connection: &settings)
+        connection.pointee.want = settings.want
+        connection.pointee.max_write = settings.maxWrite
+        connection.pointee.max_readahead = settings.maxReadahead
+        connection.pointee.max_background = settings.maxBackground
+        connection.pointee.congestion_threshold = settings.congestionThreshold
+        connection.pointee.time_gran = settings.timeGranularity
+    }
+}

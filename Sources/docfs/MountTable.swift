@@ -1,0 +1,30 @@
+import Foundation
+
+/// The system's mount table, to tell a busy mount point before trying to mount on it.
+enum MountTable {
+    static func isMountPoint(_ path: String) -> Bool {
+        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return false }
+        return table.split(separator: "\n").contains { line in
+            // Field 5 is the mount point, with spaces and backslashes octal-escaped.
+            let fields = line.split(separator: " ")
+            return fields.count > 4 && unescape(fields[4]) == path
+        }
+    }
+
+    private static func unescape(_ field: Substring) -> String {
+        var result = ""
+        var index = field.startIndex
+        while index < field.endIndex {
+            if field[index] == "\\", let end = field.index(index, offsetBy: 4, limitedBy: field.endIndex),
+               let code = UInt8(field[field.index(after: index)..<end], radix: 8)
+            {
+                result.append(Character(Unicode.Scalar(code)))
+                index = end
+            } else {
+                result.append(field[index])
+                index = field.index(after: index)
+            }
+        }
+        return result
+    }
+}
