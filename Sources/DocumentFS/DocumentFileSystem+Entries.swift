@@ -164,7 +164,10 @@ extension DocumentFileSystem {
         let existing = try path(of: inode)
         let path = try childPath(parent: newParent, name: newName)
         try storeCall { try store.makeHardLink(path, to: existing) }
-        return try countedEntry(parent: newParent, name: newName, path: path)
+        // The kernel expects the same inode back under its new name.
+        let status = try storeCall { try store.status(of: path) }
+        guard let node = nodes.addName(inode, parent: newParent, name: newName) else { throw .noEntry }
+        return entry(for: node, path: existing, status: status)
     }
 
     func rename(parent: Inode, name: String, newParent: Inode, newName: String, flags: UInt32, context: RequestContext) throws(FUSEError) {

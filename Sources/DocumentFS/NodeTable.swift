@@ -22,6 +22,8 @@ final class NodeTable: Sendable {
         var childRecords = 0
         /// Removed from the store while the kernel still holds it (open, or not yet forgotten).
         var isDetached = false
+        /// Other names of the same inode (hard links made through the mount).
+        var aliases = 0
     }
 
     private struct State {
@@ -115,23 +117,57 @@ final class NodeTable: Sendable {
 
     func isDetached(_ inode: Inode) -> Bool { state.withLock { $0.records[inode]?.isDetached ?? true } }
 
+    /// A hard link: `name` in `parent` is another name of `inode`. Counts one lookup.
+    func addName(_ inode: Inode, parent: Inode, name: String) -> Node? {
+        state.withLock { state in
+            guard var record = state.records[inode] else { return nil }
+            let key = ChildKey(parent: parent, name: name)
+            if let previous = state.byName[key], previous != inode { Self.detach(key, of: previous, in: &state) }
+            state.byName[key] = inode
+            record.aliases += 1
+            record.lookupCount += 1
+            state.records[inode] = record
+            return record.node
+        }
+    }
+
     /// `name` in `parent` is gone from the store (unlink, rmdir, replaced by a rename).
     func detach(parent: Inode, name: String) {
         state.withLock { state in
-            guard let inode = state.byName.removeValue(forKey: ChildKey(parent: parent, name: name)) else { return }
-            state.records[inode]?.isDetached = true
-            Self.removeIfUnused(inode, in: &state)
+            let key = ChildKey(parent: parent, name: name)
+            guard let inode = state.byName[key] else { return }
+            Self.detach(key, of: inode, in: &state)
         }
+    }
+
+    /// Removes one name of `inode`; the inode is detached when it was the last.
+    private static func detach(_ key: ChildKey, of inode: Inode, in state: inout State) {
+        state.byName[key] = nil
+        guard var record = state.records[inode] else { return }
+        if record.aliases > 0 {
+            record.aliases -= 1
+            if record.parent == key.parent && record.name == key.name,
+               let other = state.byName.first(where: { $0.value == inode })?.key
+            {
+                // The primary name went; another link carries the inode on.
+                state.records[record.parent]?.childRecords -= 1
+                record.parent = other.parent
+                record.name = other.name
+                state.records[other.parent]?.childRecords += 1
+            }
+            state.records[inode] = record
+            return
+        }
+        record.isDetached = true
+        state.records[inode] = record
+        removeIfUnused(inode, in: &state)
     }
 
     /// A rename in the store: the moved inode keeps its number; one it replaced is detached.
     func move(parent: Inode, name: String, to newParent: Inode, newName: String) {
         state.withLock { state in
             let newKey = ChildKey(parent: newParent, name: newName)
-            if let replaced = state.byName.removeValue(forKey: newKey) {
-                state.records[replaced]?.isDetached = true
-                Self.removeIfUnused(replaced, in: &state)
-            }
+            if let replaced = state.byName[newKey] { Self.detach(newKey, of: replaced, in: &state) }
             guard let inode = state.byName.removeValue(forKey: ChildKey(parent: parent, name: name)),
                   var record = state.records[inode]
             else { return }

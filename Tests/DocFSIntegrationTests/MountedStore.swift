@@ -1,0 +1,184 @@
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+
+/// A document store mounted by the real `docfs` binary, for one test.
+///
+/// Every program the tests drive runs under `timeout`, and `unmount()` (also run on deinit) always
+/// detaches the mount with `fusermount3 -uz` and kills the daemon, so a FUSE hang fails one test
+/// fast instead of stalling the suite.
+final class MountedStore {
+    let root: URL
+    let store: String
+    let mountPoint: String
+    let logFile: String
+    private(set) var daemon: Process?
+    private var unmounted = false
+
+    /// The `docfs` built beside the test bundle (or `$DOCFS_BINARY`).
+    static var binary: String {
+        if let override = ProcessInfo.processInfo.environment["DOCFS_BINARY"] { return override }
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
+        // The test binary lives in DocFSPackageTests.xctest (a file on Linux) beside docfs.
+        while !FileManager.default.fileExists(atPath: directory.appendingPathComponent("docfs").path), directory.path != "/" {
+            directory.deleteLastPathComponent()
+        }
+        return directory.appendingPathComponent("docfs").path
+    }
+
+    /// Makes a store holding `files` (path → contents) and mounts it with `arguments` added to the
+    /// `docfs mount` command line; `launcher` runs before docfs (e.g. `prlimit --nofile=…`).
+    init(files: [String: Data] = [:], arguments: [String] = [], launcher: [String] = []) throws {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-it-\(UUID().uuidString.prefix(8))")
+        store = root.appendingPathComponent("store").path
+        mountPoint = root.appendingPathComponent("mnt").path
+        logFile = root.appendingPathComponent("docfs.log").path
+        try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        for (path, contents) in files { try writeToStore(path, contents) }
+        try mount(arguments: arguments, launcher: launcher)
+    }
+
+    convenience init(texts: [String: String], arguments: [String] = [], launcher: [String] = []) throws {
+        try self.init(files: texts.mapValues { Data($0.utf8) }, arguments: arguments, launcher: launcher)
+    }
+
+    func mount(arguments: [String] = [], launcher: [String] = []) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = launcher + [Self.binary, "mount", store, mountPoint, "-f", "--log-file", logFile, "--log-level", "debug"] + arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        daemon = process
+        unmounted = false
+        let deadline = Date().addingTimeInterval(15)
+        while !isMounted {
+            guard process.isRunning, Date() < deadline else {
+                unmount()
+                throw MountFailure(log: log)
+            }
+            usleep(20_000)
+        }
+    }
+
+    struct MountFailure: Error, CustomStringConvertible {
+        let log: String
+        var description: String { "docfs did not mount:\n\(log)" }
+    }
+
+    var isMounted: Bool {
+        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return false }
+        return table.split(separator: "\n").contains { $0.split(separator: " ").dropFirst(4).first.map(String.init) == mountPoint }
+    }
+
+    var log: String { (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "" }
+
+    /// Detaches the mount and stops the daemon, whatever state it is in.
+    func unmount() {
+        guard !unmounted else { return }
+        unmounted = true
+        _ = try? Self.run(["fusermount3", "-uz", mountPoint], timeout: 10)
+        guard let daemon else { return }
+        let deadline = Date().addingTimeInterval(10)
+        while daemon.isRunning && Date() < deadline { usleep(20_000) }
+        if daemon.isRunning {
+            kill(daemon.processIdentifier, SIGKILL)
+            daemon.waitUntilExit()
+        }
+    }
+
+    /// Kills the daemon with SIGKILL, as a crash would, and detaches the dead mount.
+    func crash() {
+        guard let daemon else { return }
+        kill(daemon.processIdentifier, SIGKILL)
+        daemon.waitUntilExit()
+        _ = try? Self.run(["fusermount3", "-uz", mountPoint], timeout: 10)
+        unmounted = true
+    }
+
+    deinit {
+        unmount()
+        try? FileManager.default.removeItem(at: root)
+    }
+
+    // MARK: Paths and files
+
+    func inMount(_ path: String) -> String { mountPoint + "/" + path }
+    func inStore(_ path: String) -> String { store + "/" + path }
+
+    func writeToStore(_ path: String, _ contents: Data) throws {
+        let url = URL(fileURLWithPath: inStore(path))
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try contents.write(to: url)
+    }
+
+    func storeContents(_ path: String) -> String? {
+        (try? Data(contentsOf: URL(fileURLWithPath: inStore(path)))).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    var quarantined: [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: inStore(".docfs/quarantine"))) ?? []).filter { !$0.hasSuffix(".reason") }.sorted()
+    }
+
+    // MARK: Programs
+
+    struct Result {
+        let status: Int32
+        let output: String
+        let error: String
+        var succeeded: Bool { status == 0 }
+    }
+
+    /// Runs a program under `timeout`, in the mount point unless told otherwise.
+    @discardableResult
+    func run(_ arguments: [String], timeout: Int = 60, in directory: String? = nil) throws -> Result {
+        try Self.run(arguments, timeout: timeout, in: directory ?? mountPoint)
+    }
+
+    @discardableResult
+    func shell(_ script: String, timeout: Int = 60) throws -> Result {
+        try run(["bash", "-c", script], timeout: timeout)
+    }
+
+    @discardableResult
+    func python(_ script: String, timeout: Int = 60) throws -> Result {
+        try run(["python3", "-c", script], timeout: timeout)
+    }
+
+    /// The file's contents read through the mount by `cat`; nil when cat fails.
+    func read(_ path: String) throws -> String? {
+        let result = try run(["cat", inMount(path)])
+        return result.succeeded ? result.output : nil
+    }
+
+    @discardableResult
+    static func run(_ arguments: [String], timeout: Int, in directory: String? = nil) throws -> Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
+        process.arguments = ["-k", "5", String(timeout)] + arguments
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+        let output = Pipe()
+        let error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // Read both pipes while the program runs, so a chatty one cannot block on a full pipe.
+        let errorData = Mutex<Data>(Data())
+        let errorReader = Thread {
+            let data = error.fileHandleForReading.readDataToEndOfFile()
+            errorData.withLock { $0 = data }
+        }
+        errorReader.start()
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        while errorReader.isExecuting || !errorReader.isFinished { usleep(1000) }
+        return Result(
+            status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
+            error: String(decoding: errorData.withLock { $0 }, as: UTF8.self))
+    }
+}
