@@ -166,7 +166,7 @@ extension DocumentFileSystem {
 
         if staged.size == 0 && (stored?.size ?? 0) == 0 {
             // Created and closed empty (`touch`, `: > new.json`): a draft, stored as it is.
-            try install(stage, &state, path: path)
+            try install(stage, &state, inode: inode, path: path)
             return
         }
         let result: FileWrapper
@@ -182,7 +182,7 @@ extension DocumentFileSystem {
             return
         }
         if DocumentCodec.wrapper(result, holdsExactly: stagedBytes) {
-            try install(stage, &state, path: path)
+            try install(stage, &state, inode: inode, path: path)
         } else {
             // The type saved something other than the bytes written: store that, and make the
             // kernel forget the bytes it cached from the writes.
@@ -196,13 +196,14 @@ extension DocumentFileSystem {
         }
     }
 
-    private func install(_ stage: Stage, _ state: inout NodeState, path: String) throws(FUSEError) {
+    private func install(_ stage: Stage, _ state: inout NodeState, inode: Inode, path: String) throws(FUSEError) {
         let status = try storeCall { try store.install(stage.file, at: path) }
         state.stage = nil
         // The staged file is the stored one now; it serves reads until the next write stages anew.
         state.live = stage.file.descriptor
         state.decodedVersion = status.version
         state.cachedVersion = status.version
+        notifier.invalidateAttributes(of: inode)
     }
 
     private func reject(_ stage: Stage, _ state: inout NodeState, inode: Inode, path: String, reason: String) throws(FUSEError) {
