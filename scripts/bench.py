@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""DocFS benchmarks: each case on the native store directory, through DocFS, and through bindfs,
+measured in the same run and reported as medians with ratios to native."""
+import argparse, os, shutil, statistics, subprocess, sys, tempfile, time
+
+def drop_caches():
+    """Cold-cache runs need root and a writable /proc/sys/vm/drop_caches."""
+    try:
+        os.sync()
+        with open('/proc/sys/vm/drop_caches', 'w') as f:
+            f.write('3\n')
+        return True
+    except OSError:
+        return False
+
+def timed(fn):
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+def run(*args, **kwargs):
+    subprocess.run(args, check=True, timeout=600, **kwargs)
+
+class Mount:
+    def __init__(self, kind, store, mountpoint, docfs):
+        self.kind, self.mountpoint = kind, mountpoint
+        os.makedirs(mountpoint, exist_ok=True)
+        if kind == 'docfs':
+            self.process = subprocess.Popen([docfs, 'mount', store, mountpoint, '-f', '--log-level', 'warning'],
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        else:
+            self.process = subprocess.Popen(['bindfs', '-f', '--no-allow-other', store, mountpoint],
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 20
+        while not os.path.ismount(mountpoint):
+            if time.time() > deadline or self.process.poll() is not None:
+                raise SystemExit(f'{kind} did not mount at {mountpoint}')
+            time.sleep(0.02)
+
+    def close(self):
+        subprocess.run(['fusermount3', '-uz', self.mountpoint], timeout=30)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+def write_large(path, size_mb):
+    block = (b'All work and no play makes Jack a dull boy.\n' * 24000)[:1 << 20]
+    with open(path, 'wb') as f:
+        for _ in range(size_mb):
+            f.write(block)
+
+def read_all(path):
+    with open(path, 'rb', buffering=0) as f:
+        while f.read(1 << 20):
+            pass
+
+def small_files(directory, count):
+    os.makedirs(directory, exist_ok=True)
+    for index in range(count):
+        with open(os.path.join(directory, f'n{index}.txt'), 'w') as f:
+            f.write(f'small note {index}\n')
+
+def make_tree(directory, dirs, files):
+    for d in range(dirs):
+        os.makedirs(os.path.join(directory, f'd{d}'), exist_ok=True)
+        for f in range(files):
+            with open(os.path.join(directory, f'd{d}', f'f{f}.txt'), 'w') as out:
+                out.write(f'tree file {d}/{f}\n' * 20)
+
+def stat_tree(directory):
+    for root, dirs, files in os.walk(directory):
+        for name in files + dirs:
+            os.lstat(os.path.join(root, name))
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument('--docfs', required=True)
+    parser.add_argument('--size-mb', type=int, default=256, help='large file size (default 256)')
+    parser.add_argument('--small', type=int, default=2000, help='small files per run (default 2000)')
+    parser.add_argument('--tree', type=int, default=5000, help='files in the stat/tar tree (default 5000)')
+    parser.add_argument('--runs', type=int, default=5, help='runs per case; the median is reported (default 5)')
+    parser.add_argument('--dir', default='/var/tmp', help='where to make the store (default /var/tmp)')
+    parser.add_argument('--no-bindfs', action='store_true')
+    args = parser.parse_args()
+
+    work = tempfile.mkdtemp(prefix='docfs-bench-', dir=args.dir)
+    store = os.path.join(work, 'store')
+    os.makedirs(store)
+    targets = {'native': store}
+    mounts = []
+    try:
+        mounts.append(Mount('docfs', store, os.path.join(work, 'docfs'), args.docfs))
+        targets['docfs'] = mounts[-1].mountpoint
+        if not args.no_bindfs and shutil.which('bindfs'):
+            # bindfs over a sibling directory, so it never sees DocFS's private area.
+            peer = os.path.join(work, 'peer')
+            os.makedirs(peer)
+            mounts.append(Mount('bindfs', peer, os.path.join(work, 'bindfs'), args.docfs))
+            targets['bindfs'] = mounts[-1].mountpoint
+        cold = drop_caches()
+        dirs = max(1, args.tree // 100)
+        for name, target in targets.items():
+            make_tree(os.path.join(target, 'tree'), dirs, args.tree // dirs)
+
+        size = args.size_mb
+        cases = [
+            ('large write', f'{size} MiB .txt, validated at close', lambda t, i: write_large(f'{t}/large{i}.txt', size), size, 'MiB/s'),
+            ('large read, cached', f'{size} MiB .txt', lambda t, i: read_all(f'{t}/large0.txt'), size, 'MiB/s'),
+        ]
+        if cold:
+            cases.append(('large read, cold', f'{size} MiB .txt after drop_caches', lambda t, i: (drop_caches(), read_all(f'{t}/large0.txt')), size, 'MiB/s'))
+        cases += [
+            ('small files', f'{args.small} x create+write+close', lambda t, i: small_files(f'{t}/small{i}', args.small), args.small, 'files/s'),
+            ('stat tree', f'lstat of {args.tree} files', lambda t, i: stat_tree(f'{t}/tree'), args.tree, 'files/s'),
+            ('tar tree', f'tar c of {args.tree} files to /dev/null', lambda t, i: run('tar', 'cf', '/dev/null', '-C', t, 'tree'), args.tree, 'files/s'),
+        ]
+        print(f'DocFS benchmark: {args.runs} runs per case, medians; store in {args.dir}; cold cache {"available" if cold else "not available"}')
+        header = f'{"case":<20} {"what":<36}' + ''.join(f'{name:>16}' for name in targets) + ''.join(f'{name + "/native":>16}' for name in targets if name != 'native')
+        print(header)
+        for label, what, body, amount, unit in cases:
+            medians = {}
+            for name, target in targets.items():
+                # Interleave nothing: each target's runs back to back, the cache warmed once first.
+                if label != 'large read, cold':
+                    body(target, 0)
+                times = [timed(lambda i=i: body(target, i)) for i in range(args.runs)]
+                medians[name] = statistics.median(times)
+            line = f'{label:<20} {what:<36}' + ''.join(f'{amount / medians[n]:>10.0f} {unit:<5}' for n in targets)
+            line += ''.join(f'{medians["native"] / medians[n]:>16.2f}' for n in targets if n != 'native')
+            print(line, flush=True)
+    finally:
+        for mount in mounts:
+            mount.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+if __name__ == '__main__':
+    main()
