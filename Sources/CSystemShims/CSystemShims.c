@@ -59,3 +59,7 @@ pid_t docfs_spawn_detached(const char *path, char *const argv[], int keep_fd) {
     }
     return pid;
 }
+
+int docfs_pipe_cloexec(int fds[2]) {
+    return pipe2(fds, O_CLOEXEC);
+}

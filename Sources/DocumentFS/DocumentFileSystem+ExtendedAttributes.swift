@@ -7,12 +7,17 @@ import Glibc
 extension DocumentFileSystem {
     static let contentTypeAttribute = "user.docfs.content-type"
     static let editableAttribute = "user.docfs.editable"
+    /// On the mount's root only: how many inodes the daemon holds records for (diagnostics; lets a
+    /// test see lookup counts return to zero after the kernel forgets).
+    static let inodeCountAttribute = "user.docfs.inodes"
 
     func extendedAttribute(inode: Inode, name: String, context: RequestContext) throws(FUSEError) -> [UInt8] {
         let path = try path(of: inode)
         switch name {
         case Self.contentTypeAttribute:
             return Array(try contentType(of: path).identifier.utf8)
+        case Self.inodeCountAttribute where inode == .root:
+            return Array(String(nodes.count).utf8)
         case Self.editableAttribute:
             let status = try storeCall { try store.status(of: path) }
             let editable = status.kind == .regular
@@ -38,6 +43,10 @@ extension DocumentFileSystem {
         return isDirectory ? .folder : .data
     }
 
+    static func isVirtual(_ name: String) -> Bool {
+        name == contentTypeAttribute || name == editableAttribute || name == inodeCountAttribute
+    }
+
     func extendedAttributeNames(inode: Inode, context: RequestContext) throws(FUSEError) -> [UInt8] {
         let path = try path(of: inode)
         var names = try storeCall { try store.extendedAttributeNames(path) }
@@ -47,14 +56,14 @@ extension DocumentFileSystem {
 
     func setExtendedAttribute(inode: Inode, name: String, value: UnsafeRawBufferPointer, flags: Int32, context: RequestContext) throws(FUSEError) {
         try requireWritable()
-        guard name != Self.contentTypeAttribute && name != Self.editableAttribute else { throw .notPermitted }
+        guard !Self.isVirtual(name) else { throw .notPermitted }
         let path = try path(of: inode)
         try storeCall { try store.setExtendedAttribute(path, name: name, value: value, flags: flags) }
     }
 
     func removeExtendedAttribute(inode: Inode, name: String, context: RequestContext) throws(FUSEError) {
         try requireWritable()
-        guard name != Self.contentTypeAttribute && name != Self.editableAttribute else { throw .notPermitted }
+        guard !Self.isVirtual(name) else { throw .notPermitted }
         let path = try path(of: inode)
         try storeCall { try store.removeExtendedAttribute(path, name: name) }
     }

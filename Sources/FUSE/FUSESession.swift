@@ -61,6 +61,12 @@ public final class FUSESession: @unchecked Sendable {
         // A daemon started in the background by a non-interactive shell inherits SIGINT as
         // ignored, and libfuse installs its handlers only over default ones.
         signal(SIGINT, SIG_DFL)
+        // A parent may have started us with these blocked (a spawn from a thread that blocks them
+        // passes its mask on); the loop's workers inherit this thread's mask.
+        var stopSignals = sigset_t()
+        sigemptyset(&stopSignals)
+        for stop in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&stopSignals, stop) }
+        pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
         guard fuse_set_signal_handlers(session) == 0 else { return -1 }
         defer { fuse_remove_signal_handlers(session) }
         return docfs_session_loop_mt(session, UInt32(max(1, threads)))

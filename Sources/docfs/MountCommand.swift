@@ -172,7 +172,7 @@ struct MountCommand: ParsableCommand {
     private func daemonize() throws {
         var pipeEnds: [Int32] = [0, 0]
         // The read end must not leak into the daemon; the write end becomes its descriptor 3.
-        guard pipe(&pipeEnds) == 0, fcntl(pipeEnds[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(pipeEnds[1], F_SETFD, FD_CLOEXEC) == 0 else { throw CommandFailure(message: "pipe: \(String(cString: strerror(errno)))", status: ExitStatus.failure) }
+        guard docfs_pipe_cloexec(&pipeEnds) == 0 else { throw CommandFailure(message: "pipe: \(String(cString: strerror(errno)))", status: ExitStatus.failure) }
         var arguments = [CommandLine.arguments.first ?? "docfs", "mount", store, mountPoint, "--ready-descriptor", "3",
                          "--threads", String(threads), "--cache-timeout", String(cacheTimeout), "--log-level", logLevel]
         for option in mountOptions { arguments += ["-o", option] }

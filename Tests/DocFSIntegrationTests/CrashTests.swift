@@ -17,9 +17,7 @@ struct CrashTests {
         let mount = try MountedStore(texts: files)
         defer { mount.unmount() }
 
-        let writer = Process()
-        writer.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
-        writer.arguments = ["-k", "5", "60", "python3", "-c", """
+        let writer = try ChildProcess(["timeout", "-k", "5", "60", "python3", "-c", """
             import os, sys
             version = 1
             while True:
@@ -32,15 +30,11 @@ struct CrashTests {
                     except OSError:
                         sys.exit(0)
                 version += 1
-            """]
-        writer.currentDirectoryURL = URL(fileURLWithPath: mount.mountPoint)
-        writer.standardOutput = FileHandle.nullDevice
-        writer.standardError = FileHandle.nullDevice
-        try writer.run()
+            """], in: mount.mountPoint, capture: false)
         // Let several rounds of commits happen, then kill the daemon in the middle of one.
         usleep(1_500_000)
         mount.crash()
-        writer.waitUntilExit()
+        writer.wait()
 
         try mount.mount()
         var versions: Set<Int> = []

@@ -13,7 +13,7 @@ final class MountedStore {
     let store: String
     let mountPoint: String
     let logFile: String
-    private(set) var daemon: Process?
+    private(set) var daemon: ChildProcess?
     private var unmounted = false
 
     /// The `docfs` built beside the test bundle (or `$DOCFS_BINARY`).
@@ -46,13 +46,9 @@ final class MountedStore {
     }
 
     func mount(arguments: [String] = [], launcher: [String] = []) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = launcher + [Self.binary, "mount", store, mountPoint, "-f", "--log-file", logFile, "--log-level", "debug"] + arguments
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess(
+            launcher + [Self.binary, "mount", store, mountPoint, "-f", "--log-file", logFile, "--log-level", "debug"] + arguments,
+            capture: false)
         daemon = process
         unmounted = false
         let deadline = Date().addingTimeInterval(15)
@@ -83,19 +79,17 @@ final class MountedStore {
         unmounted = true
         _ = try? Self.run(["fusermount3", "-uz", mountPoint], timeout: 10)
         guard let daemon else { return }
-        let deadline = Date().addingTimeInterval(10)
-        while daemon.isRunning && Date() < deadline { usleep(20_000) }
-        if daemon.isRunning {
-            kill(daemon.processIdentifier, SIGKILL)
-            daemon.waitUntilExit()
+        if !daemon.wait(seconds: 10) {
+            kill(daemon.pid, SIGKILL)
+            daemon.wait()
         }
     }
 
     /// Kills the daemon with SIGKILL, as a crash would, and detaches the dead mount.
     func crash() {
         guard let daemon else { return }
-        kill(daemon.processIdentifier, SIGKILL)
-        daemon.waitUntilExit()
+        kill(daemon.pid, SIGKILL)
+        daemon.wait()
         _ = try? Self.run(["fusermount3", "-uz", mountPoint], timeout: 10)
         unmounted = true
     }
@@ -157,28 +151,10 @@ final class MountedStore {
 
     @discardableResult
     static func run(_ arguments: [String], timeout: Int, in directory: String? = nil) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
-        process.arguments = ["-k", "5", String(timeout)] + arguments
-        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        let output = Pipe()
-        let error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        // Read both pipes while the program runs, so a chatty one cannot block on a full pipe.
-        let errorData = Mutex<Data>(Data())
-        let errorReader = Thread {
-            let data = error.fileHandleForReading.readDataToEndOfFile()
-            errorData.withLock { $0 = data }
-        }
-        errorReader.start()
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        while errorReader.isExecuting || !errorReader.isFinished { usleep(1000) }
+        let process = try ChildProcess(["timeout", "-k", "5", String(timeout)] + arguments, in: directory, capture: true)
+        let status = process.wait()
         return Result(
-            status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
-            error: String(decoding: errorData.withLock { $0 }, as: UTF8.self))
+            status: status, output: String(decoding: process.output, as: UTF8.self),
+            error: String(decoding: process.error, as: UTF8.self))
     }
 }

@@ -23,6 +23,10 @@ int docfs_fallocate(int fd, int mode, off_t offset, off_t length);
 /// errno set.
 pid_t docfs_spawn_detached(const char *path, char *const argv[], int keep_fd);
 
+/// pipe2(O_CLOEXEC): both ends close-on-exec from the start, so no concurrently spawned child
+/// inherits them.
+int docfs_pipe_cloexec(int fds[2]);
+
 /// openat(2) with a creation mode (the libc function is variadic).
 int docfs_openat(int dirfd, const char *path, int flags, mode_t mode);
 

@@ -1,0 +1,68 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Mounting, unmounting and the command's errors.
+@Suite(.timeLimit(.minutes(3)))
+struct LifecycleTests {
+    @Test(arguments: [SIGTERM, SIGINT])
+    func aSignalUnmountsCleanly(signal: Int32) throws {
+        let mount = try MountedStore(texts: ["a.txt": "a"])
+        defer { mount.unmount() }
+        let daemon = try #require(mount.daemon)
+        kill(daemon.pid, signal)
+        #expect(daemon.wait(seconds: 10) && daemon.exitStatus == 0)
+        #expect(!mount.isMounted)
+        #expect(mount.log.contains("unmounted"))
+    }
+
+    @Test func fusermountStopsTheDaemon() throws {
+        let mount = try MountedStore(texts: ["a.txt": "a"])
+        defer { mount.unmount() }
+        #expect(try MountedStore.run(["fusermount3", "-u", mount.mountPoint], timeout: 10).succeeded)
+        let daemon = try #require(mount.daemon)
+        #expect(daemon.wait(seconds: 10) && daemon.exitStatus == 0)
+    }
+
+    @Test func daemonizedMountReturnsWhenReadyAndUnmounts() throws {
+        let mount = try MountedStore(texts: ["a.txt": "a"])
+        mount.unmount()
+        let result = try MountedStore.run([MountedStore.binary, "mount", mount.store, mount.mountPoint, "--log-file", mount.logFile], timeout: 30)
+        #expect(result.succeeded, "\(result.error)")
+        #expect(mount.isMounted, "mounted by the time the command returned")
+        #expect(try MountedStore.run(["cat", mount.inMount("a.txt")], timeout: 10).output == "a")
+        #expect(try MountedStore.run([MountedStore.binary, "unmount", mount.mountPoint], timeout: 30).succeeded)
+        let deadline = Date().addingTimeInterval(10)
+        while mount.isMounted && Date() < deadline { usleep(20_000) }
+        #expect(!mount.isMounted)
+    }
+
+    @Test func clearErrorsAndExitStatuses() throws {
+        let mount = try MountedStore(texts: ["a.txt": "a"])
+        defer { mount.unmount() }
+        let missingStore = try MountedStore.run([MountedStore.binary, "mount", mount.root.path + "/nope", mount.root.path], timeout: 10)
+        #expect(missingStore.status == 3 && missingStore.error.contains("store") && missingStore.error.contains("No such file"))
+        let busy = try MountedStore.run([MountedStore.binary, "mount", mount.store, mount.mountPoint], timeout: 10)
+        #expect(busy.status == 4 && busy.error.contains("busy"))
+        let missingMountPoint = try MountedStore.run([MountedStore.binary, "mount", mount.store, mount.root.path + "/nope"], timeout: 10)
+        #expect(missingMountPoint.status == 4)
+        let usage = try MountedStore.run([MountedStore.binary, "mount", mount.store], timeout: 10)
+        #expect(usage.status == 64)
+        #expect(try MountedStore.run([MountedStore.binary, "--version"], timeout: 10).output == "0.1.0\n")
+        #expect(try MountedStore.run([MountedStore.binary, "mount", "--help"], timeout: 10).output.contains("--strict"))
+    }
+
+    @Test func forgottenInodesAreDropped() throws {
+        var files: [String: String] = [:]
+        for index in 0..<300 { files["dir/f\(index).txt"] = "\(index)" }
+        let mount = try MountedStore(texts: files)
+        defer { mount.unmount() }
+        #expect(try mount.run(["ls", "-lR"]).succeeded)
+        let before = try #require(Int(try mount.run(["getfattr", "--only-values", "-n", "user.docfs.inodes", "."]).output))
+        #expect(before > 300)
+        // Evicting the kernel's dentries and inodes sends FORGET for every one of them.
+        try MountedStore.run(["bash", "-c", "sync; echo 2 > /proc/sys/vm/drop_caches"], timeout: 30)
+        let after = try #require(Int(try mount.run(["getfattr", "--only-values", "-n", "user.docfs.inodes", "."]).output))
+        #expect(after < 10, "\(before) inodes before the kernel forgot them, \(after) after")
+    }
+}
