@@ -27,7 +27,7 @@ extension DocumentFileSystem {
         result.st_atim = status.accessTime
         result.st_mtim = shown.modificationTime
         result.st_ctim = staged.map { later($0.changeTime, status.changeTime) } ?? status.changeTime
-        if options.readOnly || (status.kind == .regular && !isEditable(claim: claim(forPath: path, isDirectory: false), status: status)) {
+        if options.readOnly || (status.kind == .regular && !isEditable(path: path, status: status)) {
             result.st_mode &= ~mode_t(0o222)
         }
         return result
@@ -126,36 +126,61 @@ extension DocumentFileSystem {
         // Only regular files: device nodes and FIFOs are not documents and have no place in a store.
         guard mode & S_IFMT == S_IFREG else { throw .notPermitted }
         let path = try childPath(parent: parent, name: name)
+        let owner = owner(context)
+        if try changeInPackage(path, { .createFile($0, mode: mode & 0o7777, owner: owner) }) {
+            return try countedEntry(parent: parent, name: name, path: path)
+        }
         try requireClaimedIfStrict(path, isDirectory: false)
-        try storeCall { try store.createEmptyFile(path, mode: mode & 0o7777, owner: owner(context)) }
+        try storeCall { try store.createEmptyFile(path, mode: mode & 0o7777, owner: owner) }
         return try countedEntry(parent: parent, name: name, path: path)
+    }
+
+    /// Makes a change inside a package through the package's commit (validated unless the package
+    /// is a draft); returns false when `path` is not inside a package.
+    func changeInPackage(_ path: String, _ change: (String) -> PackageChange) throws(FUSEError) -> Bool {
+        guard let member = packageMember(of: path) else { return false }
+        try packages.withPackage(member.root) { () throws(FUSEError) in
+            _ = try packages.commit(change(member.member), root: member.root, claim: member.claim)
+        }
+        return true
     }
 
     func makeDirectory(parent: Inode, name: String, mode: mode_t, context: RequestContext) throws(FUSEError) -> Entry {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
-        try storeCall { try store.makeDirectory(path, mode: mode & 0o7777, owner: owner(context)) }
+        let owner = owner(context)
+        if try !changeInPackage(path, { .makeDirectory($0, mode: mode & 0o7777, owner: owner) }) {
+            try storeCall { try store.makeDirectory(path, mode: mode & 0o7777, owner: owner) }
+        }
         return try countedEntry(parent: parent, name: name, path: path)
     }
 
     func unlink(parent: Inode, name: String, context: RequestContext) throws(FUSEError) {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
-        try storeCall { try store.removeFile(path) }
+        if try !changeInPackage(path, { .removeFile($0) }) {
+            try storeCall { try store.removeFile(path) }
+        }
         nodes.detach(parent: parent, name: name)
     }
 
     func removeDirectory(parent: Inode, name: String, context: RequestContext) throws(FUSEError) {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
-        try storeCall { try store.removeDirectory(path) }
+        if try !changeInPackage(path, { .removeDirectory($0) }) {
+            try storeCall { try store.removeDirectory(path) }
+            packages.forget(path)
+        }
         nodes.detach(parent: parent, name: name)
     }
 
     func symlink(target: String, parent: Inode, name: String, context: RequestContext) throws(FUSEError) -> Entry {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
-        try storeCall { try store.makeSymbolicLink(path, target: target, owner: owner(context)) }
+        let owner = owner(context)
+        if try !changeInPackage(path, { .makeSymbolicLink($0, target: target, owner: owner) }) {
+            try storeCall { try store.makeSymbolicLink(path, target: target, owner: owner) }
+        }
         return try countedEntry(parent: parent, name: name, path: path)
     }
 
@@ -163,6 +188,8 @@ extension DocumentFileSystem {
         try requireWritable()
         let existing = try path(of: inode)
         let path = try childPath(parent: newParent, name: newName)
+        // A package is replaced whole by each commit, which would silently end a link into it.
+        if packageMember(of: path) != nil || packageMember(of: existing) != nil { throw .crossDevice }
         try storeCall { try store.makeHardLink(path, to: existing) }
         // The kernel expects the same inode back under its new name.
         let status = try storeCall { try store.status(of: path) }
@@ -175,11 +202,24 @@ extension DocumentFileSystem {
         let source = try childPath(parent: parent, name: name)
         let destination = try childPath(parent: newParent, name: newName)
         let exchange = flags & renameExchange != 0
-        // A file moving under a name that a document type claims becomes that document: its content
-        // must decode as one (sed -i, vim, `os.replace` all save this way).
-        try validateRename(of: source, as: destination)
-        if exchange { try validateRename(of: destination, as: source) }
-        try storeCall { try store.rename(source, to: destination, flags: flags) }
+        let sourcePackage = packageMember(of: source)
+        let destinationPackage = packageMember(of: destination)
+        if sourcePackage != nil || destinationPackage != nil {
+            // Inside one package, a rename is a change to it; across a package's boundary it would
+            // change two documents at once, so programs copy instead (mv does, on EXDEV).
+            guard let sourcePackage, let destinationPackage, sourcePackage.root == destinationPackage.root else { throw .crossDevice }
+            _ = try changeInPackage(source) { .rename($0, to: destinationPackage.member, flags: flags) }
+        } else {
+            // A file moving under a name that a document type claims becomes that document: its
+            // content must decode as one (sed -i, vim, `os.replace` all save this way).
+            try validateRename(of: source, as: destination)
+            if exchange { try validateRename(of: destination, as: source) }
+            try storeCall { try store.rename(source, to: destination, flags: flags) }
+            // A package folder renamed (or a folder renamed to or from a package name) is judged
+            // afresh at its new path.
+            packages.forget(source)
+            packages.forget(destination)
+        }
         if exchange {
             nodes.exchange(parent: parent, name: name, with: newParent, otherName: newName)
         } else {

@@ -20,10 +20,11 @@ extension DocumentFileSystem {
             return Array(String(nodes.count).utf8)
         case Self.editableAttribute:
             let status = try storeCall { try store.status(of: path) }
-            let editable = status.kind == .regular
-                ? isEditable(claim: claim(forPath: path, isDirectory: false), status: status) : !options.readOnly
+            let editable = isEditable(path: path, status: status)
             return Array((editable ? "true" : "false").utf8)
         default:
+            // DocFS's own bookkeeping in the store (the package marker) is not the user's.
+            if name.hasPrefix(Self.reservedPrefix) { throw .noAttribute }
             return try storeCall { try store.extendedAttribute(path, name: name) }
         }
     }
@@ -43,13 +44,13 @@ extension DocumentFileSystem {
         return isDirectory ? .folder : .data
     }
 
-    static func isVirtual(_ name: String) -> Bool {
-        name == contentTypeAttribute || name == editableAttribute || name == inodeCountAttribute
-    }
+    static let reservedPrefix = "user.docfs."
+
+    static func isVirtual(_ name: String) -> Bool { name.hasPrefix(reservedPrefix) }
 
     func extendedAttributeNames(inode: Inode, context: RequestContext) throws(FUSEError) -> [UInt8] {
         let path = try path(of: inode)
-        var names = try storeCall { try store.extendedAttributeNames(path) }
+        var names = try storeCall { try store.extendedAttributeNames(path) }.filter { !$0.hasPrefix(Self.reservedPrefix) }
         names += [Self.contentTypeAttribute, Self.editableAttribute]
         return names.flatMap { Array($0.utf8) + [0] }
     }

@@ -15,6 +15,20 @@ extension DocumentFileSystem {
         let writing = flags & O_ACCMODE != O_RDONLY
         if writing { try requireWritable() }
 
+        if let member = packageMember(of: path) {
+            if writing && !isEditable(member: member, status: status) { throw .accessDenied }
+            let reading = flags & O_ACCMODE != O_WRONLY
+            let keepCache = try openStaged(node, path: path, status: status, flags: flags) { () throws(FUSEError) in
+                // A member is read only from a package that decodes (or a draft, served as it is).
+                guard reading else { return }
+                if case .corrupt(let reason) = packages.state(of: member.root, claim: member.claim) {
+                    logger.error("cannot open \(path): its package \(member.root) does not decode as \(member.claim.type.name): \(reason)")
+                    throw .ioError
+                }
+            }
+            return register(OpenFile(node: node, access: .packageMember(member), flags: flags), keepCache: keepCache)
+        }
+
         guard let claim = claim(forPath: path, isDirectory: false) else {
             // Raw data: opened in place. O_APPEND is the kernel's to apply (it sends the offset),
             // and O_TRUNC arrives here because the mount negotiated atomic O_TRUNC.
@@ -32,22 +46,36 @@ extension DocumentFileSystem {
             logger.notice("refused to open \(path) for writing: the document is not editable")
             throw .accessDenied
         }
-        let truncating = writing && flags & O_TRUNC != 0
         let reading = flags & O_ACCMODE != O_WRONLY
-        let keepCache = try node.state.withLock { (state: inout NodeState) throws(FUSEError) -> Bool in
-            var live = state.live
-            if state.stage == nil, live.flatMap({ try? $0.status().version }) != status.version {
-                // First open, or the store changed behind the mount's back: serve what is stored now.
-                live = try storeCall { try store.openForReading(path) }
+        let keepCache = try openStaged(node, path: path, status: status, flags: flags) { () throws(FUSEError) in }
+        if reading && flags & O_TRUNC == 0 {
+            try node.state.withLock { (state: inout NodeState) throws(FUSEError) in
+                guard state.stage == nil, let live = state.live else { return }
+                // A truncating open replaces the content, so what is stored need not decode (that is
+                // how a corrupt document is repaired); a pending stage was validated at its commit.
+                do throws(FUSEError) {
+                    try ensureDecoded(live, version: try storeCall { try live.status().version }, state: &state, path: path, claim: claim)
+                } catch {
+                    if nodes.isOpen(inode) == false { state.live = nil }
+                    throw error
+                }
             }
-            guard let live else { throw .ioError }
+        }
+        return register(OpenFile(node: node, access: .document(claim), flags: flags), keepCache: keepCache)
+    }
+
+    /// Opens the stored file for a document or package member: the live descriptor (reopened when
+    /// the store changed behind the mount's back) and, for O_TRUNC, an empty stage. `check` runs
+    /// first and may refuse the open. Returns whether the kernel may keep its cached pages.
+    private func openStaged(_ node: Node, path: String, status: FileStatus, flags: Int32, check: () throws(FUSEError) -> Void) throws(FUSEError) -> Bool {
+        try check()
+        let truncating = flags & O_ACCMODE != O_RDONLY && flags & O_TRUNC != 0
+        return try node.state.withLock { (state: inout NodeState) throws(FUSEError) -> Bool in
+            if state.stage == nil, state.live.flatMap({ try? $0.status().version }) != status.version {
+                state.live = try storeCall { try store.openForReading(path) }
+            }
+            guard let live = state.live else { throw .ioError }
             let liveVersion = try storeCall { try live.status().version }
-            // A truncating open replaces the content, so what is stored need not decode (that is how
-            // a corrupt document is repaired); a pending stage was validated at its own commit.
-            if reading && !truncating && state.stage == nil {
-                try ensureDecoded(live, version: liveVersion, state: &state, path: path, claim: claim)
-            }
-            state.live = live
             if truncating {
                 if let old = state.stage { store.discard(old.file) }
                 state.stage = Stage(file: try storeCall { try store.makeStagingFile(seededFrom: nil) }, isDirty: true, isOnlyTruncated: true)
@@ -55,7 +83,6 @@ extension DocumentFileSystem {
             defer { state.cachedVersion = liveVersion }
             return state.stage == nil && state.cachedVersion == liveVersion
         }
-        return register(OpenFile(node: node, access: .document(claim), flags: flags), keepCache: keepCache)
     }
 
     func register(_ file: OpenFile, keepCache: Bool) -> OpenReply {
@@ -81,7 +108,7 @@ extension DocumentFileSystem {
         let source: OwnedDescriptor?
         switch file.access {
         case .raw(let descriptor): source = descriptor
-        case .document: source = file.node.state.withLock { $0.stage?.file.descriptor ?? $0.live }
+        case .document, .packageMember: source = file.node.state.withLock { $0.stage?.file.descriptor ?? $0.live }
         }
         guard let source else { throw .badHandle }
         return .fileRegion(descriptor: source.rawValue, offset: offset, size: size, owner: source)

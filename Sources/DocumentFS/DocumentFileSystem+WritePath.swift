@@ -1,5 +1,6 @@
 import CSystemShims
 import DocumentModel
+import Foundation
 import DocumentStore
 import FUSE
 import Glibc
@@ -13,6 +14,22 @@ extension DocumentFileSystem {
     func create(parent: Inode, name: String, mode: mode_t, flags: Int32, context: RequestContext) throws(FUSEError) -> (Entry, OpenReply) {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
+        if let member = packageMember(of: path) {
+            do {
+                try packages.withPackage(member.root) { () throws(FUSEError) in
+                    _ = try packages.commit(.createFile(member.member, mode: mode & 0o7777, owner: owner(context)), root: member.root, claim: member.claim)
+                }
+            } catch where error.errno == EEXIST && flags & O_EXCL == 0 {
+                // Created since the kernel looked: open what is there.
+            }
+            let entry = try countedEntry(parent: parent, name: name, path: path)
+            do {
+                return (entry, try open(inode: entry.inode, flags: flags & ~(O_CREAT | O_EXCL), context: context))
+            } catch {
+                nodes.forget(entry.inode, count: 1)
+                throw error
+            }
+        }
         try requireClaimedIfStrict(path, isDirectory: false)
         guard claim(forPath: path, isDirectory: false) != nil else {
             let descriptor = try storeCall {
@@ -42,7 +59,7 @@ extension DocumentFileSystem {
         switch file.access {
         case .raw(let descriptor):
             try storeCall { try FileIO.writeAll(descriptor.rawValue, bytes, offset: offset) }
-        case .document:
+        case .document, .packageMember:
             try file.node.state.withLock { (state: inout NodeState) throws(FUSEError) in
                 let stage = try ensureStage(&state)
                 try storeCall { try FileIO.writeAll(stage.file.descriptor.rawValue, bytes, offset: offset, path: stage.file.path) }
@@ -64,6 +81,25 @@ extension DocumentFileSystem {
     func truncate(node: Node, path: String, size: Int64, handle: UInt64?) throws(FUSEError) {
         if let handle, let file = files.get(handle), case .raw(let descriptor) = file.access {
             try storeCall { try retryingOnInterrupt("ftruncate") { ftruncate(descriptor.rawValue, off_t(size)) } }
+            return
+        }
+        if let member = packageMember(of: path) {
+            let status = try storeCall { try store.status(of: path) }
+            guard isEditable(member: member, status: status) else { throw .accessDenied }
+            try node.state.withLock { (state: inout NodeState) throws(FUSEError) in
+                if state.live == nil { state.live = try storeCall { try store.openForReading(path) } }
+                let stage = try ensureStage(&state)
+                try storeCall { try retryingOnInterrupt("ftruncate") { ftruncate(stage.file.descriptor.rawValue, off_t(size)) } }
+                state.stage?.isDirty = true
+                state.stage?.isOnlyTruncated = false
+            }
+            if handle == nil {
+                nodes.opened(node.inode)
+                defer {
+                    if nodes.closed(node.inode) == 0 { node.state.withLock { state in if state.stage == nil { state.live = nil } } }
+                }
+                try commitMember(node, path: path, member: member, durable: false)
+            }
             return
         }
         guard let claim = claim(forPath: path, isDirectory: false) else {
@@ -89,10 +125,10 @@ extension DocumentFileSystem {
     }
 
     func flush(inode: Inode, handle: UInt64, context: RequestContext) throws(FUSEError) {
-        guard let file = files.get(handle), case .document(let claim) = file.access, file.isWritable else { return }
+        guard let file = files.get(handle), file.isWritable else { return }
         let deferred = file.node.state.withLock { $0.stage?.isOnlyTruncated ?? false }
         if deferred { return }
-        try commit(file.node, claim: claim, durable: false)
+        try commit(file, durable: false)
     }
 
     func fsync(inode: Inode, handle: UInt64, dataOnly: Bool) throws(FUSEError) {
@@ -100,8 +136,8 @@ extension DocumentFileSystem {
         switch file.access {
         case .raw(let descriptor):
             try storeCall { try retryingOnInterrupt("fsync") { dataOnly ? fdatasync(descriptor.rawValue) : Glibc.fsync(descriptor.rawValue) } }
-        case .document(let claim):
-            try commit(file.node, claim: claim, durable: true)
+        case .document, .packageMember:
+            try commit(file, durable: true)
         }
     }
 
@@ -110,7 +146,7 @@ extension DocumentFileSystem {
         switch file.access {
         case .raw(let descriptor):
             try storeCall { try retryingOnInterrupt("fallocate") { docfs_fallocate(descriptor.rawValue, mode, off_t(offset), off_t(length)) } }
-        case .document:
+        case .document, .packageMember:
             try file.node.state.withLock { (state: inout NodeState) throws(FUSEError) in
                 let stage = try ensureStage(&state)
                 try storeCall { try retryingOnInterrupt("fallocate") { docfs_fallocate(stage.file.descriptor.rawValue, mode, off_t(offset), off_t(length)) } }
@@ -127,8 +163,8 @@ extension DocumentFileSystem {
             if file.isWritable, let status = try? descriptor.status() {
                 file.node.state.withLock { $0.cachedVersion = status.version }
             }
-        case .document(let claim):
-            if file.isWritable { try? commit(file.node, claim: claim, durable: false) }
+        case .document, .packageMember:
+            if file.isWritable { try? commit(file, durable: false) }
         }
         guard nodes.closed(inode) == 0 else { return }
         file.node.state.withLock { state in
@@ -148,10 +184,52 @@ extension DocumentFileSystem {
         }
     }
 
-    func commit(_ node: Node, claim: DocumentClaim, durable: Bool) throws(FUSEError) {
+    /// Commits the open file's node: as a document, or as a change to its package.
+    func commit(_ file: OpenFile, durable: Bool) throws(FUSEError) {
+        let node = file.node
         guard let path = nodes.path(of: node.inode) else { return }  // unlinked while open
-        try node.state.withLock { (state: inout NodeState) throws(FUSEError) in
-            try commit(&state, inode: node.inode, path: path, claim: claim, durable: durable)
+        switch file.access {
+        case .raw: return
+        case .document(let claim):
+            try node.state.withLock { (state: inout NodeState) throws(FUSEError) in
+                try commit(&state, inode: node.inode, path: path, claim: claim, durable: durable)
+            }
+        case .packageMember(let member):
+            try commitMember(node, path: path, member: member, durable: durable)
+        }
+    }
+
+    /// Commits a member's stage as a change to its package: the package's lock first, then the
+    /// node's, the one order every package change takes.
+    func commitMember(_ node: Node, path: String, member: PackageMember, durable: Bool) throws(FUSEError) {
+        try packages.withPackage(member.root) { () throws(FUSEError) in
+            try node.state.withLock { (state: inout NodeState) throws(FUSEError) in
+                guard let stage = state.stage, stage.isDirty else { return }
+                if durable { fdatasync(stage.file.descriptor.rawValue) }
+                // The change consumes the stage whatever happens: it is stored, or quarantined with
+                // the refused package.
+                state.stage = nil
+                do throws(FUSEError) {
+                    let outcome = try packages.commit(.replaceFile(member.member, stage.file), root: member.root, claim: member.claim)
+                    switch outcome {
+                    case .asApplied:
+                        state.live = stage.file.descriptor
+                        state.cachedVersion = try? stage.file.status().version
+                        notifier.invalidateAttributes(of: node.inode)
+                    case .reencoded:
+                        state.live = try? store.openForReading(path)
+                        state.cachedVersion = nil
+                        notifier.invalidateContent(of: node.inode)
+                    }
+                } catch {
+                    if FileManager.default.fileExists(atPath: stage.file.path) {
+                        // Refused before the change was made (the store failed): keep the bytes.
+                        _ = try? store.quarantine(stage.file, for: path, reason: "the package change could not be made: \(error)")
+                    }
+                    notifier.invalidateContent(of: node.inode)
+                    throw error
+                }
+            }
         }
     }
 

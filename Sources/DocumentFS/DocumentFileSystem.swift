@@ -19,6 +19,7 @@ final class DocumentFileSystem: FileSystemOperations {
     let directories = HandleTable<DirectoryListing>()
     let notifier = KernelNotifier()
     let codec: DocumentCodec
+    let packages: PackageCoordinator
     var logger: Logger { options.logger }
 
     init(store: any DocumentStore, types: [DocumentType], options: DocumentFSOptions) {
@@ -26,6 +27,7 @@ final class DocumentFileSystem: FileSystemOperations {
         self.registry = DocumentTypeRegistry(types: types)
         self.options = options
         self.codec = DocumentCodec(store: store)
+        self.packages = PackageCoordinator(store: store, codec: codec, logger: options.logger)
     }
 
     func initialize(connection: inout ConnectionSettings) {
@@ -72,6 +74,32 @@ final class DocumentFileSystem: FileSystemOperations {
         registry.claim(forName: lastComponent(path), isDirectory: isDirectory)
     }
 
+    /// The package holding `path`, if any: the outermost folder on the way whose name a
+    /// directory-reading type claims. The package folder itself is not its own member.
+    func packageMember(of path: String) -> PackageMember? {
+        var consumed = path.startIndex
+        while let slash = path[consumed...].firstIndex(of: "/") {
+            let name = path[consumed..<slash]
+            if let claim = registry.claim(forName: String(name), isDirectory: true) {
+                return PackageMember(root: String(path[..<slash]), claim: claim, member: String(path[path.index(after: slash)...]))
+            }
+            consumed = path.index(after: slash)
+        }
+        return nil
+    }
+
+    /// Whether a member of a package may be written: as for documents, from the package's type.
+    func isEditable(member: PackageMember, status: FileStatus) -> Bool {
+        !options.readOnly && status.permissions & 0o222 != 0 && member.claim.isWritableType
+    }
+
+    /// Editability of any stored item, package members included.
+    func isEditable(path: String, status: FileStatus) -> Bool {
+        if let member = packageMember(of: path) { return isEditable(member: member, status: status) }
+        if status.kind != .regular { return !options.readOnly }
+        return isEditable(claim: claim(forPath: path, isDirectory: false), status: status)
+    }
+
     func owner(_ context: RequestContext) -> Ownership {
         Ownership(userID: context.userID, groupID: context.groupID)
     }
@@ -109,7 +137,7 @@ final class DocumentFileSystem: FileSystemOperations {
         let status = try storeCall { try store.status(of: path) }
         guard mask & W_OK != 0 else { return }
         try requireWritable()
-        if status.kind == .regular, !isEditable(claim: claim(forPath: path, isDirectory: false), status: status) {
+        if status.kind == .regular, !isEditable(path: path, status: status) {
             throw .accessDenied
         }
     }

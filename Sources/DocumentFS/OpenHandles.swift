@@ -9,6 +9,8 @@ struct OpenFile: Sendable {
     enum Access: Sendable {
         /// A document: reads and writes go through the node's live file and stage.
         case document(DocumentClaim)
+        /// A file inside a package: staged like a document, committed as a change to the package.
+        case packageMember(PackageMember)
         /// Raw data, stored as written: reads and writes go straight to the store file.
         case raw(OwnedDescriptor)
     }

@@ -26,6 +26,11 @@ open class FileWrapper: @unchecked Sendable {
         public static let atomic = WritingOptions(rawValue: 1 << 0)
         /// Set `filename` of the wrapper and its descendants to the names written.
         public static let withNameUpdating = WritingOptions(rawValue: 1 << 1)
+        /// DocFS extension, not on Apple platforms: hard-link every regular file that is unchanged
+        /// since it was read, wherever it was read from (on the same file system), not only those
+        /// inside `originalContentsURL`. For stores that never modify a file in place, where a
+        /// shared inode cannot be changed behind the other name's back.
+        public static let linkingUnchangedFiles = WritingOptions(rawValue: 1 << 8)
     }
 
     enum Kind { case regularFile, directory, symbolicLink }
@@ -344,7 +349,9 @@ open class FileWrapper: @unchecked Sendable {
     /// they were read from inside `originalContentsURL` are hard-linked instead of rewritten.
     open func write(to url: URL, options: WritingOptions = [], originalContentsURL: URL? = nil) throws {
         let destination = url.path
-        let writer = FileWrapperWriter(originalPath: originalContentsURL?.path, updateNames: options.contains(.withNameUpdating))
+        let writer = FileWrapperWriter(
+            originalPath: originalContentsURL?.path, updateNames: options.contains(.withNameUpdating),
+            linkAnyUnchangedFile: options.contains(.linkingUnchangedFiles))
         do {
             if options.contains(.atomic) {
                 let temporary = FileIO.temporarySibling(of: destination, tag: "write")

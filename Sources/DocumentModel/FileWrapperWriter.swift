@@ -10,6 +10,7 @@ import SystemSupport
 struct FileWrapperWriter {
     let originalPath: String?
     let updateNames: Bool
+    let linkAnyUnchangedFile: Bool
 
     func write(_ wrapper: FileWrapper, to path: String) throws {
         switch wrapper.kind {
@@ -37,7 +38,8 @@ struct FileWrapperWriter {
         if let source = wrapper.unchangedSource,
            let current = try? FileStatus.of(path: source.path), current.version == source.status.version
         {
-            if let originalPath, source.path.hasPrefix(originalPath + "/"), permissions(of: wrapper).map({ $0 == current.permissions }) ?? true,
+            let linkable = linkAnyUnchangedFile || originalPath.map { source.path.hasPrefix($0 + "/") } ?? false
+            if linkable, permissions(of: wrapper).map({ $0 == current.permissions }) ?? true,
                link(source.path, path) == 0
             {
                 return

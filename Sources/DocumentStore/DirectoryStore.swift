@@ -134,8 +134,10 @@ public final class DirectoryStore: DocumentStore {
         let existing = try? FileStatus.of(path: destination)
         let temporary = temporaryDirectory + "/" + uniqueName("persist")
         do {
+            // Files of a package that the document carried forward unchanged are hard-linked, never
+            // copied: the store replaces files, it never modifies them in place.
             try wrapper.write(
-                to: URL(fileURLWithPath: temporary), options: [],
+                to: URL(fileURLWithPath: temporary), options: [.linkingUnchangedFiles],
                 originalContentsURL: existing?.kind == .directory ? URL(fileURLWithPath: destination) : nil)
             if let existing, existing.kind == .regular {
                 let descriptor = try FileIO.open(temporary, O_RDONLY | O_NOFOLLOW)
@@ -151,15 +153,66 @@ public final class DirectoryStore: DocumentStore {
     }
 
     public func quarantine(_ staging: StagingFile, for path: String, reason: String) throws -> String {
+        try quarantine(absolutePath: staging.path, for: path, reason: reason)
+    }
+
+    public func quarantineItem(_ item: String, for path: String, reason: String) throws -> String {
+        try quarantine(absolutePath: absolute(item), for: path, reason: reason)
+    }
+
+    private func quarantine(absolutePath: String, for path: String, reason: String) throws -> String {
         let base = quarantineDirectory + "/" + timestamp() + "-" + uniqueName("rejected") + "-"
             + path.replacingOccurrences(of: "/", with: "%2F")
-        try FileIO.rename(staging.path, base)
+        try FileIO.rename(absolutePath, base)
         let note = "document: \(path)\nreason: \(reason)\n"
         if let descriptor = try? FileIO.open(base + ".reason", O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600) {
             try? FileIO.writeAll(descriptor, Data(note.utf8))
             FileIO.close(descriptor)
         }
         return base
+    }
+
+    public func cloneDirectory(_ path: String) throws -> String {
+        let clone = Self.privateAreaName + "/tmp/" + uniqueName("package")
+        do {
+            try linkClone(absolute(path), to: absolute(clone))
+        } catch {
+            try? FileIO.removeItem(absolute(clone))
+            throw error
+        }
+        return clone
+    }
+
+    private func linkClone(_ source: String, to destination: String) throws {
+        let status = try FileStatus.of(path: source)
+        try retryingOnInterrupt("mkdir", path: destination) { mkdir(destination, status.permissions) }
+        if canChangeOwner { lchown(destination, status.userID, status.groupID) }
+        for name in (try? extendedAttributeNames(relativeOrAbsolute: source)) ?? [] {
+            guard let value = try? rawExtendedAttribute(source, name: name) else { continue }
+            _ = value.withUnsafeBytes { lsetxattr(destination, name, $0.baseAddress, $0.count, 0) }
+        }
+        for entry in try FileIO.directoryEntriesWithTypes(source) {
+            let from = source + "/" + entry.name
+            let to = destination + "/" + entry.name
+            switch Int32(entry.type) {
+            case Int32(DT_DIR): try linkClone(from, to: to)
+            case Int32(DT_LNK):
+                let target = try symbolicLinkTarget(relativeOrAbsolute: from)
+                try retryingOnInterrupt("symlink", path: to) { Glibc.symlink(target, to) }
+            default:
+                try retryingOnInterrupt("link", path: to) { Glibc.link(from, to) }
+            }
+        }
+        var times = [status.accessTime, status.modificationTime]
+        utimensat(AT_FDCWD, destination, &times, AT_SYMLINK_NOFOLLOW)
+    }
+
+    public func replaceDirectory(at path: String, with prepared: String) throws {
+        try FileIO.replaceItem(at: absolute(path), with: absolute(prepared))
+    }
+
+    public func removePrivateItem(_ item: String) {
+        try? FileIO.removeItem(absolute(item))
     }
 
     public func discard(_ staging: StagingFile) {
@@ -211,7 +264,10 @@ public final class DirectoryStore: DocumentStore {
     }
 
     public func symbolicLinkTarget(_ path: String) throws -> String {
-        let full = absolute(path)
+        try symbolicLinkTarget(relativeOrAbsolute: absolute(path))
+    }
+
+    private func symbolicLinkTarget(relativeOrAbsolute full: String) throws -> String {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let length = try retryingOnInterrupt("readlink", path: full) { readlink(full, &buffer, buffer.count - 1) }
         return String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)

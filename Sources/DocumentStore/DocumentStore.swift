@@ -35,6 +35,17 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// Keeps rejected bytes for the user: moves the staging file into the quarantine, with a note
     /// saying which document it was for and why it was refused. Returns where it went.
     func quarantine(_ staging: StagingFile, for path: String, reason: String) throws -> String
+    /// A private copy of the directory (package) at `path` to prepare a change in: directories are
+    /// made anew, files hard-linked, links copied, so the copy costs one entry per item and no data.
+    /// Returns its store path (inside the private area), usable with every call here.
+    func cloneDirectory(_ path: String) throws -> String
+    /// Replaces the directory at `path` with the prepared one at `prepared`, in one atomic step.
+    func replaceDirectory(at path: String, with prepared: String) throws
+    /// Moves any item (a refused package change, say) into the quarantine with a note.
+    func quarantineItem(_ item: String, for path: String, reason: String) throws -> String
+    /// Removes a private item (an abandoned clone).
+    func removePrivateItem(_ item: String)
+
     /// Drops a staging file whose write was abandoned (its document was deleted while open).
     func discard(_ staging: StagingFile)
 

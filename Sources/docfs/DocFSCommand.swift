@@ -11,7 +11,7 @@ struct DocFSCommand: ParsableCommand {
             See docfs(1) for the read and write semantics.
             """,
         version: DocFSVersion.current,
-        subcommands: [MountCommand.self, UnmountCommand.self])
+        subcommands: [MountCommand.self, UnmountCommand.self, StatusCommand.self])
 }
 
 enum DocFSVersion {

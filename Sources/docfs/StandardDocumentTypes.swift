@@ -7,5 +7,6 @@ enum StandardDocumentTypes {
     static let all: [DocumentType] = [
         .fileDocument(JSONDocument.self),
         .fileDocument(PlainTextDocument.self),
+        .fileDocument(TextBundleDocument.self),
     ]
 }

@@ -1,0 +1,161 @@
+import DocumentModel
+import DocumentStore
+import FUSE
+import Foundation
+import Logging
+import Synchronization
+import SystemSupport
+
+/// Keeps packages whole. Decides whether a package is valid, a draft or corrupt; decodes it once
+/// per stored version; and commits changes inside it: a draft takes changes as they come, a
+/// package that decodes takes them only through a private clone that is decoded, re-encoded with
+/// `existingFile` set, and swapped in whole with RENAME_EXCHANGE — or refused and quarantined.
+///
+/// Whether a package has ever decoded is kept with it, as the `user.docfs.package` attribute of its
+/// stored folder: a marked package that stops decoding is corrupt (EIO), an unmarked one a draft.
+final class PackageCoordinator: Sendable {
+    enum State: Sendable {
+        case valid
+        case draft(reason: String)
+        case corrupt(reason: String)
+    }
+
+    static let markerAttribute = "user.docfs.package"
+
+    private let store: any DocumentStore
+    private let codec: DocumentCodec
+    private let logger: Logger
+    private let locks = Mutex<[String: PackageLock]>([:])
+    private let decodedVersions = Mutex<[String: FileVersion]>([:])
+
+    private final class PackageLock: Sendable {
+        let mutex = Mutex<Void>(())
+    }
+
+    init(store: any DocumentStore, codec: DocumentCodec, logger: Logger) {
+        self.store = store
+        self.codec = codec
+        self.logger = logger
+    }
+
+    /// Runs `body` holding the package's lock, so its commits are serialized.
+    func withPackage<T>(_ root: String, _ body: () throws(FUSEError) -> T) throws(FUSEError) -> T {
+        let lock = locks.withLock { locks in
+            if let existing = locks[root] { return existing }
+            let created = PackageLock()
+            locks[root] = created
+            return created
+        }
+        return try lock.mutex.withLock { _ throws(FUSEError) in try body() }
+    }
+
+    /// The package's state now; decodes only when its stored version changed since the last decode.
+    func state(of root: String, claim: DocumentClaim) -> State {
+        guard let status = try? store.status(of: root) else { return .draft(reason: "it does not exist") }
+        if decodedVersions.withLock({ $0[root] }) == status.version { return .valid }
+        do {
+            _ = try codec.decode(store.fileWrapper(at: root), claim: claim)
+        } catch {
+            let reason = describe(error)
+            return isMarked(root) ? .corrupt(reason: reason) : .draft(reason: reason)
+        }
+        if !isMarked(root) {
+            mark(root)
+            logger.info("\(root) decodes as \(claim.type.name): it is a package now, no longer a draft")
+        }
+        if let marked = try? store.status(of: root) { decodedVersions.withLock { $0[root] = marked.version } }
+        return .valid
+    }
+
+    private func isMarked(_ root: String) -> Bool {
+        (try? store.extendedAttribute(root, name: Self.markerAttribute)) != nil
+    }
+
+    private func mark(_ root: String) {
+        let value = Array("valid".utf8)
+        value.withUnsafeBytes { try? store.setExtendedAttribute(root, name: Self.markerAttribute, value: $0, flags: 0) }
+    }
+
+    private func unmark(_ root: String) {
+        try? store.removeExtendedAttribute(root, name: Self.markerAttribute)
+    }
+
+    /// The outcome of a committed change: how the member's new content is stored.
+    enum Outcome {
+        /// The change went in as made (a draft, or the type returned exactly what it decoded).
+        case asApplied
+        /// The type returned other bytes than were written: caches of the package must be dropped.
+        case reencoded
+    }
+
+    /// Commits `change` to the package at `root`. Call with the package's lock held.
+    func commit(_ change: PackageChange, root: String, claim: DocumentClaim) throws(FUSEError) -> Outcome {
+        let state = state(of: root, claim: claim)
+        if case .draft = state {
+            try apply(change, in: root)
+            _ = self.state(of: root, claim: claim)
+            return .asApplied
+        }
+        if change.isRemoval {
+            try apply(change, in: root)
+            if case .draft(let reason) = self.stateAfterRemoval(root, claim: claim) {
+                logger.notice("\(root) no longer decodes after \(change.member) was removed (\(reason)); it is a draft again")
+            }
+            return .asApplied
+        }
+
+        let clone: String
+        do { clone = try store.cloneDirectory(root) } catch { throw FUSEError(error) }
+        do {
+            try change.apply(in: clone, store: store)
+        } catch {
+            store.removePrivateItem(clone)
+            throw FUSEError(error)
+        }
+        let result: FileWrapper
+        let file: FileWrapper
+        do {
+            file = try store.fileWrapper(at: clone)
+            let document = try codec.decode(file, claim: claim)
+            result = try codec.encode(document, claim: claim, existingFile: try? store.fileWrapper(at: root))
+        } catch {
+            let reason = "the package would not decode as \(claim.type.name) (\(claim.contentType.identifier)): \(describe(error))"
+            let kept = try? store.quarantineItem(clone, for: root, reason: "change to \(change.member): \(reason)")
+            logger.error("refused a change to \(change.member) in \(root): \(reason). The stored package is unchanged; the refused package is in \(kept ?? "(could not be kept)")")
+            if kept == nil { store.removePrivateItem(clone) }
+            throw .ioError
+        }
+        do {
+            if result === file {
+                try store.replaceDirectory(at: root, with: clone)
+            } else {
+                try store.persist(result, at: root)
+                store.removePrivateItem(clone)
+                mark(root)
+            }
+        } catch {
+            store.removePrivateItem(clone)
+            throw FUSEError(error)
+        }
+        if let status = try? store.status(of: root) { decodedVersions.withLock { $0[root] = status.version } }
+        return result === file ? .asApplied : .reencoded
+    }
+
+    private func stateAfterRemoval(_ root: String, claim: DocumentClaim) -> State {
+        let state = state(of: root, claim: claim)
+        if case .corrupt(let reason) = state {
+            unmark(root)
+            return .draft(reason: reason)
+        }
+        return state
+    }
+
+    private func apply(_ change: PackageChange, in root: String) throws(FUSEError) {
+        do { try change.apply(in: root, store: store) } catch { throw FUSEError(error) }
+    }
+
+    /// A package moved or removed: forget what was known of its old path.
+    func forget(_ root: String) {
+        decodedVersions.withLock { $0[root] = nil }
+    }
+}
