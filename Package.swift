@@ -37,7 +37,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "DocumentModelTests", dependencies: ["DocumentModel", "StandardDocuments"]),
-        .testTarget(name: "DocFSIntegrationTests", dependencies: ["CSystemShims"]),
+        .testTarget(name: "DocFSIntegrationTests", dependencies: ["CSystemShims", "DocumentFS", "DocumentStore", "StandardDocuments"]),
     ],
     swiftLanguageModes: [.v6]
 )

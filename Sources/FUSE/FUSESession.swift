@@ -44,7 +44,16 @@ public final class FUSESession: @unchecked Sendable {
             box.release()
             throw MountError.invalidOptions(options)
         }
+        // Handlers before the mount: a stop signal arriving between mounting and serving must end
+        // the session cleanly (the loop then returns at once), not kill the process and leave a
+        // dead mount behind.
+        guard Self.installSignalHandlers(created) else {
+            fuse_session_destroy(created)
+            box.release()
+            throw MountError.mountFailed(mountPoint: mountPoint)
+        }
         guard fuse_session_mount(created, mountPoint) == 0 else {
+            fuse_remove_signal_handlers(created)
             fuse_session_destroy(created)
             box.release()
             throw MountError.mountFailed(mountPoint: mountPoint)
@@ -58,6 +67,10 @@ public final class FUSESession: @unchecked Sendable {
     /// (`fusermount3 -u`) or the process gets SIGINT, SIGTERM or SIGHUP. Returns 0 after an
     /// unmount, the signal number after a signal.
     public func run(threads: Int) -> Int32 {
+        docfs_session_loop_mt(session, UInt32(max(1, threads)))
+    }
+
+    private static func installSignalHandlers(_ session: OpaquePointer) -> Bool {
         // A daemon started in the background by a non-interactive shell inherits SIGINT as
         // ignored, and libfuse installs its handlers only over default ones.
         signal(SIGINT, SIG_DFL)
@@ -67,9 +80,7 @@ public final class FUSESession: @unchecked Sendable {
         sigemptyset(&stopSignals)
         for stop in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&stopSignals, stop) }
         pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
-        guard fuse_set_signal_handlers(session) == 0 else { return -1 }
-        defer { fuse_remove_signal_handlers(session) }
-        return docfs_session_loop_mt(session, UInt32(max(1, threads)))
+        return fuse_set_signal_handlers(session) == 0
     }
 
     /// Drops the kernel's cached data (and attributes) of `inode`; `length` 0 means to the end.
@@ -101,6 +112,7 @@ public final class FUSESession: @unchecked Sendable {
 
     deinit {
         unmount()
+        fuse_remove_signal_handlers(session)
         fuse_session_destroy(session)
         box.release()
     }
