@@ -68,6 +68,23 @@ def make_tree(directory, dirs, files):
             with open(os.path.join(directory, f'd{d}', f'f{f}.txt'), 'w') as out:
                 out.write(f'tree file {d}/{f}\n' * 20)
 
+def make_package(directory, asset_mb):
+    os.makedirs(os.path.join(directory, 'assets'), exist_ok=True)
+    with open(os.path.join(directory, 'info.json'), 'w') as f:
+        f.write('{"version": 2, "type": "net.daringfireball.markdown"}')
+    with open(os.path.join(directory, 'text.md'), 'w') as f:
+        f.write('# Bench\n')
+    with open(os.path.join(directory, 'assets', 'big.bin'), 'wb') as f:
+        chunk = os.urandom(1 << 20)
+        for _ in range(asset_mb):
+            f.write(chunk)
+
+def edit_small(path, count):
+    """Rewrite a small document `count` times (open, write 1 KiB, close)."""
+    for index in range(count):
+        with open(path, 'w') as f:
+            f.write((f'# Edit {index}\n' + 'text ' * 200)[:1024])
+
 def stat_tree(directory):
     for root, dirs, files in os.walk(directory):
         for name in files + dirs:
@@ -81,6 +98,8 @@ def main():
     parser.add_argument('--tree', type=int, default=5000, help='files in the stat/tar tree (default 5000)')
     parser.add_argument('--runs', type=int, default=5, help='runs per case; the median is reported (default 5)')
     parser.add_argument('--dir', default='/var/tmp', help='where to make the store (default /var/tmp)')
+    parser.add_argument('--asset-mb', type=int, default=200, help='size of the asset in the package case (default 200)')
+    parser.add_argument('--edits', type=int, default=50, help='small edits per run in the package case (default 50)')
     parser.add_argument('--no-bindfs', action='store_true')
     args = parser.parse_args()
 
@@ -98,6 +117,9 @@ def main():
             os.makedirs(peer)
             mounts.append(Mount('bindfs', peer, os.path.join(work, 'bindfs'), args.docfs))
             targets['bindfs'] = mounts[-1].mountpoint
+        # The package case is built through each target (DocFS sees a package built piece by piece).
+        for name, target in targets.items():
+            make_package(os.path.join(target, 'Bench.textbundle'), args.asset_mb)
         cold = drop_caches()
         dirs = max(1, args.tree // 100)
         for name, target in targets.items():
@@ -115,9 +137,14 @@ def main():
             ('stat tree', f'lstat of {args.tree} files', lambda t, i: stat_tree(f'{t}/tree'), args.tree, 'files/s'),
             ('tar tree', f'tar c of {args.tree} files to /dev/null', lambda t, i: run('tar', 'cf', '/dev/null', '-C', t, 'tree'), args.tree, 'files/s'),
         ]
+        cases += [
+            ('flat edit', f'{args.edits} x 1 KiB rewrite of a .md', lambda t, i: edit_small(f'{t}/flat.md', args.edits), args.edits, 'edits/s'),
+            ('package edit', f'the same, text.md beside a {args.asset_mb} MB asset', lambda t, i: edit_small(f'{t}/Bench.textbundle/text.md', args.edits), args.edits, 'edits/s'),
+        ]
         print(f'DocFS benchmark: {args.runs} runs per case, medians; store in {args.dir}; cold cache {"available" if cold else "not available"}')
         header = f'{"case":<20} {"what":<36}' + ''.join(f'{name:>16}' for name in targets) + ''.join(f'{name + "/native":>16}' for name in targets if name != 'native')
         print(header)
+        results = {}
         for label, what, body, amount, unit in cases:
             medians = {}
             for name, target in targets.items():
@@ -129,6 +156,10 @@ def main():
             line = f'{label:<20} {what:<36}' + ''.join(f'{amount / medians[n]:>10.0f} {unit:<5}' for n in targets)
             line += ''.join(f'{medians["native"] / medians[n]:>16.2f}' for n in targets if n != 'native')
             print(line, flush=True)
+            results[label] = medians
+        if 'package edit' in results and 'flat edit' in results:
+            ratio = results['package edit']['docfs'] / results['flat edit']['docfs']
+            print(f'docfs: editing text.md in a package with a {args.asset_mb} MB asset takes {ratio:.2f} x the time of editing a flat file of the same size')
     finally:
         for mount in mounts:
             mount.close()
