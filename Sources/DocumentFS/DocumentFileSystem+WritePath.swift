@@ -60,11 +60,8 @@ extension DocumentFileSystem {
         case .raw(let descriptor):
             try storeCall { try FileIO.writeAll(descriptor.rawValue, bytes, offset: offset) }
         case .document, .packageMember:
-            try file.node.state.withLock { (state: inout NodeState) throws(FUSEError) in
-                let stage = try ensureStage(&state)
+            try modifyStage(of: file.node, path: nil) { stage throws(FUSEError) in
                 try storeCall { try FileIO.writeAll(stage.file.descriptor.rawValue, bytes, offset: offset, path: stage.file.path) }
-                state.stage?.isDirty = true
-                state.stage?.isOnlyTruncated = false
             }
         }
         return bytes.count
@@ -78,50 +75,45 @@ extension DocumentFileSystem {
         return stage
     }
 
+    /// Changes the node's stage (made on first need) with `body` and marks it for commit. `path`
+    /// opens the stored file first when no handle has (a truncate of a path).
+    func modifyStage(of node: Node, path: String?, _ body: (Stage) throws(FUSEError) -> Void) throws(FUSEError) {
+        try node.state.withLock { (state: inout NodeState) throws(FUSEError) in
+            if state.live == nil, let path { state.live = try storeCall { try store.openForReading(path) } }
+            try body(try ensureStage(&state))
+            state.stage?.isDirty = true
+            state.stage?.isOnlyTruncated = false
+        }
+    }
+
     func truncate(node: Node, path: String, size: Int64, handle: UInt64?) throws(FUSEError) {
         if let handle, let file = files.get(handle), case .raw(let descriptor) = file.access {
             try storeCall { try retryingOnInterrupt("ftruncate") { ftruncate(descriptor.rawValue, off_t(size)) } }
             return
         }
+        let access: OpenFile.Access
+        let status = try storeCall { try store.status(of: path) }
         if let member = packageMember(of: path) {
-            let status = try storeCall { try store.status(of: path) }
             guard isEditable(member: member, status: status) else { throw .accessDenied }
-            try node.state.withLock { (state: inout NodeState) throws(FUSEError) in
-                if state.live == nil { state.live = try storeCall { try store.openForReading(path) } }
-                let stage = try ensureStage(&state)
-                try storeCall { try retryingOnInterrupt("ftruncate") { ftruncate(stage.file.descriptor.rawValue, off_t(size)) } }
-                state.stage?.isDirty = true
-                state.stage?.isOnlyTruncated = false
-            }
-            if handle == nil {
-                nodes.opened(node.inode)
-                defer {
-                    if nodes.closed(node.inode) == 0 { node.state.withLock { state in if state.stage == nil { state.live = nil } } }
-                }
-                try commitMember(node, path: path, member: member, durable: false)
-            }
-            return
-        }
-        guard let claim = claim(forPath: path, isDirectory: false) else {
+            access = .packageMember(member)
+        } else if let claim = claim(forPath: path, isDirectory: false) {
+            guard isEditable(claim: claim, status: status) else { throw .accessDenied }
+            access = .document(claim)
+        } else {
             try storeCall { try store.truncate(path, size: size) }
             return
         }
-        let status = try storeCall { try store.status(of: path) }
-        guard isEditable(claim: claim, status: status) else { throw .accessDenied }
-        try node.state.withLock { (state: inout NodeState) throws(FUSEError) in
-            if state.live == nil { state.live = try storeCall { try store.openForReading(path) } }
-            let stage = try ensureStage(&state)
+        try modifyStage(of: node, path: path) { stage throws(FUSEError) in
             try storeCall { try retryingOnInterrupt("ftruncate") { ftruncate(stage.file.descriptor.rawValue, off_t(size)) } }
-            state.stage?.isDirty = true
-                state.stage?.isOnlyTruncated = false
-            // ftruncate on an open file is staged with that file's writes; truncate(2) on a path
-            // is a commit of its own.
-            if handle == nil {
-                defer { if nodes.closed(node.inode) == 0 && state.stage == nil { state.live = nil } }
-                nodes.opened(node.inode)
-                try commit(&state, inode: node.inode, path: path, claim: claim, durable: false)
-            }
         }
+        // ftruncate on an open file is staged with that file's writes; truncate(2) on a path is a
+        // commit of its own, made as if by a handle opened and closed around it.
+        guard handle == nil else { return }
+        nodes.opened(node.inode)
+        defer {
+            if nodes.closed(node.inode) == 0 { node.state.withLock { state in if state.stage == nil { state.live = nil } } }
+        }
+        try commit(node, access: access, durable: false)
     }
 
     func flush(inode: Inode, handle: UInt64, context: RequestContext) throws(FUSEError) {
@@ -147,11 +139,8 @@ extension DocumentFileSystem {
         case .raw(let descriptor):
             try storeCall { try retryingOnInterrupt("fallocate") { docfs_fallocate(descriptor.rawValue, mode, off_t(offset), off_t(length)) } }
         case .document, .packageMember:
-            try file.node.state.withLock { (state: inout NodeState) throws(FUSEError) in
-                let stage = try ensureStage(&state)
+            try modifyStage(of: file.node, path: nil) { stage throws(FUSEError) in
                 try storeCall { try retryingOnInterrupt("fallocate") { docfs_fallocate(stage.file.descriptor.rawValue, mode, off_t(offset), off_t(length)) } }
-                state.stage?.isDirty = true
-                state.stage?.isOnlyTruncated = false
             }
         }
     }
@@ -186,9 +175,12 @@ extension DocumentFileSystem {
 
     /// Commits the open file's node: as a document, or as a change to its package.
     func commit(_ file: OpenFile, durable: Bool) throws(FUSEError) {
-        let node = file.node
+        try commit(file.node, access: file.access, durable: durable)
+    }
+
+    func commit(_ node: Node, access: OpenFile.Access, durable: Bool) throws(FUSEError) {
         guard let path = nodes.path(of: node.inode) else { return }  // unlinked while open
-        switch file.access {
+        switch access {
         case .raw: return
         case .document(let claim):
             try node.state.withLock { (state: inout NodeState) throws(FUSEError) in
