@@ -8,11 +8,14 @@ final class OperationsBox: Sendable {
     init(_ operations: any FileSystemOperations) { self.operations = operations }
 
     /// The box behind a userdata pointer. The session holds a retain for its whole life, so no
-    /// retain is taken per request.
+    /// retain is taken per request. libfuse passes back the pointer the session was made with; a
+    /// missing one gets a file system that fails every request rather than a crash.
     static func from(_ userdata: UnsafeMutableRawPointer?) -> OperationsBox {
-        // libfuse passes back exactly the pointer the session was created with.
-        Unmanaged<OperationsBox>.fromOpaque(UnsafeRawPointer(userdata!)).takeUnretainedValue()
+        guard let userdata else { return unavailable }
+        return Unmanaged<OperationsBox>.fromOpaque(UnsafeRawPointer(userdata)).takeUnretainedValue()
     }
+
+    private static let unavailable = OperationsBox(UnavailableFileSystem())
 
     func negotiate(_ connection: UnsafeMutablePointer<fuse_conn_info>) {
         var settings = ConnectionSettings(
@@ -29,3 +32,6 @@ final class OperationsBox: Sendable {
         connection.pointee.time_gran = settings.timeGranularity
     }
 }
+
+/// Answers every request with the protocol's defaults (ENOSYS).
+private final class UnavailableFileSystem: FileSystemOperations {}
