@@ -98,6 +98,7 @@ def main():
     parser.add_argument('--tree', type=int, default=5000, help='files in the stat/tar tree (default 5000)')
     parser.add_argument('--runs', type=int, default=5, help='runs per case; the median is reported (default 5)')
     parser.add_argument('--dir', default='/var/tmp', help='where to make the store (default /var/tmp)')
+    parser.add_argument('--big-tree', type=int, default=100000, help='documents in the find+stat scale case, made in the store directly (default 100000; 0 skips it)')
     parser.add_argument('--asset-mb', type=int, default=200, help='size of the asset in the package case (default 200)')
     parser.add_argument('--edits', type=int, default=50, help='small edits per run in the package case (default 50)')
     parser.add_argument('--no-bindfs', action='store_true')
@@ -117,6 +118,10 @@ def main():
             os.makedirs(peer)
             mounts.append(Mount('bindfs', peer, os.path.join(work, 'bindfs'), args.docfs))
             targets['bindfs'] = mounts[-1].mountpoint
+        # The scale case's tree is made in the stores directly, as a store that already exists would be.
+        if args.big_tree:
+            for name, store_dir in [('native', store)] + ([('bindfs', peer)] if 'bindfs' in targets else []):
+                make_tree(os.path.join(store_dir, 'big'), max(1, args.big_tree // 100), 100)
         # The package case is built through each target (DocFS sees a package built piece by piece).
         for name, target in targets.items():
             make_package(os.path.join(target, 'Bench.textbundle'), args.asset_mb)
@@ -137,6 +142,8 @@ def main():
             ('stat tree', f'lstat of {args.tree} files', lambda t, i: stat_tree(f'{t}/tree'), args.tree, 'files/s'),
             ('tar tree', f'tar c of {args.tree} files to /dev/null', lambda t, i: run('tar', 'cf', '/dev/null', '-C', t, 'tree'), args.tree, 'files/s'),
         ]
+        if args.big_tree:
+            cases.append(('find+stat big tree', f'find -exec stat over {args.big_tree} docs', lambda t, i: run('bash', '-c', f'find {t}/big -type f -exec stat -c %s {{}} + > /dev/null'), args.big_tree, 'files/s'))
         cases += [
             ('flat edit', f'{args.edits} x 1 KiB rewrite of a .md', lambda t, i: edit_small(f'{t}/flat.md', args.edits), args.edits, 'edits/s'),
             ('package edit', f'the same, text.md beside a {args.asset_mb} MB asset', lambda t, i: edit_small(f'{t}/Bench.textbundle/text.md', args.edits), args.edits, 'edits/s'),
