@@ -17,15 +17,12 @@ extension DocumentFileSystem {
 
         if let member = packageMember(of: path) {
             if writing && !isEditable(member: member, status: status) { throw .accessDenied }
-            let reading = flags & O_ACCMODE != O_WRONLY
-            let keepCache = try openStaged(node, path: path, status: status, flags: flags) { () throws(FUSEError) in
-                // A member is read only from a package that decodes (or a draft, served as it is).
-                guard reading else { return }
-                if case .corrupt(let reason) = packages.state(of: member.root, claim: member.claim) {
-                    logger.error("cannot open \(path): its package \(member.root) does not decode as \(member.claim.type.name): \(reason)")
-                    throw .ioError
-                }
+            // A member is read only from a package that decodes (or from a draft, served as it is).
+            if flags & O_ACCMODE != O_WRONLY, case .corrupt(let reason) = packages.state(of: member.root, claim: member.claim) {
+                logger.error("cannot open \(path): its package \(member.root) does not decode as \(member.claim.type.name): \(reason)")
+                throw .ioError
             }
+            let keepCache = try openStaged(node, path: path, status: status, flags: flags)
             return register(OpenFile(node: node, access: .packageMember(member), flags: flags), keepCache: keepCache)
         }
 
@@ -47,7 +44,7 @@ extension DocumentFileSystem {
             throw .accessDenied
         }
         let reading = flags & O_ACCMODE != O_WRONLY
-        let keepCache = try openStaged(node, path: path, status: status, flags: flags) { () throws(FUSEError) in }
+        let keepCache = try openStaged(node, path: path, status: status, flags: flags)
         if reading && flags & O_TRUNC == 0 {
             try node.state.withLock { (state: inout NodeState) throws(FUSEError) in
                 guard state.stage == nil, let live = state.live else { return }
@@ -65,10 +62,9 @@ extension DocumentFileSystem {
     }
 
     /// Opens the stored file for a document or package member: the live descriptor (reopened when
-    /// the store changed behind the mount's back) and, for O_TRUNC, an empty stage. `check` runs
-    /// first and may refuse the open. Returns whether the kernel may keep its cached pages.
-    private func openStaged(_ node: Node, path: String, status: FileStatus, flags: Int32, check: () throws(FUSEError) -> Void) throws(FUSEError) -> Bool {
-        try check()
+    /// the store changed behind the mount's back) and, for O_TRUNC, an empty stage. Returns
+    /// whether the kernel may keep its cached pages.
+    private func openStaged(_ node: Node, path: String, status: FileStatus, flags: Int32) throws(FUSEError) -> Bool {
         let truncating = flags & O_ACCMODE != O_RDONLY && flags & O_TRUNC != 0
         return try node.state.withLock { (state: inout NodeState) throws(FUSEError) -> Bool in
             if state.stage == nil, state.live.flatMap({ try? $0.status().version }) != status.version {

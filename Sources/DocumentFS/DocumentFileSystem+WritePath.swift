@@ -1,7 +1,7 @@
 import CSystemShims
 import DocumentModel
-import Foundation
 import DocumentStore
+import Foundation
 import FUSE
 import Glibc
 import SystemSupport
@@ -22,13 +22,7 @@ extension DocumentFileSystem {
             } catch where error.errno == EEXIST && flags & O_EXCL == 0 {
                 // Created since the kernel looked: open what is there.
             }
-            let entry = try countedEntry(parent: parent, name: name, path: path)
-            do {
-                return (entry, try open(inode: entry.inode, flags: flags & ~(O_CREAT | O_EXCL), context: context))
-            } catch {
-                nodes.forget(entry.inode, count: 1)
-                throw error
-            }
+            return try openCreated(parent: parent, name: name, path: path, flags: flags, context: context)
         }
         try requireClaimedIfStrict(path, isDirectory: false)
         guard claim(forPath: path, isDirectory: false) != nil else {
@@ -45,6 +39,11 @@ extension DocumentFileSystem {
         } catch where error.errno == EEXIST && flags & O_EXCL == 0 {
             // Created by someone else since the kernel looked: open what is there.
         }
+        return try openCreated(parent: parent, name: name, path: path, flags: flags, context: context)
+    }
+
+    /// The entry and open handle for a file `create` just made (or found made).
+    private func openCreated(parent: Inode, name: String, path: String, flags: Int32, context: RequestContext) throws(FUSEError) -> (Entry, OpenReply) {
         let entry = try countedEntry(parent: parent, name: name, path: path)
         do {
             return (entry, try open(inode: entry.inode, flags: flags & ~(O_CREAT | O_EXCL), context: context))
