@@ -41,6 +41,9 @@ final class DocumentFileSystem: FileSystemOperations {
         connection.request(Capability.autoInvalidateData)
         connection.request(Capability.parallelDirectoryOperations)
         connection.request(Capability.asyncRead)
+        // Without this the kernel asks for `security.capability` before every write, a round trip
+        // per write; the commit clears set-user-ID and set-group-ID bits itself instead.
+        connection.request(Capability.handleKillPrivileges)
         // Locks are the kernel's: without FLOCK/POSIX_LOCKS it arbitrates them itself, which is
         // exact for a store that only this mount serves.
         connection.decline(Capability.flockLocks)

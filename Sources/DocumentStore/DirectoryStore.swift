@@ -62,8 +62,10 @@ public final class DirectoryStore: DocumentStore {
 
     func absolute(_ path: String) -> String { path.isEmpty ? root : root + "/" + path }
 
+    private let processID = getpid()
+
     private func uniqueName(_ tag: String) -> String {
-        "\(tag)-\(getpid())-\(counter.add(1, ordering: .relaxed).newValue)"
+        "\(tag)-\(processID)-\(counter.add(1, ordering: .relaxed).newValue)"
     }
 
     private func timestamp() -> String {
@@ -222,7 +224,8 @@ public final class DirectoryStore: DocumentStore {
     /// The replaced file's permissions, owner and user extended attributes go to its successor, so
     /// a save through DocFS is as invisible to them as an in-place write.
     private func copyMetadata(from source: String, existing: FileStatus, to descriptor: Int32, path: String) throws {
-        fchmod(descriptor, existing.permissions)
+        // A write clears set-user-ID and set-group-ID, as the kernel would on a local disk.
+        fchmod(descriptor, existing.permissions & ~mode_t(S_ISUID | S_ISGID))
         if canChangeOwner { fchown(descriptor, existing.userID, existing.groupID) }
         for name in (try? extendedAttributeNames(relativeOrAbsolute: source)) ?? [] {
             guard let value = try? rawExtendedAttribute(source, name: name) else { continue }
