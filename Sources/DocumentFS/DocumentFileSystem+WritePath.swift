@@ -213,6 +213,7 @@ extension DocumentFileSystem {
                         notifier.invalidateContent(of: node.inode)
                     }
                 } catch {
+                    state.cachedVersion = nil
                     if FileManager.default.fileExists(atPath: stage.file.path) {
                         // Refused before the change was made (the store failed): keep the bytes.
                         _ = try? store.quarantine(stage.file, for: path, reason: "the package change could not be made: \(error)")
@@ -277,6 +278,9 @@ extension DocumentFileSystem {
 
     private func reject(_ stage: Stage, _ state: inout NodeState, inode: Inode, path: String, reason: String) throws(FUSEError) {
         state.stage = nil
+        // The kernel's pages hold the refused bytes until the invalidation lands; the next open must
+        // not keep them either.
+        state.cachedVersion = nil
         let kept = try? store.quarantine(stage.file, for: path, reason: reason)
         logger.error("refused a write to \(path): \(reason). The stored document is unchanged; the refused bytes are in \(kept ?? "(could not be kept)")")
         notifier.invalidateContent(of: inode)
