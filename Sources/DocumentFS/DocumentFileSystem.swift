@@ -69,8 +69,12 @@ final class DocumentFileSystem: FileSystemOperations {
         return parentPath.isEmpty ? name : parentPath + "/" + name
     }
 
+    /// Paths are scanned as UTF-8 bytes: `/` and `.` are ASCII, and Character-based String
+    /// indexing showed up in profiles of readdirplus.
     func lastComponent(_ path: String) -> String {
-        path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
+        let bytes = path.utf8
+        guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return path }
+        return String(path[bytes.index(after: slash)...])
     }
 
     func claim(forPath path: String, isDirectory: Bool) -> DocumentClaim? {
@@ -80,13 +84,16 @@ final class DocumentFileSystem: FileSystemOperations {
     /// The package holding `path`, if any: the outermost folder on the way whose name a
     /// directory-reading type claims. The package folder itself is not its own member.
     func packageMember(of path: String) -> PackageMember? {
-        var consumed = path.startIndex
-        while let slash = path[consumed...].firstIndex(of: "/") {
-            let name = path[consumed..<slash]
-            if let claim = registry.claim(forName: String(name), isDirectory: true) {
-                return PackageMember(root: String(path[..<slash]), claim: claim, member: String(path[path.index(after: slash)...]))
+        let bytes = path.utf8
+        var start = bytes.startIndex
+        while let slash = bytes[start...].firstIndex(of: UInt8(ascii: "/")) {
+            // Only a name with an extension can be claimed; most folders on the way have none.
+            if bytes[start..<slash].contains(UInt8(ascii: ".")),
+               let claim = registry.claim(forName: String(path[start..<slash]), isDirectory: true)
+            {
+                return PackageMember(root: String(path[..<slash]), claim: claim, member: String(path[bytes.index(after: slash)...]))
             }
-            consumed = path.index(after: slash)
+            start = bytes.index(after: slash)
         }
         return nil
     }

@@ -71,8 +71,9 @@ final class DocumentTypeRegistry: Sendable {
 
     /// The claim on a file named `name`; nil for raw data (no extension, or no type reads it).
     func claim(forName name: String, isDirectory: Bool) -> DocumentClaim? {
-        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return nil }
-        let fileExtension = name[name.index(after: dot)...].lowercased()
+        let bytes = name.utf8
+        guard let dot = bytes.lastIndex(of: UInt8(ascii: ".")), dot != bytes.startIndex else { return nil }
+        let fileExtension = name[bytes.index(after: dot)...].lowercased()
         guard !fileExtension.isEmpty else { return nil }
         let key = ExtensionKey(fileExtension: fileExtension, isDirectory: isDirectory)
         if let cached = claimsByExtension.withLock({ $0[key] }) { return cached }
