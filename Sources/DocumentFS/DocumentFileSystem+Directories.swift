@@ -1,6 +1,7 @@
 import DocumentStore
 import FUSE
 import Glibc
+import SystemSupport
 
 /// Directory listings. A listing is taken at opendir so the offsets handed to the kernel keep
 /// their meaning while the directory changes.
@@ -8,7 +9,8 @@ extension DocumentFileSystem {
     func openDirectory(inode: Inode, flags: Int32, context: RequestContext) throws(FUSEError) -> OpenReply {
         let path = try path(of: inode)
         let entries = try storeCall { try store.list(path) }
-        return OpenReply(handle: directories.insert(DirectoryListing(path: path, entries: entries)))
+        let descriptor = try? store.openDirectory(path)
+        return OpenReply(handle: directories.insert(DirectoryListing(path: path, entries: entries, descriptor: descriptor)))
     }
 
     func readDirectory(inode: Inode, handle: UInt64, offset: Int64, plus: Bool, add: (DirectoryEntry) -> Bool) throws(FUSEError) {
@@ -27,7 +29,8 @@ extension DocumentFileSystem {
             let path = listing.path.isEmpty ? stored.name : listing.path + "/" + stored.name
             if plus {
                 // Vanished since the listing was taken: skip it.
-                guard let status = try? store.status(of: path) else { continue }
+                let status = listing.descriptor.flatMap { try? store.status(of: stored.name, in: $0) } ?? (try? store.status(of: path))
+                guard let status else { continue }
                 let node = nodes.child(parent: inode, name: stored.name, counting: true)
                 let item = DirectoryEntry(
                     name: stored.name, nextOffset: Int64(index + 1), inode: node.inode, mode: status.mode,

@@ -26,6 +26,8 @@ struct OpenFile: Sendable {
 struct DirectoryListing: Sendable {
     let path: String
     let entries: [StoreDirectoryEntry]
+    /// The directory, open while the listing is, so readdirplus stats entries relative to it.
+    let descriptor: OwnedDescriptor?
 }
 
 /// Handles by number. Numbers are never reused within a mount.

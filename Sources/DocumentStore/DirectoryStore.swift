@@ -82,6 +82,14 @@ public final class DirectoryStore: DocumentStore {
 
     public func status(of path: String) throws -> FileStatus { try FileStatus.of(path: absolute(path)) }
 
+    public func status(of name: String, in directory: OwnedDescriptor) throws -> FileStatus {
+        try FileStatus.of(name: name, in: directory.rawValue)
+    }
+
+    public func openDirectory(_ path: String) throws -> OwnedDescriptor {
+        OwnedDescriptor(try FileIO.open(absolute(path), O_RDONLY | O_DIRECTORY | O_NOFOLLOW))
+    }
+
     public func list(_ path: String) throws -> [StoreDirectoryEntry] {
         try FileIO.directoryEntriesWithTypes(absolute(path)).compactMap { name, type in
             if path.isEmpty && name == Self.privateAreaName { return nil }

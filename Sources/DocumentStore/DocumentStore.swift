@@ -14,6 +14,10 @@ public protocol DocumentStore: AnyObject, Sendable {
     var rootURL: URL { get }
 
     func status(of path: String) throws -> FileStatus
+    /// The status of `name` in a directory opened with `openDirectory`: one path component for the
+    /// kernel to resolve instead of the whole path, for listings that stat every entry.
+    func status(of name: String, in directory: OwnedDescriptor) throws -> FileStatus
+    func openDirectory(_ path: String) throws -> OwnedDescriptor
     /// The directory's entries with their kinds; the store's private area is never listed.
     func list(_ path: String) throws -> [StoreDirectoryEntry]
     func openForReading(_ path: String) throws -> OwnedDescriptor
