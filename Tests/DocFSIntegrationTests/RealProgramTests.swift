@@ -236,6 +236,16 @@ struct RealProgramTests {
         #expect(mount.storeContents("a.txt") == "B" && mount.storeContents("c.json") == "[3]")
     }
 
+    @Test func dfAndStatfsReportTheStoresFileSystem() throws {
+        let mount = try MountedStore(texts: Self.sample)
+        defer { mount.unmount() }
+        let mounted = try mount.run(["stat", "-f", "-c", "%b %S", mount.mountPoint])
+        let native = try mount.run(["stat", "-f", "-c", "%b %S", mount.store])
+        #expect(mounted.succeeded && mounted.output == native.output, "\(mounted.output) vs \(native.output)")
+        let df = try mount.run(["df", "-P", mount.mountPoint])
+        #expect(df.succeeded && df.output.contains("docfs"), "\(df.output)")
+    }
+
     @Test func symlinksAndHardLinks() throws {
         let mount = try MountedStore(texts: Self.sample)
         defer { mount.unmount() }

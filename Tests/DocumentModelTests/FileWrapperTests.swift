@@ -178,6 +178,46 @@ import Testing
         #expect(writeError.code == .fileNoSuchFile && writeError.url == missing)
     }
 
+    @Test func withoutMappingReadsIntoMemoryAndMappingDoesNot() throws {
+        let temporary = try TemporaryDirectory()
+        let path = temporary.path + "/data.bin"
+        try Data(repeating: 7, count: 32 << 20).write(to: URL(fileURLWithPath: path))
+        var before = residentBytes()
+        let mapped = try FileWrapper(url: URL(fileURLWithPath: path))
+        #expect(mapped.regularFileContents?.count == 32 << 20)
+        #expect(residentBytes() - before < 8 << 20, "a mapping costs no memory until its pages are touched")
+        before = residentBytes()
+        let read = try FileWrapper(url: URL(fileURLWithPath: path), options: .withoutMapping)
+        #expect(read.regularFileContents?.count == 32 << 20)
+        #expect(residentBytes() - before >= 30 << 20, "withoutMapping reads the bytes into memory")
+        #expect(read.regularFileContents == mapped.regularFileContents)
+    }
+
+    @Test func aWriteTheFileSystemRefusesIsFileWriteNoPermission() throws {
+        // An immutable directory refuses new entries even to root (EPERM).
+        let temporary = try TemporaryDirectory()
+        let locked = temporary.path + "/locked"
+        try FileManager.default.createDirectory(atPath: locked, withIntermediateDirectories: false)
+        try #require(Self.chattr("+i", locked), "chattr (e2fsprogs) sets the immutable flag")
+        defer { _ = Self.chattr("-i", locked) }
+        let url = URL(fileURLWithPath: locked + "/doc.txt")
+        for options: FileWrapper.WritingOptions in [[], .atomic] {
+            let error = try #require(throws: CocoaError.self) {
+                try FileWrapper(regularFileWithContents: Data("x".utf8)).write(to: url, options: options, originalContentsURL: nil)
+            }
+            #expect(error.code == .fileWriteNoPermission && error.url == url)
+        }
+    }
+
+    static func chattr(_ flag: String, _ path: String) -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/chattr")
+        process.arguments = [flag, path]
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }
+
     @Test func readingReplacesContentAndModificationDatesAreKept() throws {
         let temporary = try TemporaryDirectory()
         try temporary.write("one", to: "a.txt")
