@@ -54,10 +54,12 @@ extension DocumentFileSystem {
         let path = try childPath(parent: parent, name: name)
         do {
             return try countedEntry(parent: parent, name: name, path: path)
-        } catch {
-            // Removed behind the mount's back: forget the stale name.
-            if error.errno == ENOENT { nodes.detach(parent: parent, name: name) }
-            throw error
+        } catch where error.errno == ENOENT {
+            // Removed behind the mount's back, perhaps: forget a stale name. The kernel may cache
+            // the absence as long as it caches names (editors and git probe many missing names).
+            nodes.detach(parent: parent, name: name)
+            guard options.cacheTimeout > 0 else { throw error }
+            return .negative(timeout: options.cacheTimeout)
         }
     }
 

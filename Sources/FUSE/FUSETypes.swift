@@ -39,6 +39,12 @@ public struct Entry: Sendable {
         self.entryTimeout = entryTimeout
         self.attributeTimeout = attributeTimeout
     }
+
+    /// "No such name", which the kernel may remember for `timeout` seconds instead of asking again
+    /// (inode 0 is FUSE's negative entry; it takes no lookup reference).
+    public static func negative(timeout: Double) -> Entry {
+        Entry(inode: 0, attributes: stat(), entryTimeout: timeout, attributeTimeout: 0)
+    }
 }
 
 /// Attributes with how long the kernel may cache them.
