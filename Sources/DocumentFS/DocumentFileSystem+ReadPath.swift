@@ -33,6 +33,7 @@ extension DocumentFileSystem {
                 try store.openInPlace(path, flags: flags & (O_ACCMODE | O_TRUNC), mode: 0, owner: nil)
             }
             let keepCache = node.state.withLock { state in
+                state.openHandles += 1
                 defer { state.cachedVersion = flags & O_TRUNC == 0 ? status.version : nil }
                 return flags & O_TRUNC == 0 && state.cachedVersion == status.version
             }
@@ -43,38 +44,43 @@ extension DocumentFileSystem {
             logger.notice("refused to open \(path) for writing: the document is not editable")
             throw .accessDenied
         }
-        let reading = flags & O_ACCMODE != O_WRONLY
-        let keepCache = try openStaged(node, path: path, status: status, flags: flags)
-        if reading && flags & O_TRUNC == 0 {
-            try node.state.withLock { (state: inout NodeState) throws(FUSEError) in
-                guard state.stage == nil, let live = state.live else { return }
-                // A truncating open replaces the content, so what is stored need not decode (that is
-                // how a corrupt document is repaired); a pending stage was validated at its commit.
-                do throws(FUSEError) {
-                    try ensureDecoded(live, version: try storeCall { try live.status().version }, state: &state, path: path, claim: claim)
-                } catch {
-                    if nodes.isOpen(inode) == false { state.live = nil }
-                    throw error
-                }
-            }
+        let decodes = flags & O_ACCMODE != O_WRONLY && flags & O_TRUNC == 0
+        let keepCache = try openStaged(node, path: path, status: status, flags: flags) { (state: inout NodeState, live: OwnedDescriptor) throws(FUSEError) in
+            // A truncating open replaces the content, so what is stored need not decode (that is how
+            // a corrupt document is repaired); a pending stage was validated at its own commit.
+            guard decodes, state.stage == nil else { return }
+            try ensureDecoded(live, version: try storeCall { try live.status().version }, state: &state, path: path, claim: claim)
         }
         return register(OpenFile(node: node, access: .document(claim), flags: flags), keepCache: keepCache)
     }
 
     /// Opens the stored file for a document or package member: the live descriptor (reopened when
-    /// the store changed behind the mount's back) and, for O_TRUNC, an empty stage. Returns
-    /// whether the kernel may keep its cached pages.
-    private func openStaged(_ node: Node, path: String, status: FileStatus, flags: Int32) throws(FUSEError) -> Bool {
+    /// the store changed behind the mount's back) and, for O_TRUNC, an empty stage; `check` may
+    /// refuse the open before it counts. Returns whether the kernel may keep its cached pages.
+    private func openStaged(
+        _ node: Node, path: String, status: FileStatus, flags: Int32,
+        check: (inout NodeState, OwnedDescriptor) throws(FUSEError) -> Void = { _, _ throws(FUSEError) in }
+    ) throws(FUSEError) -> Bool {
         let truncating = flags & O_ACCMODE != O_RDONLY && flags & O_TRUNC != 0
         return try node.state.withLock { (state: inout NodeState) throws(FUSEError) -> Bool in
-            if state.stage == nil, state.live.flatMap({ try? $0.status().version }) != status.version {
-                state.live = try storeCall { try store.openForReading(path) }
+            var live = state.live
+            if state.stage == nil, live.flatMap({ try? $0.status().version }) != status.version {
+                live = try storeCall { try store.openForReading(path) }
             }
-            guard let live = state.live else { throw .ioError }
+            guard let live else { throw .ioError }
             let liveVersion = try storeCall { try live.status().version }
+            try check(&state, live)
+            state.live = live
+            state.openHandles += 1
             if truncating {
                 if let old = state.stage { store.discard(old.file) }
-                state.stage = Stage(file: try storeCall { try store.makeStagingFile(seededFrom: nil) }, isDirty: true, isOnlyTruncated: true)
+                state.stage = nil
+                if let staging = try? store.makeStagingFile(seededFrom: nil) {
+                    state.stage = Stage(file: staging, isDirty: true, isOnlyTruncated: true)
+                } else {
+                    state.openHandles -= 1
+                    throw .ioError
+                }
             }
             defer { state.cachedVersion = liveVersion }
             return state.stage == nil && state.cachedVersion == liveVersion

@@ -31,6 +31,7 @@ extension DocumentFileSystem {
             }
             let entry = try countedEntry(parent: parent, name: name, path: path)
             guard let node = nodes.node(entry.inode) else { throw .noEntry }
+            node.state.withLock { $0.openHandles += 1 }
             return (entry, register(OpenFile(node: node, access: .raw(descriptor), flags: flags), keepCache: false))
         }
         do {
@@ -108,10 +109,8 @@ extension DocumentFileSystem {
         // ftruncate on an open file is staged with that file's writes; truncate(2) on a path is a
         // commit of its own, made as if by a handle opened and closed around it.
         guard handle == nil else { return }
-        nodes.opened(node.inode)
-        defer {
-            if nodes.closed(node.inode) == 0 { node.state.withLock { state in if state.stage == nil { state.live = nil } } }
-        }
+        node.state.withLock { $0.openHandles += 1 }
+        defer { closeHandle(of: node, inode: node.inode) }
         try commit(node, access: access, durable: false)
     }
 
@@ -154,13 +153,18 @@ extension DocumentFileSystem {
         case .document, .packageMember:
             if file.isWritable { try? commit(file, durable: false) }
         }
-        guard nodes.closed(inode) == 0 else { return }
-        file.node.state.withLock { state in
+        nodes.closed(inode)
+        closeHandle(of: file.node, inode: inode)
+    }
+
+    /// Counts a handle closed; the last one drops the node's open state. A stage still dirty then
+    /// could not be committed (the store refused it): its bytes are kept in the quarantine.
+    func closeHandle(of node: Node, inode: Inode) {
+        node.state.withLock { state in
+            state.openHandles = max(0, state.openHandles - 1)
+            guard state.openHandles == 0 else { return }
             if let stage = state.stage {
-                let path = nodes.path(of: inode)
-                if stage.isDirty, let path {
-                    // The commit failed for a reason other than validation (the store refused the
-                    // write): the bytes are kept, not dropped.
+                if stage.isDirty, let path = nodes.path(of: inode) {
                     let kept = try? store.quarantine(stage.file, for: path, reason: "could not be stored when the file was closed")
                     logger.error("the last write to \(path) could not be stored; its bytes are kept in \(kept ?? "the staging area")")
                 } else {

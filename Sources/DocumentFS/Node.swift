@@ -14,6 +14,10 @@ final class Node: Sendable {
 }
 
 struct NodeState {
+    /// Open handles of the inode. Counted under the same lock that sets up and tears down `live`
+    /// and `stage`, so a release racing with an open can never drop what the open just set up
+    /// (a shell's RELEASE arrives after its close returns, while the next program already opens).
+    var openHandles = 0
     /// The stored file, open while any handle of the document is.
     var live: OwnedDescriptor?
     /// Writes not yet committed; reads see them.

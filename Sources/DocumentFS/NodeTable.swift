@@ -115,8 +115,6 @@ final class NodeTable: Sendable {
         }
     }
 
-    func isOpen(_ inode: Inode) -> Bool { state.withLock { ($0.records[inode]?.openCount ?? 0) > 0 } }
-
     func isDetached(_ inode: Inode) -> Bool { state.withLock { $0.records[inode]?.isDetached ?? true } }
 
     /// A hard link: `name` in `parent` is another name of `inode`. Counts one lookup.
