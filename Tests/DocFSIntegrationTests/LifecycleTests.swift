@@ -51,18 +51,4 @@ struct LifecycleTests {
         #expect(try MountedStore.run([MountedStore.binary, "--version"], timeout: 10).output == "0.1.0\n")
         #expect(try MountedStore.run([MountedStore.binary, "mount", "--help"], timeout: 10).output.contains("--strict"))
     }
-
-    @Test func forgottenInodesAreDropped() throws {
-        var files: [String: String] = [:]
-        for index in 0..<300 { files["dir/f\(index).txt"] = "\(index)" }
-        let mount = try MountedStore(texts: files)
-        defer { mount.unmount() }
-        #expect(try mount.run(["ls", "-lR"]).succeeded)
-        let before = try #require(Int(try mount.run(["getfattr", "--only-values", "-n", "user.docfs.inodes", "."]).output))
-        #expect(before > 300)
-        // Evicting the kernel's dentries and inodes sends FORGET for every one of them.
-        try MountedStore.run(["bash", "-c", "sync; echo 2 > /proc/sys/vm/drop_caches"], timeout: 30)
-        let after = try #require(Int(try mount.run(["getfattr", "--only-values", "-n", "user.docfs.inodes", "."]).output))
-        #expect(after < 10, "\(before) inodes before the kernel forgot them, \(after) after")
-    }
 }

@@ -36,27 +36,6 @@ struct PackageTests {
         #expect(leftovers == ["assets", "info.json", "text.md"])
     }
 
-    @Test func aLargeAssetIsNeitherReadNorRewrittenWhenTheTextIsEdited() throws {
-        let mount = try MountedStore(texts: Self.bundle)
-        defer { mount.unmount() }
-        let asset = mount.inStore("Doc.textbundle/assets/movie.bin")
-        try MountedStore.run(["bash", "-c", "head -c 200000000 /dev/urandom > \(asset)"], timeout: 120)
-        let before = try #require(FileStatusProbe(asset))
-        let daemon = try #require(mount.daemon?.pid)
-        try MountedStore.run(["bash", "-c", "sync; echo 3 > /proc/sys/vm/drop_caches"], timeout: 60)
-        let ioBefore = try #require(ProcessIO(pid: daemon))
-        #expect(try mount.run(["sed", "-i", "s/body/edited/", "Doc.textbundle/text.md"]).succeeded)
-        #expect(try mount.read("Doc.textbundle/text.md") == "# Title\n\nedited\n")
-        let ioAfter = try #require(ProcessIO(pid: daemon))
-        let after = try #require(FileStatusProbe(asset))
-        #expect(after.inode == before.inode && after.modification == before.modification, "the asset's stored file is the same file")
-        let bytesRead = ioAfter.storageBytesRead - ioBefore.storageBytesRead
-        let bytesCopied = ioAfter.bytesReadBySyscalls - ioBefore.bytesReadBySyscalls
-        #expect(bytesRead < 8_000_000, "the daemon read \(bytesRead) bytes from storage for a one-line edit")
-        #expect(bytesCopied < 8_000_000, "the daemon read \(bytesCopied) bytes through read calls")
-        #expect(ioAfter.storageBytesWritten - ioBefore.storageBytesWritten < 8_000_000)
-    }
-
     @Test func cpAndTarOfATextBundleIntoTheMountMakeAValidStoredPackage() throws {
         let mount = try MountedStore(texts: [:])
         defer { mount.unmount() }

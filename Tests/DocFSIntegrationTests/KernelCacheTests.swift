@@ -1,0 +1,43 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Tests that empty the kernel's caches (`/proc/sys/vm/drop_caches`), which is global: run one at a
+/// time, so one's drop does not pull the ground from under the other's expectations.
+@Suite(.serialized, .timeLimit(.minutes(4)))
+struct KernelCacheTests {
+    @Test func forgottenInodesAreDropped() throws {
+        var files: [String: String] = [:]
+        for index in 0..<300 { files["dir/f\(index).txt"] = "\(index)" }
+        let mount = try MountedStore(texts: files)
+        defer { mount.unmount() }
+        #expect(try mount.run(["ls", "-lR"]).succeeded)
+        let before = try #require(Int(try mount.run(["getfattr", "--only-values", "-n", "user.docfs.inodes", "."]).output))
+        #expect(before > 300)
+        // Evicting the kernel's dentries and inodes sends FORGET for every one of them.
+        try MountedStore.run(["bash", "-c", "sync; echo 2 > /proc/sys/vm/drop_caches"], timeout: 30)
+        let after = try #require(Int(try mount.run(["getfattr", "--only-values", "-n", "user.docfs.inodes", "."]).output))
+        #expect(after < 10, "\(before) inodes before the kernel forgot them, \(after) after")
+    }
+
+    @Test func aLargeAssetIsNeitherReadNorRewrittenWhenTheTextIsEdited() throws {
+        let mount = try MountedStore(texts: PackageTests.bundle)
+        defer { mount.unmount() }
+        let asset = mount.inStore("Doc.textbundle/assets/movie.bin")
+        try MountedStore.run(["bash", "-c", "head -c 200000000 /dev/urandom > \(asset)"], timeout: 120)
+        let before = try #require(FileStatusProbe(asset))
+        let daemon = try #require(mount.daemon?.pid)
+        try MountedStore.run(["bash", "-c", "sync; echo 3 > /proc/sys/vm/drop_caches"], timeout: 60)
+        let ioBefore = try #require(ProcessIO(pid: daemon))
+        #expect(try mount.run(["sed", "-i", "s/body/edited/", "Doc.textbundle/text.md"]).succeeded)
+        #expect(try mount.read("Doc.textbundle/text.md") == "# Title\n\nedited\n")
+        let ioAfter = try #require(ProcessIO(pid: daemon))
+        let after = try #require(FileStatusProbe(asset))
+        #expect(after.inode == before.inode && after.modification == before.modification, "the asset's stored file is the same file")
+        let bytesRead = ioAfter.storageBytesRead - ioBefore.storageBytesRead
+        let bytesCopied = ioAfter.bytesReadBySyscalls - ioBefore.bytesReadBySyscalls
+        #expect(bytesRead < 8_000_000, "the daemon read \(bytesRead) bytes from storage for a one-line edit")
+        #expect(bytesCopied < 8_000_000, "the daemon read \(bytesCopied) bytes through read calls")
+        #expect(ioAfter.storageBytesWritten - ioBefore.storageBytesWritten < 8_000_000)
+    }
+}
