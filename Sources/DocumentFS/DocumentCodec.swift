@@ -1,19 +1,14 @@
 import DocumentModel
-import DocumentStore
 import Foundation
 import SystemSupport
 
 /// The document work of the read and write paths: wrapping stored or staged bytes in a
 /// `FileWrapper`, decoding them with the claiming type, and encoding the result for the store.
 struct DocumentCodec: Sendable {
-    let store: any DocumentStore
-
     /// A regular-file wrapper over the bytes of `descriptor`, mapped rather than copied when large.
     func wrapper(for descriptor: OwnedDescriptor, name: String) throws -> FileWrapper {
         let status = try descriptor.status()
-        let contents = status.size >= 64 * 1024
-            ? try FileIO.mapContents(descriptor.rawValue, size: Int(status.size))
-            : try readAll(descriptor, size: Int(status.size))
+        let contents = try FileIO.contents(of: descriptor.rawValue, size: Int(status.size))
         let wrapper = FileWrapper(regularFileWithContents: contents)
         wrapper.filename = name
         wrapper.preferredFilename = name
@@ -23,22 +18,6 @@ struct DocumentCodec: Sendable {
             FileAttributeKey.size.rawValue: NSNumber(value: status.size),
         ]
         return wrapper
-    }
-
-    private func readAll(_ descriptor: OwnedDescriptor, size: Int) throws -> Data {
-        var data = Data(count: size)
-        var done = 0
-        try data.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) in
-            guard let base = buffer.baseAddress else { return }
-            while done < size {
-                let count = try retryingOnInterrupt("pread") {
-                    pread(descriptor.rawValue, base + done, size - done, off_t(done))
-                }
-                if count == 0 { break }
-                done += count
-            }
-        }
-        return data.prefix(done)
     }
 
     func decode(_ file: FileWrapper, claim: DocumentClaim) throws -> DecodedDocument {

@@ -26,7 +26,7 @@ final class DocumentFileSystem: FileSystemOperations {
         self.store = store
         self.registry = DocumentTypeRegistry(types: types)
         self.options = options
-        self.codec = DocumentCodec(store: store)
+        self.codec = DocumentCodec()
         self.packages = PackageCoordinator(store: store, codec: codec, logger: options.logger)
     }
 

@@ -51,10 +51,7 @@ public final class DocumentLibrary: Sendable {
         let result = try document.fileWrapper(configuration: FileDocumentWriteConfiguration(contentType: contentType, existingFile: existing))
         _ = try Document(configuration: FileDocumentReadConfiguration(contentType: contentType, file: result))
         try store.persist(result, at: path)
-        if result.isDirectory {
-            let marker = Array("valid".utf8)
-            try marker.withUnsafeBytes { try store.setExtendedAttribute(path, name: PackageCoordinator.markerAttribute, value: $0, flags: 0) }
-        }
+        if result.isDirectory { try PackageMarker.mark(path, in: store) }
     }
 
     /// What `docfs status` reports of one package.
@@ -87,8 +84,7 @@ public final class DocumentLibrary: Sendable {
                     _ = try claim.type.decode(FileDocumentReadConfiguration(contentType: claim.contentType, file: store.fileWrapper(at: path)))
                     state = .valid
                 } catch {
-                    let marked = (try? store.extendedAttribute(path, name: PackageCoordinator.markerAttribute)) != nil
-                    state = marked ? .corrupt(reason: describe(error)) : .draft(reason: describe(error))
+                    state = PackageMarker.isMarked(path, in: store) ? .corrupt(reason: describe(error)) : .draft(reason: describe(error))
                 }
                 reports.append(PackageReport(path: path, typeName: claim.type.name, state: state))
             }

@@ -23,10 +23,4 @@ final class KernelNotifier: Sendable {
     func invalidateAttributes(of inode: Inode) {
         _ = session.withLock { $0 }?.invalidateInode(inode, offset: -1)
     }
-
-    func invalidateEntry(parent: Inode, name: String) {
-        queue.async { [self] in
-            _ = session.withLock { $0 }?.invalidateEntry(parent: parent, name: name)
-        }
-    }
 }

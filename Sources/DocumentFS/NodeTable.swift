@@ -115,8 +115,6 @@ final class NodeTable: Sendable {
         }
     }
 
-    func isDetached(_ inode: Inode) -> Bool { state.withLock { $0.records[inode]?.isDetached ?? true } }
-
     /// A hard link: `name` in `parent` is another name of `inode`. Counts one lookup.
     func addName(_ inode: Inode, parent: Inode, name: String) -> Node? {
         state.withLock { state in

@@ -10,17 +10,13 @@ import SystemSupport
 /// per stored version; and commits changes inside it: a draft takes changes as they come, a
 /// package that decodes takes them only through a private clone that is decoded, re-encoded with
 /// `existingFile` set, and swapped in whole with RENAME_EXCHANGE — or refused and quarantined.
-///
-/// Whether a package has ever decoded is kept with it, as the `user.docfs.package` attribute of its
-/// stored folder: a marked package that stops decoding is corrupt (EIO), an unmarked one a draft.
+/// Whether a package has ever decoded is kept with it (`PackageMarker`).
 final class PackageCoordinator: Sendable {
     enum State: Sendable {
         case valid
         case draft(reason: String)
         case corrupt(reason: String)
     }
-
-    static let markerAttribute = "user.docfs.package"
 
     private let store: any DocumentStore
     private let codec: DocumentCodec
@@ -57,27 +53,14 @@ final class PackageCoordinator: Sendable {
             _ = try codec.decode(store.fileWrapper(at: root), claim: claim)
         } catch {
             let reason = describe(error)
-            return isMarked(root) ? .corrupt(reason: reason) : .draft(reason: reason)
+            return PackageMarker.isMarked(root, in: store) ? .corrupt(reason: reason) : .draft(reason: reason)
         }
-        if !isMarked(root) {
-            mark(root)
+        if !PackageMarker.isMarked(root, in: store) {
+            try? PackageMarker.mark(root, in: store)
             logger.info("\(root) decodes as \(claim.type.name): it is a package now, no longer a draft")
         }
         if let marked = try? store.status(of: root) { decodedVersions.withLock { $0[root] = marked.version } }
         return .valid
-    }
-
-    private func isMarked(_ root: String) -> Bool {
-        (try? store.extendedAttribute(root, name: Self.markerAttribute)) != nil
-    }
-
-    private func mark(_ root: String) {
-        let value = Array("valid".utf8)
-        value.withUnsafeBytes { try? store.setExtendedAttribute(root, name: Self.markerAttribute, value: $0, flags: 0) }
-    }
-
-    private func unmark(_ root: String) {
-        try? store.removeExtendedAttribute(root, name: Self.markerAttribute)
     }
 
     /// The outcome of a committed change: how the member's new content is stored.
@@ -131,7 +114,7 @@ final class PackageCoordinator: Sendable {
             } else {
                 try store.persist(result, at: root)
                 store.removePrivateItem(clone)
-                mark(root)
+                try? PackageMarker.mark(root, in: store)
             }
         } catch {
             store.removePrivateItem(clone)
@@ -144,7 +127,7 @@ final class PackageCoordinator: Sendable {
     private func stateAfterRemoval(_ root: String, claim: DocumentClaim) -> State {
         let state = state(of: root, claim: claim)
         if case .corrupt(let reason) = state {
-            unmark(root)
+            PackageMarker.unmark(root, in: store)
             return .draft(reason: reason)
         }
         return state

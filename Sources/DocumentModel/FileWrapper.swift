@@ -279,17 +279,12 @@ open class FileWrapper: @unchecked Sendable {
         fileAttributes = Self.attributes(of: status)
     }
 
-    /// Files smaller than this are read; larger ones are mapped unless `.withoutMapping`.
-    static let mappingThreshold = 64 * 1024
-
+    /// Mapped when large, unless `.withoutMapping` (see `FileIO.contents`).
     static func readContents(atPath path: String, options: ReadingOptions) throws -> Data {
         let descriptor = try FileIO.open(path, O_RDONLY)
         defer { FileIO.close(descriptor) }
         let status = try FileStatus.of(descriptor: descriptor, path: path)
-        if !options.contains(.withoutMapping) && status.size >= mappingThreshold {
-            return try FileIO.mapContents(descriptor, size: Int(status.size), path: path)
-        }
-        return try FileIO.readAll(descriptor, path: path)
+        return try FileIO.contents(of: descriptor, size: Int(status.size), mapping: !options.contains(.withoutMapping), path: path)
     }
 
     static func attributes(of status: FileStatus) -> [String: Any] {

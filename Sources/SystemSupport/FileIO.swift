@@ -36,17 +36,25 @@ public enum FileIO {
         }
     }
 
-    /// Reads the whole file into memory (for small files; large ones are mapped, see `mapContents`).
-    public static func readAll(_ descriptor: Int32, path: String? = nil) throws -> Data {
-        var result = Data()
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = try chunk.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) throws in
-                try retryingOnInterrupt("read", path: path) { Glibc.read(descriptor, buffer.baseAddress, buffer.count) }
+    /// Files smaller than this are read into memory; larger ones are mapped (see `contents`).
+    public static let mappingThreshold = 64 * 1024
+
+    /// The first `size` bytes of the file: a mapping when `mapping` allows and the file is at least
+    /// `mappingThreshold` long, so a large file costs address space rather than memory; otherwise
+    /// read with `pread`, which leaves the descriptor's position alone (descriptors are shared).
+    public static func contents(of descriptor: Int32, size: Int, mapping: Bool = true, path: String? = nil) throws -> Data {
+        if mapping && size >= mappingThreshold { return try mapContents(descriptor, size: size, path: path) }
+        var data = Data(count: size)
+        var done = 0
+        try data.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) throws in
+            guard let base = buffer.baseAddress else { return }
+            while done < size {
+                let count = try retryingOnInterrupt("pread", path: path) { pread(descriptor, base + done, size - done, off_t(done)) }
+                if count == 0 { break }
+                done += count
             }
-            if count == 0 { return result }
-            result.append(contentsOf: chunk[0..<count])
         }
+        return data.prefix(done)
     }
 
     /// The file's bytes as a memory mapping owned by the returned `Data`: nothing is copied, and the
