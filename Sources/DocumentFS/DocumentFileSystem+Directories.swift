@@ -29,12 +29,15 @@ extension DocumentFileSystem {
             let path = listing.path.isEmpty ? stored.name : listing.path + "/" + stored.name
             if plus {
                 // Vanished since the listing was taken: skip it.
-                let status = listing.descriptor.flatMap { try? store.status(of: stored.name, in: $0) } ?? (try? store.status(of: path))
-                guard let status else { continue }
-                let node = nodes.child(parent: inode, name: stored.name, counting: true)
+                let found = namespace.reading { () -> (Node, FileStatus)? in
+                    let status = listing.descriptor.flatMap { try? store.status(of: stored.name, in: $0) } ?? (try? store.status(of: path))
+                    guard let status else { return nil }
+                    return (nodes.child(parent: inode, name: stored.name, counting: true), status)
+                }
+                guard let (node, status) = found else { continue }
                 let item = DirectoryEntry(
                     name: stored.name, nextOffset: Int64(index + 1), inode: node.inode, mode: status.mode,
-                    entry: entry(for: node, path: path, status: status))
+                    entry: entry(for: node, path: path, status: status, caller: nil))
                 guard add(item) else {
                     nodes.forget(node.inode, count: 1)
                     return

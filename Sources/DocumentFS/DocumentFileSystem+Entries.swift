@@ -37,27 +37,39 @@ extension DocumentFileSystem {
         (first.tv_sec, first.tv_nsec) >= (second.tv_sec, second.tv_nsec) ? first : second
     }
 
-    func entry(for node: Node, path: String, status: FileStatus) -> Entry {
-        let staged = node.state.withLock { try? $0.stage?.file.status() }
+    /// A node's entry as `caller` should see it: a writer sees its staged size and times, everyone
+    /// else the committed ones. While a write is staged the attributes are not cached, so each asks.
+    func entry(for node: Node, path: String, status: FileStatus, caller: pid_t?) -> Entry {
+        let (staged, timeout) = stagedStatus(of: node, for: caller)
         return Entry(
             inode: node.inode, attributes: attributes(of: node.inode, path: path, status: status, staged: staged),
-            entryTimeout: options.cacheTimeout, attributeTimeout: options.cacheTimeout)
+            entryTimeout: options.cacheTimeout, attributeTimeout: timeout)
+    }
+
+    /// The stage's status when `caller` is one of its writers, and how long attributes may be cached.
+    private func stagedStatus(of node: Node, for caller: pid_t?) -> (FileStatus?, Double) {
+        let (file, writers) = node.state.withLock { ($0.stagedFile, $0.writerThreads) }
+        guard let file else { return (nil, options.cacheTimeout) }
+        guard let caller, ThreadGroup.sameProcess(caller, asAnyOf: writers) else { return (nil, 0) }
+        return (try? file.status(), 0)
     }
 
     /// Looks up a name that must now exist in the store and counts the kernel's new reference.
-    func countedEntry(parent: Inode, name: String, path: String) throws(FUSEError) -> Entry {
-        let status = try storeCall { try store.status(of: path) }
-        return entry(for: nodes.child(parent: parent, name: name, counting: true), path: path, status: status)
+    func countedEntry(parent: Inode, name: String, path: String, caller: pid_t?) throws(FUSEError) -> Entry {
+        try namespace.reading { () throws(FUSEError) -> Entry in
+            let status = try storeCall { try store.status(of: path) }
+            return entry(for: nodes.child(parent: parent, name: name, counting: true), path: path, status: status, caller: caller)
+        }
     }
 
     func lookup(parent: Inode, name: String, context: RequestContext) throws(FUSEError) -> Entry {
         let path = try childPath(parent: parent, name: name)
         do {
-            return try countedEntry(parent: parent, name: name, path: path)
+            return try countedEntry(parent: parent, name: name, path: path, caller: context.processID)
         } catch where error.errno == ENOENT {
             // Removed behind the mount's back, perhaps: forget a stale name. The kernel may cache
             // the absence as long as it caches names (editors and git probe many missing names).
-            nodes.detach(parent: parent, name: name)
+            namespace.writing { nodes.detach(parent: parent, name: name) }
             guard options.cacheTimeout > 0 else { throw error }
             return .negative(timeout: options.cacheTimeout)
         }
@@ -69,14 +81,16 @@ extension DocumentFileSystem {
 
     func getAttributes(inode: Inode, handle: UInt64?, context: RequestContext) throws(FUSEError) -> AttributesReply {
         guard let node = nodes.node(inode) else { throw .noEntry }
-        let (live, staged) = node.state.withLock { ($0.live, try? $0.stage?.file.status()) }
-        if let path = nodes.path(of: inode) {
-            let status = try storeCall { try store.status(of: path) }
-            return AttributesReply(attributes: attributes(of: inode, path: path, status: status, staged: staged), timeout: options.cacheTimeout)
+        let (staged, timeout) = stagedStatus(of: node, for: context.processID)
+        return try namespace.reading { () throws(FUSEError) -> AttributesReply in
+            if let path = nodes.path(of: inode) {
+                let status = try storeCall { try store.status(of: path) }
+                return AttributesReply(attributes: attributes(of: inode, path: path, status: status, staged: staged), timeout: timeout)
+            }
+            // Unlinked while open, or replaced by a rename: what its last file still shows.
+            guard let kept = node.state.withLock({ $0.committed }), let status = try? kept.status() else { throw .noEntry }
+            return AttributesReply(attributes: attributes(of: inode, path: "", status: status, staged: staged), timeout: timeout)
         }
-        // Unlinked while open: what the open descriptor still sees.
-        guard let live, let status = try? live.status() else { throw .noEntry }
-        return AttributesReply(attributes: attributes(of: inode, path: "", status: status, staged: staged), timeout: options.cacheTimeout)
     }
 
     func setAttributes(inode: Inode, changes: AttributeChanges, handle: UInt64?, context: RequestContext) throws(FUSEError) -> AttributesReply {
@@ -84,11 +98,11 @@ extension DocumentFileSystem {
         let path = try path(of: inode)
         guard let node = nodes.node(inode) else { throw .noEntry }
         if let size = changes.size {
-            try truncate(node: node, path: path, size: size, handle: handle)
+            try truncate(node: node, path: path, size: size, handle: handle, caller: context.processID)
         }
         if let mode = changes.mode {
             try storeCall { try store.setPermissions(path, mode) }
-            node.state.withLock { state in _ = state.stage.map { fchmod($0.file.descriptor.rawValue, mode & 0o7777) } }
+            node.state.withLock { state in _ = state.stagedFile.map { fchmod($0.descriptor.rawValue, mode & 0o7777) } }
         }
         if changes.userID != nil || changes.groupID != nil {
             let current = try storeCall { try store.status(of: path) }
@@ -102,9 +116,9 @@ extension DocumentFileSystem {
             // `cp -p` sets the times on the open descriptor before closing: they belong to the staged
             // version that the close is about to store.
             node.state.withLock { state in
-                guard let stage = state.stage else { return }
+                guard let staged = state.stagedFile else { return }
                 var times = [access, modification]
-                futimens(stage.file.descriptor.rawValue, &times)
+                futimens(staged.descriptor.rawValue, &times)
             }
         }
         return try getAttributes(inode: inode, handle: handle, context: context)
@@ -130,11 +144,11 @@ extension DocumentFileSystem {
         let path = try childPath(parent: parent, name: name)
         let owner = owner(context)
         if try changeInPackage(path, { .createFile($0, mode: mode & 0o7777, owner: owner) }) {
-            return try countedEntry(parent: parent, name: name, path: path)
+            return try countedEntry(parent: parent, name: name, path: path, caller: context.processID)
         }
         try requireClaimedIfStrict(path, isDirectory: false)
         try storeCall { try store.createEmptyFile(path, mode: mode & 0o7777, owner: owner) }
-        return try countedEntry(parent: parent, name: name, path: path)
+        return try countedEntry(parent: parent, name: name, path: path, caller: context.processID)
     }
 
     /// Makes a change inside a package through the package's commit (validated unless the package
@@ -154,26 +168,34 @@ extension DocumentFileSystem {
         if try !changeInPackage(path, { .makeDirectory($0, mode: mode & 0o7777, owner: owner) }) {
             try storeCall { try store.makeDirectory(path, mode: mode & 0o7777, owner: owner) }
         }
-        return try countedEntry(parent: parent, name: name, path: path)
+        return try countedEntry(parent: parent, name: name, path: path, caller: context.processID)
     }
 
     func unlink(parent: Inode, name: String, context: RequestContext) throws(FUSEError) {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
-        if try !changeInPackage(path, { .removeFile($0) }) {
-            try storeCall { try store.removeFile(path) }
+        if try changeInPackage(path, { .removeFile($0) }) {
+            namespace.writing { nodes.detach(parent: parent, name: name) }
+            return
         }
-        nodes.detach(parent: parent, name: name)
+        try namespace.writing { () throws(FUSEError) in
+            try storeCall { try store.removeFile(path) }
+            nodes.detach(parent: parent, name: name)
+        }
     }
 
     func removeDirectory(parent: Inode, name: String, context: RequestContext) throws(FUSEError) {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
-        if try !changeInPackage(path, { .removeDirectory($0) }) {
+        if try changeInPackage(path, { .removeDirectory($0) }) {
+            namespace.writing { nodes.detach(parent: parent, name: name) }
+            return
+        }
+        try namespace.writing { () throws(FUSEError) in
             try storeCall { try store.removeDirectory(path) }
             packages.forget(path)
+            nodes.detach(parent: parent, name: name)
         }
-        nodes.detach(parent: parent, name: name)
     }
 
     func symlink(target: String, parent: Inode, name: String, context: RequestContext) throws(FUSEError) -> Entry {
@@ -183,7 +205,7 @@ extension DocumentFileSystem {
         if try !changeInPackage(path, { .makeSymbolicLink($0, target: target, owner: owner) }) {
             try storeCall { try store.makeSymbolicLink(path, target: target, owner: owner) }
         }
-        return try countedEntry(parent: parent, name: name, path: path)
+        return try countedEntry(parent: parent, name: name, path: path, caller: context.processID)
     }
 
     func link(inode: Inode, newParent: Inode, newName: String, context: RequestContext) throws(FUSEError) -> Entry {
@@ -196,7 +218,7 @@ extension DocumentFileSystem {
         // The kernel expects the same inode back under its new name.
         let status = try storeCall { try store.status(of: path) }
         guard let node = nodes.addName(inode, parent: newParent, name: newName) else { throw .noEntry }
-        return entry(for: node, path: existing, status: status)
+        return entry(for: node, path: existing, status: status, caller: context.processID)
     }
 
     func rename(parent: Inode, name: String, newParent: Inode, newName: String, flags: UInt32, context: RequestContext) throws(FUSEError) {
@@ -216,17 +238,46 @@ extension DocumentFileSystem {
             // content must decode as one (sed -i, vim, `os.replace` all save this way).
             try validateRename(of: source, as: destination)
             if exchange { try validateRename(of: destination, as: source) }
-            try storeCall { try store.rename(source, to: destination, flags: flags) }
-            // A package folder renamed (or a folder renamed to or from a package name) is judged
-            // afresh at its new path.
-            packages.forget(source)
-            packages.forget(destination)
+            try namespace.writing { () throws(FUSEError) in
+                if !exchange { retainReplaced(parent: newParent, name: newName, path: destination) }
+                try storeCall { try store.rename(source, to: destination, flags: flags) }
+                // A package folder renamed (or a folder renamed to or from a package name) is judged
+                // afresh at its new path.
+                packages.forget(source)
+                packages.forget(destination)
+                moveNames(parent: parent, name: name, newParent: newParent, newName: newName, exchange: exchange)
+            }
+            markStagedIfClaimed(parent: newParent, name: newName, was: source, now: destination)
+            if exchange { markStagedIfClaimed(parent: parent, name: name, was: destination, now: source) }
+            return
         }
+        namespace.writing { moveNames(parent: parent, name: name, newParent: newParent, newName: newName, exchange: exchange) }
+    }
+
+    private func moveNames(parent: Inode, name: String, newParent: Inode, newName: String, exchange: Bool) {
         if exchange {
             nodes.exchange(parent: parent, name: name, with: newParent, otherName: newName)
         } else {
             nodes.move(parent: parent, name: name, to: newParent, newName: newName)
         }
+    }
+
+    /// The inode a rename is about to replace keeps its file open, so an open the kernel already
+    /// resolved to it reads that old version, whole (as on a local disk), instead of failing.
+    private func retainReplaced(parent: Inode, name: String, path: String) {
+        guard let replaced = nodes.existingChild(parent: parent, name: name), let node = nodes.node(replaced) else { return }
+        let live = node.state.withLock { $0.live }
+        let kept = live ?? (try? store.openForReading(path))
+        node.state.withLock { $0.retained = kept }
+    }
+
+    /// A raw file renamed, while open in place, to a name a document type claims: its handles'
+    /// writes are staged and judged from then on.
+    private func markStagedIfClaimed(parent: Inode, name: String, was oldPath: String, now newPath: String) {
+        guard case .raw = role(forPath: oldPath) else { return }
+        if case .raw = role(forPath: newPath) { return }
+        guard let inode = nodes.existingChild(parent: parent, name: name), let node = nodes.node(inode) else { return }
+        node.isStaged.store(true, ordering: .releasing)
     }
 
     private func validateRename(of source: String, as destination: String) throws(FUSEError) {

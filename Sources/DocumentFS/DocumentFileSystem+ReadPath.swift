@@ -3,114 +3,167 @@ import FUSE
 import Glibc
 import SystemSupport
 
-/// The read path: opening decodes the stored document once per stored version; reads are
-/// spliced from the stored file (or from the stage while a write is open), never copied through
-/// Swift.
+/// The read path: opening decodes the stored document once per stored version; reads are spliced
+/// from the committed file (or, for a writer, from its stage), never copied through Swift.
+///
+/// Readers see committed versions only. Writes that are not committed yet never reach the kernel's
+/// page cache that readers share: a handle opened write-only bypasses it (direct I/O), and a reader
+/// that opens while a writer is at work bypasses it too and reads the committed file. Only a
+/// read-write handle (which may `mmap`) writes through the shared cache; readers that opened before
+/// it see its writes there, as on a local disk.
 extension DocumentFileSystem {
+    /// What an open found at the inode's name, resolved against renames in one step.
+    private enum Found {
+        case raw(OwnedDescriptor, FileStatus)
+        case staged(path: String, role: Role, live: OwnedDescriptor, status: FileStatus)
+        /// Replaced by a rename or removed since the kernel looked it up: its last version.
+        case detached(OwnedDescriptor)
+    }
+
     func open(inode: Inode, flags: Int32, context: RequestContext) throws(FUSEError) -> OpenReply {
-        let path = try path(of: inode)
         guard let node = nodes.node(inode) else { throw .noEntry }
-        let status = try storeCall { try store.status(of: path) }
-        guard status.kind == .regular else { throw .isDirectory }
         let writing = flags & O_ACCMODE != O_RDONLY
         if writing { try requireWritable() }
+        let found = try namespace.reading { () throws(FUSEError) -> Found in
+            guard let path = nodes.path(of: inode) else {
+                guard !writing, let kept = node.state.withLock({ $0.committed }) else { throw .noEntry }
+                return .detached(kept)
+            }
+            let status = try storeCall { try store.status(of: path) }
+            guard status.kind == .regular else { throw .isDirectory }
+            let role = role(forPath: path)
+            if case .raw = role {
+                // Raw data: opened in place. O_APPEND is the kernel's to apply (it sends the offset),
+                // and O_TRUNC arrives here because the mount negotiated atomic O_TRUNC.
+                let descriptor = try storeCall { try store.openInPlace(path, flags: flags & (O_ACCMODE | O_TRUNC), mode: 0, owner: nil) }
+                return .raw(descriptor, status)
+            }
+            let current = node.state.withLock { $0.live }
+            if let current, (try? current.status().version) == status.version {
+                return .staged(path: path, role: role, live: current, status: status)
+            }
+            return .staged(path: path, role: role, live: try storeCall { try store.openForReading(path) }, status: status)
+        }
+        switch found {
+        case .raw(let descriptor, let status):
+            let keepCache = node.state.withLock { state in
+                state.openHandles += 1
+                if writing { state.writableHandles += 1 }
+                defer { state.cachedVersion = flags & O_TRUNC == 0 ? status.version : nil }
+                return flags & O_TRUNC == 0 && state.cachedVersion == status.version
+            }
+            return register(OpenFile(node: node, access: .raw(descriptor), flags: flags, view: nil), keepCache: keepCache)
+        case .detached(let kept):
+            node.state.withLock { $0.openHandles += 1 }
+            return register(OpenFile(node: node, access: .staged, flags: flags, view: ReadView(kept, commit: .max)), directIO: true)
+        case .staged(let path, let role, let live, let status):
+            return try openStaged(node, path: path, role: role, live: live, status: status, flags: flags, context: context)
+        }
+    }
 
-        if let member = packageMember(of: path) {
+    private func openStaged(
+        _ node: Node, path: String, role: Role, live: OwnedDescriptor, status: FileStatus, flags: Int32, context: RequestContext
+    ) throws(FUSEError) -> OpenReply {
+        let writing = flags & O_ACCMODE != O_RDONLY
+        let truncating = writing && flags & O_TRUNC != 0
+        switch role {
+        case .raw: break
+        case .document(let claim):
+            if writing && !isEditable(claim: claim, status: status) {
+                logger.notice("refused to open \(path) for writing: the document is not editable")
+                throw .accessDenied
+            }
+        case .packageMember(let member):
             if writing && !isEditable(member: member, status: status) { throw .accessDenied }
             // A member is read only from a package that decodes (or from a draft, served as it is).
             if flags & O_ACCMODE != O_WRONLY, case .corrupt(let reason) = packages.state(of: member.root, claim: member.claim) {
                 logger.error("cannot open \(path): its package \(member.root) does not decode as \(member.claim.type.name): \(reason)")
                 throw .ioError
             }
-            let keepCache = try openStaged(node, path: path, status: status, flags: flags)
-            return register(OpenFile(node: node, access: .packageMember(member), flags: flags), keepCache: keepCache)
         }
-
-        guard let claim = claim(forPath: path, isDirectory: false) else {
-            // Raw data: opened in place. O_APPEND is the kernel's to apply (it sends the offset),
-            // and O_TRUNC arrives here because the mount negotiated atomic O_TRUNC.
-            let descriptor = try storeCall {
-                try store.openInPlace(path, flags: flags & (O_ACCMODE | O_TRUNC), mode: 0, owner: nil)
-            }
-            let keepCache = node.state.withLock { state in
-                state.openHandles += 1
-                defer { state.cachedVersion = flags & O_TRUNC == 0 ? status.version : nil }
-                return flags & O_TRUNC == 0 && state.cachedVersion == status.version
-            }
-            return register(OpenFile(node: node, access: .raw(descriptor), flags: flags), keepCache: keepCache)
-        }
-
-        if writing && !isEditable(claim: claim, status: status) {
-            logger.notice("refused to open \(path) for writing: the document is not editable")
-            throw .accessDenied
-        }
-        let decodes = flags & O_ACCMODE != O_WRONLY && flags & O_TRUNC == 0
-        let keepCache = try openStaged(node, path: path, status: status, flags: flags) { (state: inout NodeState, live: OwnedDescriptor) throws(FUSEError) in
-            // A truncating open replaces the content, so what is stored need not decode (that is how
-            // a corrupt document is repaired); a pending stage was validated at its own commit.
-            guard decodes, state.stage == nil else { return }
-            try ensureDecoded(live, version: try storeCall { try live.status().version }, state: &state, path: path, claim: claim)
-        }
-        return register(OpenFile(node: node, access: .document(claim), flags: flags), keepCache: keepCache)
-    }
-
-    /// Opens the stored file for a document or package member: the live descriptor (reopened when
-    /// the store changed behind the mount's back) and, for O_TRUNC, an empty stage; `check` may
-    /// refuse the open before it counts. Returns whether the kernel may keep its cached pages.
-    private func openStaged(
-        _ node: Node, path: String, status: FileStatus, flags: Int32,
-        check: (inout NodeState, OwnedDescriptor) throws(FUSEError) -> Void = { _, _ throws(FUSEError) in }
-    ) throws(FUSEError) -> Bool {
-        let truncating = flags & O_ACCMODE != O_RDONLY && flags & O_TRUNC != 0
-        return try node.state.withLock { (state: inout NodeState) throws(FUSEError) -> Bool in
-            var live = state.live
-            if state.stage == nil, live.flatMap({ try? $0.status().version }) != status.version {
-                live = try storeCall { try store.openForReading(path) }
-            }
-            guard let live else { throw .ioError }
-            let liveVersion = try storeCall { try live.status().version }
-            try check(&state, live)
+        let liveVersion = try storeCall { try live.status().version }
+        // Counted before decoding, so a racing release cannot drop the live file under us.
+        node.state.withLock { state in
             state.live = live
             state.openHandles += 1
-            if truncating {
-                if let old = state.stage { store.discard(old.file) }
-                state.stage = nil
-                if let staging = try? store.makeStagingFile(seededFrom: nil) {
-                    state.stage = Stage(file: staging, isDirty: true, isOnlyTruncated: true)
-                } else {
-                    state.openHandles -= 1
-                    throw .ioError
-                }
+            if writing {
+                state.writableHandles += 1
+                state.writerThreads.insert(context.processID)
             }
-            defer { state.cachedVersion = liveVersion }
-            return state.stage == nil && state.cachedVersion == liveVersion
+        }
+        // A truncating open replaces the content, so what is stored need not decode (that is how a
+        // corrupt document is repaired).
+        if case .document(let claim) = role, flags & O_ACCMODE != O_WRONLY, !truncating {
+            do {
+                try ensureDecoded(node, live: live, version: liveVersion, path: path, claim: claim)
+            } catch {
+                release(node: node, writable: writing)
+                throw error
+            }
+        }
+        if truncating {
+            do {
+                try replaceStageWithEmpty(node, path: path)
+            } catch {
+                release(node: node, writable: writing)
+                throw error
+            }
+        }
+        let writeOnly = flags & O_ACCMODE == O_WRONLY
+        return node.state.withLock { state in
+            let directIO = writing ? writeOnly : state.writableHandles > 0 || state.stagedFile != nil
+            let keepCache = !directIO && state.stagedFile == nil && state.cachedVersion == liveVersion
+            if !directIO {
+                // A cached reader fills the page cache with this version; a cached writer with its writes.
+                state.cachedVersion = writing ? nil : liveVersion
+                state.pageCacheInUse = true
+            }
+            let view = writing ? nil : ReadView(live, commit: state.commits)
+            return register(OpenFile(node: node, access: .staged, flags: flags, view: view), keepCache: keepCache, directIO: directIO)
         }
     }
 
-    func register(_ file: OpenFile, keepCache: Bool) -> OpenReply {
-        nodes.opened(file.node.inode)
-        return OpenReply(handle: files.insert(file), keepCache: keepCache)
+    /// O_TRUNC: the write starts from nothing. Whatever was staged is dropped, as a truncation on a
+    /// local disk drops what other writers had written.
+    private func replaceStageWithEmpty(_ node: Node, path: String) throws(FUSEError) {
+        try node.staging.withLock { (slot: inout StageSlot) throws(FUSEError) in
+            if let old = slot.stage {
+                if old.failure == nil { store.discard(old.file) }
+            }
+            slot.stage = nil
+            let file = try storeCall { try store.makeStagingFile(seededFrom: nil, for: path) }
+            var stage = Stage(file: file, isDirty: true)
+            stage.lowestChange = 0
+            slot.stage = stage
+            node.state.withLock { $0.stagedFile = file }
+        }
     }
 
-    /// Decodes the stored version unless it already decoded; an empty file is a draft and is
-    /// served as it is.
-    func ensureDecoded(_ live: OwnedDescriptor, version: FileVersion, state: inout NodeState, path: String, claim: DocumentClaim) throws(FUSEError) {
-        guard version.size > 0, state.decodedVersion != version else { return }
+    func register(_ file: OpenFile, keepCache: Bool = false, directIO: Bool = false) -> OpenReply {
+        nodes.opened(file.node.inode)
+        return OpenReply(handle: files.insert(file), keepCache: keepCache, directIO: directIO)
+    }
+
+    /// Decodes the stored version unless it already decoded, holding no lock while it does; an
+    /// empty file is a draft and is served as it is.
+    func ensureDecoded(_ node: Node, live: OwnedDescriptor, version: FileVersion, path: String, claim: DocumentClaim) throws(FUSEError) {
+        guard version.size > 0, node.state.withLock({ $0.decodedVersion }) != version else { return }
         do {
             _ = try codec.decode(codec.wrapper(for: live, name: lastComponent(path)), claim: claim)
-            state.decodedVersion = version
         } catch {
             logger.error("cannot open \(path): it does not decode as \(claim.type.name) (\(claim.contentType.identifier)): \(describe(error))")
             throw .ioError
         }
+        node.state.withLock { $0.decodedVersion = version }
     }
 
     func read(inode: Inode, handle: UInt64, offset: Int64, size: Int) throws(FUSEError) -> ReadReply {
         guard let file = files.get(handle) else { throw .badHandle }
-        let source: OwnedDescriptor?
-        switch file.access {
-        case .raw(let descriptor): source = descriptor
-        case .document, .packageMember: source = file.node.state.withLock { $0.stage?.file.descriptor ?? $0.live }
+        let source: OwnedDescriptor? = file.node.state.withLock { state in
+            if let view = file.view { return view.descriptor(commits: state.commits, lastRewrite: state.lastRewrite, live: state.live) }
+            if let staged = state.stagedFile { return staged.descriptor }
+            if case .raw(let descriptor) = file.access { return descriptor }
+            return state.committed
         }
         guard let source else { throw .badHandle }
         return .fileRegion(descriptor: source.rawValue, offset: offset, size: size, owner: source)

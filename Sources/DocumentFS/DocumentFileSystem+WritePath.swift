@@ -6,10 +6,16 @@ import FUSE
 import Glibc
 import SystemSupport
 
-/// The write path: writes go to a per-inode stage in the store's private area; at every flush
-/// (each close), fsync and release a changed stage is decoded, re-encoded by the document type with
-/// `existingFile` set, and persisted atomically — or refused with EIO, the stored document left
-/// as it was and the rejected bytes moved to the quarantine.
+/// The write path: writes go to a per-inode stage in the store's private area, never to the live
+/// document. A changed stage is judged — decoded, re-encoded by the document type with
+/// `existingFile` set, and persisted atomically — at the writer's close, at fsync, and at the last
+/// release; a refused stage returns EIO and the stored document stays as it was.
+///
+/// A close is not the end of a write: a child that inherited the descriptor exits, a spawned
+/// program's close-on-exec closes it, another process opens and closes the file, all while the
+/// writer is half-way. So a close judges the stage only when its process wrote to it, and a refused
+/// stage is kept (a copy goes to the quarantine): the writer's later writes land on the same bytes.
+/// Only the last release of a writable handle drops an invalid stage, into the quarantine.
 extension DocumentFileSystem {
     func create(parent: Inode, name: String, mode: mode_t, flags: Int32, context: RequestContext) throws(FUSEError) -> (Entry, OpenReply) {
         try requireWritable()
@@ -29,10 +35,13 @@ extension DocumentFileSystem {
             let descriptor = try storeCall {
                 try store.openInPlace(path, flags: (flags & (O_ACCMODE | O_TRUNC | O_EXCL)) | O_CREAT, mode: mode & 0o7777, owner: owner(context))
             }
-            let entry = try countedEntry(parent: parent, name: name, path: path)
+            let entry = try countedEntry(parent: parent, name: name, path: path, caller: context.processID)
             guard let node = nodes.node(entry.inode) else { throw .noEntry }
-            node.state.withLock { $0.openHandles += 1 }
-            return (entry, register(OpenFile(node: node, access: .raw(descriptor), flags: flags), keepCache: false))
+            node.state.withLock { state in
+                state.openHandles += 1
+                if flags & O_ACCMODE != O_RDONLY { state.writableHandles += 1 }
+            }
+            return (entry, register(OpenFile(node: node, access: .raw(descriptor), flags: flags, view: nil)))
         }
         do {
             // The document exists from now on, as an empty draft, until its first commit.
@@ -45,7 +54,7 @@ extension DocumentFileSystem {
 
     /// The entry and open handle for a file `create` just made (or found made).
     private func openCreated(parent: Inode, name: String, path: String, flags: Int32, context: RequestContext) throws(FUSEError) -> (Entry, OpenReply) {
-        let entry = try countedEntry(parent: parent, name: name, path: path)
+        let entry = try countedEntry(parent: parent, name: name, path: path, caller: context.processID)
         do {
             return (entry, try open(inode: entry.inode, flags: flags & ~(O_CREAT | O_EXCL), context: context))
         } catch {
@@ -56,238 +65,198 @@ extension DocumentFileSystem {
 
     func write(inode: Inode, handle: UInt64, bytes: UnsafeRawBufferPointer, offset: Int64, context: RequestContext) throws(FUSEError) -> Int {
         guard let file = files.get(handle) else { throw .badHandle }
-        switch file.access {
-        case .raw(let descriptor):
-            try storeCall { try FileIO.writeAll(descriptor.rawValue, bytes, offset: offset) }
-        case .document, .packageMember:
-            try modifyStage(of: file.node, path: nil) { stage throws(FUSEError) in
-                try storeCall { try FileIO.writeAll(stage.file.descriptor.rawValue, bytes, offset: offset, path: stage.file.path) }
+        var seed: OwnedDescriptor?
+        if case .raw(let descriptor) = file.access {
+            if !file.node.isStaged.load(ordering: .acquiring) {
+                try storeCall { try FileIO.writeAll(descriptor.rawValue, bytes, offset: offset) }
+                return bytes.count
             }
+            // Renamed to a name a document type claims while open: its writes are staged from now on.
+            seed = descriptor
+        }
+        try modifyStage(of: file.node, seed: seed, caller: context.processID) { (stage: inout Stage) throws(FUSEError) in
+            // O_APPEND is applied here, at the staged end: the kernel's idea of the size may be the
+            // committed one that readers are shown.
+            let at = file.appends ? try storeCall { try stage.file.status().size } : offset
+            try storeCall { try FileIO.writeAll(stage.file.descriptor.rawValue, bytes, offset: at, path: stage.file.path) }
+            stage.lowestChange = min(stage.lowestChange, at)
         }
         return bytes.count
     }
 
-    /// The stage of an open document, made on first need from the current content.
-    func ensureStage(_ state: inout NodeState) throws(FUSEError) -> Stage {
-        if let stage = state.stage { return stage }
-        let stage = Stage(file: try storeCall { try store.makeStagingFile(seededFrom: state.live) }, isDirty: false)
-        state.stage = stage
-        return stage
-    }
-
-    /// Changes the node's stage (made on first need) with `body` and marks it for commit. `path`
-    /// opens the stored file first when no handle has (a truncate of a path).
-    func modifyStage(of node: Node, path: String?, _ body: (Stage) throws(FUSEError) -> Void) throws(FUSEError) {
-        try node.state.withLock { (state: inout NodeState) throws(FUSEError) in
-            if state.live == nil, let path { state.live = try storeCall { try store.openForReading(path) } }
-            try body(try ensureStage(&state))
-            state.stage?.isDirty = true
-            state.stage?.isOnlyTruncated = false
+    /// Changes the node's stage (made on first need from the committed content, or from `seed`) with
+    /// `body`, and marks it for commit. A failure of `body` poisons the stage.
+    func modifyStage(of node: Node, seed: OwnedDescriptor? = nil, caller: pid_t?, _ body: (inout Stage) throws(FUSEError) -> Void) throws(FUSEError) {
+        let path = nodes.path(of: node.inode) ?? "(removed)"
+        try node.staging.withLock { (slot: inout StageSlot) throws(FUSEError) in
+            if let failure = slot.stage?.failure { throw FUSEError(failure) }
+            var stage: Stage
+            if let existing = slot.stage {
+                stage = existing
+            } else {
+                var source = node.state.withLock { $0.committed } ?? seed
+                if source == nil, path != "(removed)" { source = try? store.openForReading(path) }
+                let file = try storeCall { try store.makeStagingFile(seededFrom: source, for: path) }
+                stage = Stage(file: file, isDirty: false)
+                node.state.withLock { $0.stagedFile = file }
+            }
+            do throws(FUSEError) {
+                try body(&stage)
+            } catch {
+                poison(&stage, node: node, path: path, errno: error.errno)
+                slot.stage = stage
+                throw error
+            }
+            stage.isDirty = true
+            stage.generation += 1
+            if let caller {
+                stage.writers.insert(caller)
+                node.state.withLock { _ = $0.writerThreads.insert(caller) }
+            }
+            slot.stage = stage
         }
     }
 
-    func truncate(node: Node, path: String, size: Int64, handle: UInt64?) throws(FUSEError) {
-        if let handle, let file = files.get(handle), case .raw(let descriptor) = file.access {
+    /// A write into the stage failed: nothing of it will ever be committed. Its space is given back
+    /// at once; the partial bytes are kept in the quarantine only when the failure was not a lack
+    /// of space (moving them there takes none, but keeping them would hold it).
+    private func poison(_ stage: inout Stage, node: Node, path: String, errno: Int32) {
+        guard stage.failure == nil else { return }
+        stage.failure = errno
+        let cause = String(cString: strerror(errno))
+        if errno == ENOSPC || errno == EDQUOT {
+            store.releaseSpace(of: stage.file)
+            logger.error("a write to \(path) failed (\(cause)): the document keeps its previous version and the partial write is dropped to give its space back; the writer sees the error again at close")
+        } else {
+            let kept = try? store.quarantine(stage.file, for: path, reason: "a write failed (\(cause)); the document kept its previous version")
+            logger.error("a write to \(path) failed (\(cause)): the document keeps its previous version; the partial write is in \(kept ?? "(could not be kept)")")
+        }
+        node.state.withLock { $0.stagedFile = nil }
+    }
+
+    func truncate(node: Node, path: String, size: Int64, handle: UInt64?, caller: pid_t) throws(FUSEError) {
+        let file = handle.flatMap { files.get($0) }
+        if let file, case .raw(let descriptor) = file.access, !node.isStaged.load(ordering: .acquiring) {
             try storeCall { try retryingOnInterrupt("ftruncate") { ftruncate(descriptor.rawValue, off_t(size)) } }
             return
         }
-        let access: OpenFile.Access
         let status = try storeCall { try store.status(of: path) }
-        if let member = packageMember(of: path) {
+        switch role(forPath: path) {
+        case .packageMember(let member):
             guard isEditable(member: member, status: status) else { throw .accessDenied }
-            access = .packageMember(member)
-        } else if let claim = claim(forPath: path, isDirectory: false) {
+        case .document(let claim):
             guard isEditable(claim: claim, status: status) else { throw .accessDenied }
-            access = .document(claim)
-        } else {
-            try storeCall { try store.truncate(path, size: size) }
-            return
+        case .raw:
+            if file == nil {
+                try storeCall { try store.truncate(path, size: size) }
+                return
+            }
         }
-        try modifyStage(of: node, path: path) { stage throws(FUSEError) in
+        try modifyStage(of: node, caller: handle == nil ? nil : caller) { (stage: inout Stage) throws(FUSEError) in
             try storeCall { try retryingOnInterrupt("ftruncate") { ftruncate(stage.file.descriptor.rawValue, off_t(size)) } }
+            stage.lowestChange = min(stage.lowestChange, size)
         }
         // ftruncate on an open file is staged with that file's writes; truncate(2) on a path is a
-        // commit of its own, made as if by a handle opened and closed around it.
+        // commit of its own, made as if by a handle opened and closed around it — final unless a
+        // writer is at work on the same stage.
         guard handle == nil else { return }
-        node.state.withLock { $0.openHandles += 1 }
-        defer { closeHandle(of: node, inode: node.inode) }
-        try commit(node, access: access, durable: false)
+        let writersAtWork = node.state.withLock { $0.writableHandles > 0 }
+        try node.staging.withLock { (slot: inout StageSlot) throws(FUSEError) in
+            try commit(&slot, node: node, durable: false, closing: !writersAtWork)
+        }
     }
 
     func flush(inode: Inode, handle: UInt64, context: RequestContext) throws(FUSEError) {
         guard let file = files.get(handle), file.isWritable else { return }
-        let deferred = file.node.state.withLock { $0.stage?.isOnlyTruncated ?? false }
-        if deferred { return }
-        try commit(file, durable: false)
+        try file.node.staging.withLock { (slot: inout StageSlot) throws(FUSEError) in
+            guard let stage = slot.stage else { return }
+            if let failure = stage.failure { throw FUSEError(failure) }
+            // A close by a process that did not write (a child exiting, an exec, another opener,
+            // or the shell closing `> file` before the command writes) leaves the stage to its writer.
+            guard stage.isDirty, ThreadGroup.sameProcess(context.processID, asAnyOf: stage.writers) else { return }
+            try commit(&slot, node: file.node, durable: false, closing: false)
+        }
     }
 
     func fsync(inode: Inode, handle: UInt64, dataOnly: Bool) throws(FUSEError) {
         guard let file = files.get(handle) else { throw .badHandle }
-        switch file.access {
-        case .raw(let descriptor):
-            try storeCall { try retryingOnInterrupt("fsync") { dataOnly ? fdatasync(descriptor.rawValue) : Glibc.fsync(descriptor.rawValue) } }
-        case .document, .packageMember:
-            try commit(file, durable: true)
+        if case .raw(let descriptor) = file.access, !file.node.isStaged.load(ordering: .acquiring) {
+            try storeCall { try FileIO.synchronize(descriptor.rawValue, dataOnly: dataOnly) }
+            return
+        }
+        try file.node.staging.withLock { (slot: inout StageSlot) throws(FUSEError) in
+            if let failure = slot.stage?.failure { throw FUSEError(failure) }
+            if slot.stage?.isDirty == true {
+                try commit(&slot, node: file.node, durable: true, closing: false)
+            } else if let path = nodes.path(of: inode) {
+                // Committed already (at an earlier close): make that version and its name durable.
+                try storeCall { try store.synchronize(path) }
+            }
         }
     }
 
     func allocate(inode: Inode, handle: UInt64, mode: Int32, offset: Int64, length: Int64) throws(FUSEError) {
         guard let file = files.get(handle) else { throw .badHandle }
-        switch file.access {
-        case .raw(let descriptor):
+        if case .raw(let descriptor) = file.access, !file.node.isStaged.load(ordering: .acquiring) {
             try storeCall { try retryingOnInterrupt("fallocate") { docfs_fallocate(descriptor.rawValue, mode, off_t(offset), off_t(length)) } }
-        case .document, .packageMember:
-            try modifyStage(of: file.node, path: nil) { stage throws(FUSEError) in
-                try storeCall { try retryingOnInterrupt("fallocate") { docfs_fallocate(stage.file.descriptor.rawValue, mode, off_t(offset), off_t(length)) } }
-            }
+            return
+        }
+        try modifyStage(of: file.node, caller: nil) { (stage: inout Stage) throws(FUSEError) in
+            try storeCall { try retryingOnInterrupt("fallocate") { docfs_fallocate(stage.file.descriptor.rawValue, mode, off_t(offset), off_t(length)) } }
         }
     }
 
     func release(inode: Inode, handle: UInt64, flags: Int32) {
         guard let file = files.remove(handle) else { return }
-        switch file.access {
-        case .raw(let descriptor):
-            if file.isWritable, let status = try? descriptor.status() {
-                file.node.state.withLock { $0.cachedVersion = status.version }
-            }
-        case .document, .packageMember:
-            if file.isWritable { try? commit(file, durable: false) }
+        if case .raw(let descriptor) = file.access, file.isWritable, let status = try? descriptor.status() {
+            file.node.state.withLock { $0.cachedVersion = status.version }
         }
         nodes.closed(inode)
-        closeHandle(of: file.node, inode: inode)
+        release(node: file.node, writable: file.isWritable)
     }
 
-    /// Counts a handle closed; the last one drops the node's open state. A stage still dirty then
-    /// could not be committed (the store refused it): its bytes are kept in the quarantine.
-    func closeHandle(of node: Node, inode: Inode) {
+    /// Counts a handle closed. The last writable one settles the stage: committed if it decodes,
+    /// else quarantined; the last handle of all drops the node's open state.
+    func release(node: Node, writable: Bool) {
+        let lastWriter = node.state.withLock { state in
+            guard writable else { return false }
+            state.writableHandles = max(0, state.writableHandles - 1)
+            return state.writableHandles == 0
+        }
+        if lastWriter {
+            node.staging.withLock { slot in settleStage(&slot, node: node) }
+        }
         node.state.withLock { state in
             state.openHandles = max(0, state.openHandles - 1)
             guard state.openHandles == 0 else { return }
-            if let stage = state.stage {
-                if stage.isDirty, let path = nodes.path(of: inode) {
-                    let kept = try? store.quarantine(stage.file, for: path, reason: "could not be stored when the file was closed")
-                    logger.error("the last write to \(path) could not be stored; its bytes are kept in \(kept ?? "the staging area")")
-                } else {
-                    store.discard(stage.file)
-                }
-            }
-            state.stage = nil
             state.live = nil
         }
     }
 
-    /// Commits the open file's node: as a document, or as a change to its package.
-    func commit(_ file: OpenFile, durable: Bool) throws(FUSEError) {
-        try commit(file.node, access: file.access, durable: durable)
-    }
-
-    func commit(_ node: Node, access: OpenFile.Access, durable: Bool) throws(FUSEError) {
-        guard let path = nodes.path(of: node.inode) else { return }  // unlinked while open
-        switch access {
-        case .raw: return
-        case .document(let claim):
-            try node.state.withLock { (state: inout NodeState) throws(FUSEError) in
-                try commit(&state, inode: node.inode, path: path, claim: claim, durable: durable)
-            }
-        case .packageMember(let member):
-            try commitMember(node, path: path, member: member, durable: durable)
-        }
-    }
-
-    /// Commits a member's stage as a change to its package: the package's lock first, then the
-    /// node's, the one order every package change takes.
-    func commitMember(_ node: Node, path: String, member: PackageMember, durable: Bool) throws(FUSEError) {
-        try packages.withPackage(member.root) { () throws(FUSEError) in
-            try node.state.withLock { (state: inout NodeState) throws(FUSEError) in
-                guard let stage = state.stage, stage.isDirty else { return }
-                if durable { fdatasync(stage.file.descriptor.rawValue) }
-                // The change consumes the stage whatever happens: it is stored, or quarantined with
-                // the refused package.
-                state.stage = nil
-                do throws(FUSEError) {
-                    let outcome = try packages.commit(.replaceFile(member.member, stage.file), root: member.root, claim: member.claim)
-                    switch outcome {
-                    case .asApplied:
-                        state.live = stage.file.descriptor
-                        state.cachedVersion = try? stage.file.status().version
-                        notifier.invalidateAttributes(of: node.inode)
-                    case .reencoded:
-                        state.live = try? store.openForReading(path)
-                        state.cachedVersion = nil
-                        notifier.invalidateContent(of: node.inode)
-                    }
-                } catch {
-                    state.cachedVersion = nil
-                    if FileManager.default.fileExists(atPath: stage.file.path) {
-                        // Refused before the change was made (the store failed): keep the bytes.
-                        _ = try? store.quarantine(stage.file, for: path, reason: "the package change could not be made: \(error)")
-                    }
-                    notifier.invalidateContent(of: node.inode)
-                    throw error
-                }
+    /// Judges and drops the stage once no handle can write to it any more.
+    private func settleStage(_ slot: inout StageSlot, node: Node) {
+        // A writer that opened since the last one closed carries the stage on.
+        guard node.state.withLock({ $0.writableHandles == 0 }) else { return }
+        defer {
+            slot.stage = nil
+            node.state.withLock { state in
+                state.stagedFile = nil
+                state.writerThreads = []
             }
         }
-    }
-
-    /// Validates and persists the stage, if it changed. Called with the node's state locked, so no
-    /// write lands in the stage while it is decoded.
-    func commit(_ state: inout NodeState, inode: Inode, path: String, claim: DocumentClaim, durable: Bool) throws(FUSEError) {
-        guard let stage = state.stage, stage.isDirty else { return }
-        let staged = try storeCall { try stage.file.status() }
-        let stored = try? store.status(of: path)
-        let name = lastComponent(path)
-        if durable { fdatasync(stage.file.descriptor.rawValue) }
-
-        if staged.size == 0 && (stored?.size ?? 0) == 0 {
-            // Created and closed empty (`touch`, `: > new.json`): a draft, stored as it is.
-            try install(stage, &state, inode: inode, path: path)
-            return
-        }
-        let result: FileWrapper
-        let stagedBytes: Data
-        do {
-            let file = try codec.wrapper(for: stage.file.descriptor, name: name)
-            stagedBytes = file.regularFileContents ?? Data()
-            let document = try codec.decode(file, claim: claim)
-            let existing = (stored?.size ?? 0) > 0 ? try? store.fileWrapper(at: path) : nil
-            result = try codec.encode(document, claim: claim, existingFile: existing)
-        } catch {
-            try reject(stage, &state, inode: inode, path: path, reason: "it does not decode as \(claim.type.name) (\(claim.contentType.identifier)): \(describe(error))")
-            return
-        }
-        if DocumentCodec.wrapper(result, holdsExactly: stagedBytes) {
-            try install(stage, &state, inode: inode, path: path)
-        } else {
-            // The type saved something other than the bytes written: store that, and make the
-            // kernel forget the bytes it cached from the writes.
-            let status = try storeCall { try store.persist(result, at: path) }
+        guard let stage = slot.stage, stage.failure == nil else { return }
+        guard stage.isDirty else {
             store.discard(stage.file)
-            state.stage = nil
-            state.live = try storeCall { try store.openForReading(path) }
-            state.decodedVersion = status.version
-            state.cachedVersion = nil
-            notifier.invalidateContent(of: inode)
+            return
         }
-    }
-
-    private func install(_ stage: Stage, _ state: inout NodeState, inode: Inode, path: String) throws(FUSEError) {
-        let status = try storeCall { try store.install(stage.file, at: path) }
-        state.stage = nil
-        // The staged file is the stored one now; it serves reads until the next write stages anew.
-        state.live = stage.file.descriptor
-        state.decodedVersion = status.version
-        state.cachedVersion = status.version
-        notifier.invalidateAttributes(of: inode)
-    }
-
-    private func reject(_ stage: Stage, _ state: inout NodeState, inode: Inode, path: String, reason: String) throws(FUSEError) {
-        state.stage = nil
-        // The kernel's pages hold the refused bytes until the invalidation lands; the next open must
-        // not keep them either.
-        state.cachedVersion = nil
-        let kept = try? store.quarantine(stage.file, for: path, reason: reason)
-        logger.error("refused a write to \(path): \(reason). The stored document is unchanged; the refused bytes are in \(kept ?? "(could not be kept)")")
-        notifier.invalidateContent(of: inode)
-        throw .ioError
+        do {
+            try commit(&slot, node: node, durable: false, closing: true)
+        } catch {
+            // Refusals have quarantined the bytes already; anything still here could not be stored.
+            guard let left = slot.stage else { return }
+            let path = nodes.path(of: node.inode) ?? "(removed)"
+            let kept = try? store.quarantine(left.file, for: path, reason: "could not be stored when the file was closed: \(error)")
+            logger.error("the last write to \(path) could not be stored (\(error)); its bytes are kept in \(kept ?? "the staging area")")
+        }
     }
 }

@@ -20,6 +20,10 @@ final class DocumentFileSystem: FileSystemOperations {
     let notifier = KernelNotifier()
     let codec: DocumentCodec
     let packages: PackageCoordinator
+    /// Renames and removals take it exclusively; resolving a name to a stored file (lookup, getattr,
+    /// open, installing a commit) takes it shared. So a path always names the file it resolved to:
+    /// an open racing with a save-by-rename finds the old or the new document, never a third state.
+    let namespace = ReadWriteLock()
     var logger: Logger { options.logger }
 
     init(store: any DocumentStore, types: [DocumentType], options: DocumentFSOptions) {
@@ -48,7 +52,8 @@ final class DocumentFileSystem: FileSystemOperations {
         // exact for a store that only this mount serves.
         connection.decline(Capability.flockLocks)
         connection.decline(Capability.posixLocks)
-        // Write-through: the kernel's O_APPEND and st_size stay ours to answer.
+        // Write-through: the kernel's O_APPEND and st_size stay ours to answer, and every write
+        // reaches the stage.
         connection.decline(Capability.writebackCache)
         connection.maxWrite = 1 << 20
         connection.maxReadahead = 1 << 20
@@ -75,6 +80,19 @@ final class DocumentFileSystem: FileSystemOperations {
         let bytes = path.utf8
         guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return path }
         return String(path[bytes.index(after: slash)...])
+    }
+
+    /// What a regular file at `path` is now: raw data, a document, or a member of a package.
+    enum Role {
+        case raw
+        case document(DocumentClaim)
+        case packageMember(PackageMember)
+    }
+
+    func role(forPath path: String) -> Role {
+        if let member = packageMember(of: path) { return .packageMember(member) }
+        if let claim = claim(forPath: path, isDirectory: false) { return .document(claim) }
+        return .raw
     }
 
     func claim(forPath path: String, isDirectory: Bool) -> DocumentClaim? {

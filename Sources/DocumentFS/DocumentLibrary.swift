@@ -50,7 +50,7 @@ public final class DocumentLibrary: Sendable {
         let existing = try? store.fileWrapper(at: path)
         let result = try document.fileWrapper(configuration: FileDocumentWriteConfiguration(contentType: contentType, existingFile: existing))
         _ = try Document(configuration: FileDocumentReadConfiguration(contentType: contentType, file: result))
-        try store.persist(result, at: path)
+        try store.persist(result, at: path, durable: true)
         if result.isDirectory { try PackageMarker.mark(path, in: store) }
     }
 

@@ -1,31 +1,61 @@
 import DocumentStore
 import FUSE
+import Glibc
 import Synchronization
 import SystemSupport
 
 /// What DocFS knows of one inode while the kernel holds it. Open-file state lives here, not per
-/// handle: every handle of a document reads the same staged bytes, and the kernel may send a
-/// write through any of them (mmap write-back).
+/// handle: every writable handle of a document writes the same staged bytes, and the kernel may
+/// send a write through any of them (mmap write-back).
+///
+/// Two locks, always taken in this order: `staging` is held while a write lands in the stage and
+/// while a commit judges it (decoding may take seconds for a large document); `state` is held only
+/// for short bookkeeping, so `stat`, `lookup` and reads never wait for a decode.
 final class Node: Sendable {
     let inode: Inode
+    let staging = Mutex(StageSlot())
     let state = Mutex(NodeState())
+    /// Set when a raw file, open in place, is renamed to a name a document type claims: its
+    /// handles' writes are staged and judged from then on.
+    let isStaged = Atomic<Bool>(false)
 
     init(inode: Inode) { self.inode = inode }
 }
 
-struct NodeState {
-    /// Open handles of the inode. Counted under the same lock that sets up and tears down `live`
-    /// and `stage`, so a release racing with an open can never drop what the open just set up
-    /// (a shell's RELEASE arrives after its close returns, while the next program already opens).
-    var openHandles = 0
-    /// The stored file, open while any handle of the document is.
-    var live: OwnedDescriptor?
-    /// Writes not yet committed; reads see them.
+struct StageSlot {
     var stage: Stage?
+}
+
+struct NodeState {
+    /// Open handles of the inode, and how many of them may write. Counted under the same lock that
+    /// sets up and tears down `live`, so a release racing with an open can never drop what the open
+    /// just set up (a shell's RELEASE arrives after its close returns, while the next program opens).
+    var openHandles = 0
+    var writableHandles = 0
+    /// The committed file, open while any handle of the document is.
+    var live: OwnedDescriptor?
+    /// The file this inode named when a rename replaced it or an unlink removed it while the kernel
+    /// still held it: an open racing with a save-by-rename gets this old version, whole.
+    var retained: OwnedDescriptor?
+    /// The stage's file while there is one (a mirror of `StageSlot.stage`), for attributes.
+    var stagedFile: StagingFile?
+    /// Threads that opened the document for writing or wrote to it; they see the staged size and
+    /// times, everyone else the committed ones.
+    var writerThreads: Set<pid_t> = []
     /// The last stored version known to decode, so an unchanged document is decoded once.
     var decodedVersion: FileVersion?
-    /// The stored version whose bytes the kernel's page cache holds (from the last open or commit).
+    /// The stored version whose bytes the kernel's page cache holds (from the last cached open).
     var cachedVersion: FileVersion?
+    /// Whether any handle used the kernel's page cache since the last commit: only then must a
+    /// commit drop the cached pages.
+    var pageCacheInUse = false
+    /// Counts commits; `lastRewrite` is the last one that was not a pure append. A reader keeps the
+    /// version it opened and follows later versions only while they extend it (`tail -f`).
+    var commits: UInt64 = 0
+    var lastRewrite: UInt64 = 0
+
+    /// The file committed readers see: the live one, or the one kept after a replacement.
+    var committed: OwnedDescriptor? { live ?? retained }
 }
 
 /// A write in progress.
@@ -33,8 +63,16 @@ struct Stage {
     let file: StagingFile
     /// Whether it differs from what was stored (a commit is due).
     var isDirty: Bool
-    /// Made by an O_TRUNC open and not written since. A shell opening `> file` dups the descriptor
-    /// and closes the original before the command writes; committing at that flush would store
-    /// (or refuse) an empty document. Such a stage is committed at release or fsync instead.
-    var isOnlyTruncated = false
+    /// Threads whose writes it holds. A close by any other process (a child that inherited the
+    /// descriptor, another opener) does not judge it: the writer is not done.
+    var writers: Set<pid_t> = []
+    /// Counts changes, so a refused version already copied to the quarantine is not kept twice.
+    var generation: UInt64 = 0
+    var quarantinedGeneration: UInt64?
+    /// The lowest offset written or truncated to since the stage was seeded: a stage that changed
+    /// nothing below the committed size only appends.
+    var lowestChange: Int64 = .max
+    /// The errno of a write that failed (ENOSPC, EIO, …): nothing of this stage is ever committed;
+    /// every later write, flush and fsync returns it until the last writable handle closes.
+    var failure: Int32?
 }

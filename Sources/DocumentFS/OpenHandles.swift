@@ -1,25 +1,55 @@
 import Glibc
 import DocumentStore
 import FUSE
+import Glibc
 import Synchronization
 import SystemSupport
 
 /// An open file, as the kernel's file handle refers to it.
 struct OpenFile: Sendable {
     enum Access: Sendable {
-        /// A document: reads and writes go through the node's live file and stage.
-        case document(DocumentClaim)
-        /// A file inside a package: staged like a document, committed as a change to the package.
-        case packageMember(PackageMember)
-        /// Raw data, stored as written: reads and writes go straight to the store file.
+        /// A document or a package member: writes go to the node's stage, committed as a whole
+        /// version judged by what the file is (its name, its package) when it is committed.
+        case staged
+        /// Raw data, stored as written: reads and writes go straight to the store file (until a
+        /// rename makes it a document: then its writes are staged too).
         case raw(OwnedDescriptor)
     }
 
     let node: Node
     let access: Access
     let flags: Int32
+    /// For a handle that cannot write: the committed version it reads.
+    let view: ReadView?
 
     var isWritable: Bool { flags & O_ACCMODE != O_RDONLY }
+    var appends: Bool { flags & O_APPEND != 0 }
+}
+
+/// The committed version a reading handle serves: the one current when it opened, so a reader never
+/// mixes two versions, and later ones only where they extend it (appends), so `tail -f` follows.
+final class ReadView: Sendable {
+    private struct Version {
+        var descriptor: OwnedDescriptor
+        var commit: UInt64
+    }
+
+    private let version: Mutex<Version>
+
+    init(_ descriptor: OwnedDescriptor, commit: UInt64) {
+        version = Mutex(Version(descriptor: descriptor, commit: commit))
+    }
+
+    /// The descriptor to read from, moved on to the node's current version when every commit since
+    /// the one this view holds only appended.
+    func descriptor(commits: UInt64, lastRewrite: UInt64, live: OwnedDescriptor?) -> OwnedDescriptor {
+        version.withLock { version in
+            if version.commit < commits, lastRewrite <= version.commit, let live {
+                version = Version(descriptor: live, commit: commits)
+            }
+            return version.descriptor
+        }
+    }
 }
 
 /// An open directory: the listing taken at opendir, so offsets stay valid while it changes.

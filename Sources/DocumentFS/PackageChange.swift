@@ -35,7 +35,7 @@ enum PackageChange {
     func apply(in base: String, store: any DocumentStore) throws {
         func at(_ member: String) -> String { base + "/" + member }
         switch self {
-        case .replaceFile(let member, let staging): try store.install(staging, at: at(member))
+        case .replaceFile(let member, let staging): try store.install(staging, at: at(member), durable: false)
         case .createFile(let member, let mode, let owner): try store.createEmptyFile(at(member), mode: mode, owner: owner)
         case .makeDirectory(let member, let mode, let owner): try store.makeDirectory(at(member), mode: mode, owner: owner)
         case .makeSymbolicLink(let member, let target, let owner): try store.makeSymbolicLink(at(member), target: target, owner: owner)

@@ -72,7 +72,7 @@ final class PackageCoordinator: Sendable {
     }
 
     /// Commits `change` to the package at `root`. Call with the package's lock held.
-    func commit(_ change: PackageChange, root: String, claim: DocumentClaim) throws(FUSEError) -> Outcome {
+    func commit(_ change: PackageChange, root: String, claim: DocumentClaim, durable: Bool = false) throws(FUSEError) -> Outcome {
         let state = state(of: root, claim: claim)
         if case .draft = state {
             try apply(change, in: root)
@@ -111,8 +111,9 @@ final class PackageCoordinator: Sendable {
         do {
             if result === file {
                 try store.replaceDirectory(at: root, with: clone)
+                if durable { try store.synchronize(root) }
             } else {
-                try store.persist(result, at: root)
+                try store.persist(result, at: root, durable: durable)
                 store.removePrivateItem(clone)
                 try? PackageMarker.mark(root, in: store)
             }

@@ -20,6 +20,10 @@ public final class DirectoryStore: DocumentStore {
     private let counter = Atomic<UInt64>(0)
     /// Whether new items may be given to their requester (only root may chown).
     private let canChangeOwner = geteuid() == 0
+    /// How much the quarantine may keep before the oldest items are pruned.
+    public let quarantineLimits: QuarantineLimits
+    /// Serializes pruning, which lists and sizes the whole quarantine.
+    private let pruning = Mutex<Void>(())
 
     public enum OpenError: Error, CustomStringConvertible {
         case notADirectory(String)
@@ -33,7 +37,8 @@ public final class DirectoryStore: DocumentStore {
     /// Opens the store at `path`, creating its private area. Writes that a crash interrupted
     /// (staging files left behind) are moved to the quarantine, never deleted; half-built
     /// temporary items are removed — the items they were to replace are intact.
-    public init(path: String) throws {
+    public init(path: String, quarantineLimits: QuarantineLimits = QuarantineLimits()) throws {
+        self.quarantineLimits = quarantineLimits
         let status = try FileStatus.of(path: path)
         guard status.kind == .directory else { throw OpenError.notADirectory(path) }
         root = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
@@ -54,9 +59,13 @@ public final class DirectoryStore: DocumentStore {
         }
         var recovered: [String] = []
         for name in (try? FileIO.directoryEntries(stagingDirectory)) ?? [] {
-            let destination = quarantineDirectory + "/" + timestamp() + "-interrupted-" + name
-            if (try? FileIO.rename(stagingDirectory + "/" + name, destination)) != nil { recovered.append(destination) }
+            let document = StagingName.document(fromStagingName: name) ?? "(unknown: \(name))"
+            let reason = "interrupted: DocFS stopped (a crash or a kill) before this write was committed; the document kept its previous version"
+            if let kept = try? quarantine(absolutePath: stagingDirectory + "/" + name, for: document, reason: reason, tag: "interrupted") {
+                recovered.append(kept)
+            }
         }
+        pruneQuarantine()
         return recovered
     }
 
@@ -121,25 +130,40 @@ public final class DirectoryStore: DocumentStore {
 
     // MARK: Writing
 
-    public func makeStagingFile(seededFrom source: OwnedDescriptor?) throws -> StagingFile {
-        let stagingPath = stagingDirectory + "/" + uniqueName("stage")
+    public func makeStagingFile(seededFrom source: OwnedDescriptor?, for document: String) throws -> StagingFile {
+        // The name carries the document's path, so a stage a crash leaves behind can say whose it was.
+        let stagingPath = stagingDirectory + "/" + uniqueName("stage") + "-" + StagingName.encode(document)
         let descriptor = OwnedDescriptor(try FileIO.open(stagingPath, O_RDWR | O_CREAT | O_EXCL, mode: 0o600))
         if let source {
-            try FileIO.copyContents(from: source.rawValue, to: descriptor.rawValue, path: stagingPath)
+            do {
+                try FileIO.copyContents(from: source.rawValue, to: descriptor.rawValue, path: stagingPath)
+            } catch {
+                // A copy that failed (a full disk) must not leave a partial stage holding space.
+                unlink(stagingPath)
+                throw error
+            }
         }
         return StagingFile(path: stagingPath, descriptor: descriptor)
     }
 
-    public func install(_ staging: StagingFile, at path: String) throws -> FileStatus {
+    public func install(_ staging: StagingFile, at path: String, durable: Bool) throws -> FileStatus {
         let destination = absolute(path)
         if let existing = try? FileStatus.of(path: destination), existing.kind == .regular {
             try copyMetadata(from: destination, existing: existing, to: staging.descriptor.rawValue, path: staging.path)
         }
+        if durable { try FileIO.synchronize(staging.descriptor.rawValue, dataOnly: true, path: staging.path) }
         try FileIO.rename(staging.path, destination)
+        if durable { try FileIO.synchronizeDirectory(containing: destination) }
         return try staging.status()
     }
 
-    public func persist(_ wrapper: FileWrapper, at path: String) throws -> FileStatus {
+    public func synchronize(_ path: String) throws {
+        let full = absolute(path)
+        try synchronizeTree(full)
+        try FileIO.synchronizeDirectory(containing: full)
+    }
+
+    public func persist(_ wrapper: FileWrapper, at path: String, durable: Bool) throws -> FileStatus {
         let destination = absolute(path)
         let existing = try? FileStatus.of(path: destination)
         let temporary = temporaryDirectory + "/" + uniqueName("persist")
@@ -154,7 +178,9 @@ public final class DirectoryStore: DocumentStore {
                 defer { FileIO.close(descriptor) }
                 try copyMetadata(from: destination, existing: existing, to: descriptor, path: temporary)
             }
+            if durable { try synchronizeTree(temporary) }
             try FileIO.replaceItem(at: destination, with: temporary)
+            if durable { try FileIO.synchronizeDirectory(containing: destination) }
         } catch {
             try? FileIO.removeItem(temporary)
             throw error
@@ -162,24 +188,70 @@ public final class DirectoryStore: DocumentStore {
         return try FileStatus.of(path: destination)
     }
 
+    /// fsyncs every file and folder of a freshly written item, folders after their contents.
+    private func synchronizeTree(_ full: String) throws {
+        let status = try FileStatus.of(path: full)
+        guard status.kind == .regular || status.kind == .directory else { return }
+        if status.kind == .directory {
+            for name in try FileIO.directoryEntries(full) { try synchronizeTree(full + "/" + name) }
+        }
+        let descriptor = try FileIO.open(full, O_RDONLY | O_NOFOLLOW)
+        defer { FileIO.close(descriptor) }
+        try FileIO.synchronize(descriptor, path: full)
+    }
+
     public func quarantine(_ staging: StagingFile, for path: String, reason: String) throws -> String {
-        try quarantine(absolutePath: staging.path, for: path, reason: reason)
+        try quarantine(absolutePath: staging.path, for: path, reason: reason, tag: "rejected")
+    }
+
+    public func quarantineCopy(of staging: StagingFile, for path: String, reason: String) throws -> String {
+        let copy = try makeStagingFile(seededFrom: staging.descriptor, for: path)
+        do {
+            return try quarantine(absolutePath: copy.path, for: path, reason: reason, tag: "rejected")
+        } catch {
+            discard(copy)
+            throw error
+        }
     }
 
     public func quarantineItem(_ item: String, for path: String, reason: String) throws -> String {
-        try quarantine(absolutePath: absolute(item), for: path, reason: reason)
+        try quarantine(absolutePath: absolute(item), for: path, reason: reason, tag: "rejected")
     }
 
-    private func quarantine(absolutePath: String, for path: String, reason: String) throws -> String {
-        let base = quarantineDirectory + "/" + timestamp() + "-" + uniqueName("rejected") + "-"
-            + path.replacingOccurrences(of: "/", with: "%2F")
+    /// Moves an item into the quarantine under a name that sorts by time, with a `.reason` file
+    /// beside it naming the document, the time and why.
+    private func quarantine(absolutePath: String, for path: String, reason: String, tag: String) throws -> String {
+        let time = timestamp()
+        let base = quarantineDirectory + "/" + time + "-" + uniqueName(tag) + "-" + StagingName.encode(path)
         try FileIO.rename(absolutePath, base)
-        let note = "document: \(path)\nreason: \(reason)\n"
+        let note = "document: \(path)\ntime: \(time)\nreason: \(reason)\n"
         if let descriptor = try? FileIO.open(base + ".reason", O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600) {
             try? FileIO.writeAll(descriptor, Data(note.utf8))
             FileIO.close(descriptor)
         }
+        pruneQuarantine(keeping: base)
         return base
+    }
+
+    /// Removes the oldest quarantined items until the quarantine is within its limits; the item
+    /// just kept (`keeping`) is never removed. Returns the items removed.
+    @discardableResult
+    public func pruneQuarantine(keeping newest: String? = nil) -> [String] {
+        pruning.withLock { _ in
+            let items = Quarantine.items(in: quarantineDirectory)
+            let now = Date()
+            var total = items.reduce(0) { $0 + $1.bytes }
+            var removed: [String] = []
+            for item in items where item.path != newest {
+                let tooOld = now.timeIntervalSince(item.date) > quarantineLimits.maximumAge
+                guard tooOld || total > quarantineLimits.maximumBytes else { continue }
+                try? FileIO.removeItem(item.path)
+                unlink(item.path + ".reason")
+                total -= item.bytes
+                removed.append(item.path)
+            }
+            return removed
+        }
     }
 
     public func cloneDirectory(_ path: String) throws -> String {
@@ -226,6 +298,11 @@ public final class DirectoryStore: DocumentStore {
     }
 
     public func discard(_ staging: StagingFile) {
+        unlink(staging.path)
+    }
+
+    public func releaseSpace(of staging: StagingFile) {
+        _ = ftruncate(staging.descriptor.rawValue, 0)
         unlink(staging.path)
     }
 

@@ -26,19 +26,27 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// The stored item as a lazy `FileWrapper`: nothing is read until asked for.
     func fileWrapper(at path: String) throws -> FileWrapper
 
-    /// A private file for a write in progress, holding a copy of `source`'s content when given.
-    func makeStagingFile(seededFrom source: OwnedDescriptor?) throws -> StagingFile
+    /// A private file for a write in progress to `document`, holding a copy of `source`'s content
+    /// when given. A copy that fails (a full disk) leaves nothing behind.
+    func makeStagingFile(seededFrom source: OwnedDescriptor?, for document: String) throws -> StagingFile
     /// Moves a staged file into place at `path` in one step, carrying over the permissions, owner
-    /// and extended attributes of the item it replaces. Returns the new item's status.
+    /// and extended attributes of the item it replaces. Returns the new item's status. `durable`:
+    /// the data is synced before the rename and the directory after it, so the new version and its
+    /// name are on disk when this returns.
     @discardableResult
-    func install(_ staging: StagingFile, at path: String) throws -> FileStatus
+    func install(_ staging: StagingFile, at path: String, durable: Bool) throws -> FileStatus
     /// Writes a wrapper (file or package) atomically at `path`, reusing unchanged files of the item
-    /// it replaces. Returns the new item's status.
+    /// it replaces. Returns the new item's status. `durable` as for `install`.
     @discardableResult
-    func persist(_ wrapper: FileWrapper, at path: String) throws -> FileStatus
+    func persist(_ wrapper: FileWrapper, at path: String, durable: Bool) throws -> FileStatus
+    /// Makes the item stored at `path` and the directory entry naming it durable.
+    func synchronize(_ path: String) throws
     /// Keeps rejected bytes for the user: moves the staging file into the quarantine, with a note
-    /// saying which document it was for and why it was refused. Returns where it went.
+    /// saying which document it was for, when and why it was refused. Returns where it went.
     func quarantine(_ staging: StagingFile, for path: String, reason: String) throws -> String
+    /// Like `quarantine`, but keeps a copy and leaves the staging file as it is (its writer may still
+    /// complete it).
+    func quarantineCopy(of staging: StagingFile, for path: String, reason: String) throws -> String
     /// A private copy of the directory (package) at `path` to prepare a change in: directories are
     /// made anew, files hard-linked, links copied, so the copy costs one entry per item and no data.
     /// Returns its store path (inside the private area), usable with every call here.
@@ -52,6 +60,8 @@ public protocol DocumentStore: AnyObject, Sendable {
 
     /// Drops a staging file whose write was abandoned (its document was deleted while open).
     func discard(_ staging: StagingFile)
+    /// Gives back a failed stage's space at once, even while its descriptor stays open.
+    func releaseSpace(of staging: StagingFile)
 
     func createEmptyFile(_ path: String, mode: mode_t, owner: Ownership?) throws
     func makeDirectory(_ path: String, mode: mode_t, owner: Ownership?) throws

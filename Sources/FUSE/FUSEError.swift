@@ -14,6 +14,7 @@ public struct FUSEError: Error, Equatable, CustomStringConvertible, Sendable {
     public static let crossDevice = FUSEError(EXDEV)
     public static let notDirectory = FUSEError(ENOTDIR)
     public static let isDirectory = FUSEError(EISDIR)
+    public static let busy = FUSEError(EBUSY)
     public static let invalid = FUSEError(EINVAL)
     public static let readOnlyFileSystem = FUSEError(EROFS)
     public static let notEmpty = FUSEError(ENOTEMPTY)

@@ -64,9 +64,25 @@ public enum FileIO {
         guard let address = mmap(nil, size, PROT_READ, MAP_PRIVATE, descriptor, 0), address != MAP_FAILED else {
             throw SystemCallError.last("mmap", path: path)
         }
+        MappedRegions.register(address, length: size)
         return Data(bytesNoCopy: address, count: size, deallocator: .custom { pointer, count in
+            MappedRegions.unregister(pointer)
             munmap(pointer, count)
         })
+    }
+
+    /// `fsync(2)` (or `fdatasync(2)`) with its error: durability that fails must be reported.
+    public static func synchronize(_ descriptor: Int32, dataOnly: Bool = false, path: String? = nil) throws {
+        try retryingOnInterrupt(dataOnly ? "fdatasync" : "fsync", path: path) { dataOnly ? fdatasync(descriptor) : fsync(descriptor) }
+    }
+
+    /// Makes the directory holding `path` durable: after a rename, the new name is on disk only once
+    /// its directory is synced.
+    public static func synchronizeDirectory(containing path: String) throws {
+        let directory = path.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(path[..<$0]) } ?? "."
+        let descriptor = try open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY)
+        defer { close(descriptor) }
+        try synchronize(descriptor, path: directory)
     }
 
     /// Copies the whole of `source` into `destination` without passing bytes through user space

@@ -1,0 +1,189 @@
+import DocumentModel
+import DocumentStore
+import Foundation
+import FUSE
+import Glibc
+import SystemSupport
+
+/// Committing a stage: judged by what the file is when it is committed (its current name and type,
+/// its current package), decoded with no lock held that `stat`, `lookup` or reads need, and
+/// installed at the name it has at that instant.
+extension DocumentFileSystem {
+    /// What judging a stage decided.
+    private enum Verdict {
+        /// Store the staged bytes as they are.
+        case asStaged
+        /// Store what the document type returned instead.
+        case reencoded(FileWrapper)
+        case refused(String)
+
+        var isReencoded: Bool {
+            if case .reencoded = self { return true }
+            return false
+        }
+    }
+
+    /// Validates and persists the stage, if it changed. Call with the node's `staging` lock held.
+    /// `closing`: the last writable handle is gone, so a refused stage is dropped (into the
+    /// quarantine); otherwise it is kept for its writer and a copy is quarantined.
+    func commit(_ slot: inout StageSlot, node: Node, durable: Bool, closing: Bool) throws(FUSEError) {
+        guard let stage = slot.stage, stage.isDirty, stage.failure == nil else { return }
+        // A rename between judging and installing would install at a stale name: judge again then.
+        for _ in 0..<3 {
+            guard let path = nodes.path(of: node.inode) else {
+                // Removed while open: there is no document left to commit to.
+                if closing { store.discard(stage.file) }
+                slot.stage = nil
+                node.state.withLock { $0.stagedFile = nil }
+                return
+            }
+            let verdict: Verdict
+            switch role(forPath: path) {
+            case .packageMember(let member):
+                try commitMember(&slot, node: node, path: path, member: member, durable: durable, closing: closing)
+                return
+            case .raw:
+                verdict = .asStaged
+            case .document(let claim):
+                verdict = judge(stage, path: path, claim: claim)
+            }
+            if case .refused(let reason) = verdict {
+                try refuse(&slot, node: node, path: path, reason: reason, closing: closing)
+            }
+            let stored = try namespace.reading { () throws(FUSEError) -> FileStatus? in
+                guard nodes.path(of: node.inode) == path else { return nil }
+                let committedSize = try? store.status(of: path).size
+                let status: FileStatus
+                if case .reencoded(let wrapper) = verdict {
+                    status = try storeCall { try store.persist(wrapper, at: path, durable: durable) }
+                } else {
+                    status = try storeCall { try store.install(stage.file, at: path, durable: durable) }
+                }
+                let appended = (committedSize ?? 0) <= stage.lowestChange && status.size >= (committedSize ?? 0)
+                installed(node, stage: stage, status: status, verdict: verdict, path: path, appended: appended)
+                return status
+            }
+            if stored != nil {
+                slot.stage = nil
+                return
+            }
+        }
+        logger.error("could not commit \(path(orRemoved: node)): it was renamed again and again while the write was judged")
+        throw .busy
+    }
+
+    private func path(orRemoved node: Node) -> String { nodes.path(of: node.inode) ?? "(removed)" }
+
+    /// Decodes the staged bytes with the claiming type and encodes what it would save.
+    private func judge(_ stage: Stage, path: String, claim: DocumentClaim) -> Verdict {
+        let staged = try? stage.file.status()
+        let stored = try? store.status(of: path)
+        if (staged?.size ?? 0) == 0 && (stored?.size ?? 0) == 0 {
+            // Created and closed empty (`touch`, `: > new.json`): a draft, stored as it is.
+            return .asStaged
+        }
+        do {
+            let file = try codec.wrapper(for: stage.file.descriptor, name: lastComponent(path))
+            let stagedBytes = file.regularFileContents ?? Data()
+            let document = try codec.decode(file, claim: claim)
+            let existing = (stored?.size ?? 0) > 0 ? try? store.fileWrapper(at: path) : nil
+            let result = try codec.encode(document, claim: claim, existingFile: existing)
+            return DocumentCodec.wrapper(result, holdsExactly: stagedBytes) ? .asStaged : .reencoded(result)
+        } catch {
+            return .refused("it does not decode as \(claim.type.name) (\(claim.contentType.identifier)): \(describe(error))")
+        }
+    }
+
+    /// The node's bookkeeping after a version was stored.
+    private func installed(_ node: Node, stage: Stage, status: FileStatus, verdict: Verdict, path: String, appended: Bool) {
+        let live: OwnedDescriptor?
+        if case .reencoded = verdict {
+            store.discard(stage.file)
+            live = try? store.openForReading(path)
+        } else {
+            // The staged file is the stored one now; it serves reads until the next write stages anew.
+            live = stage.file.descriptor
+        }
+        let dropPages = node.state.withLock { state in
+            state.live = live
+            state.decodedVersion = status.version
+            state.cachedVersion = nil
+            state.stagedFile = nil
+            state.commits += 1
+            if !appended { state.lastRewrite = state.commits }
+            defer { state.pageCacheInUse = false }
+            return state.pageCacheInUse
+        }
+        notifier.invalidateAttributes(of: node.inode)
+        // Write-only handles bypass the page cache, so pages cached from before hold the old version.
+        if dropPages || verdict.isReencoded { notifier.invalidateContent(of: node.inode) }
+    }
+
+    /// Refuses the stage: EIO, the stored document unchanged, the refused bytes in the quarantine
+    /// (moved there when closing, copied while the writer may still complete them).
+    private func refuse(_ slot: inout StageSlot, node: Node, path: String, reason: String, closing: Bool) throws(FUSEError) -> Never {
+        guard var stage = slot.stage else { throw .ioError }
+        if stage.quarantinedGeneration != stage.generation {
+            let kept = closing
+                ? try? store.quarantine(stage.file, for: path, reason: reason)
+                : try? store.quarantineCopy(of: stage.file, for: path, reason: reason)
+            let later = closing ? "" : " The staged bytes are kept: later writes to the open file still land on them."
+            logger.error("refused a write to \(path): \(reason). The stored document is unchanged; the refused bytes are in \(kept ?? "(could not be kept)").\(later)")
+            stage.quarantinedGeneration = stage.generation
+        } else if closing {
+            store.discard(stage.file)
+            logger.notice("refused \(path) again at its last close, unchanged since it was quarantined")
+        }
+        slot.stage = closing ? nil : stage
+        let dropPages = node.state.withLock { state in
+            if closing { state.stagedFile = nil }
+            // A read-write handle's refused bytes may be in the page cache: the next open drops it.
+            state.cachedVersion = nil
+            return state.pageCacheInUse
+        }
+        if dropPages { notifier.invalidateContent(of: node.inode) }
+        throw .ioError
+    }
+
+    /// Commits a member's stage as a change to its package. The change consumes a staging file: the
+    /// stage itself when closing, else a copy, so a refused change leaves the writer's stage intact.
+    private func commitMember(
+        _ slot: inout StageSlot, node: Node, path: String, member: PackageMember, durable: Bool, closing: Bool
+    ) throws(FUSEError) {
+        guard let stage = slot.stage else { return }
+        try packages.withPackage(member.root) { () throws(FUSEError) in
+            let file = closing ? stage.file : try storeCall { try store.makeStagingFile(seededFrom: stage.file.descriptor, for: path) }
+            if durable { try storeCall { try FileIO.synchronize(file.descriptor.rawValue, dataOnly: true, path: file.path) } }
+            let outcome: PackageCoordinator.Outcome
+            do throws(FUSEError) {
+                outcome = try packages.commit(.replaceFile(member.member, file), root: member.root, claim: member.claim, durable: durable)
+            } catch {
+                if closing {
+                    slot.stage = nil
+                    node.state.withLock { $0.stagedFile = nil }
+                } else if FileManager.default.fileExists(atPath: file.path) {
+                    store.discard(file)
+                }
+                node.state.withLock { $0.cachedVersion = nil }
+                notifier.invalidateContent(of: node.inode)
+                throw error
+            }
+            if !closing { store.discard(stage.file) }
+            slot.stage = nil
+            node.state.withLock { state in
+                switch outcome {
+                case .asApplied: state.live = file.descriptor
+                case .reencoded: state.live = try? store.openForReading(path)
+                }
+                state.decodedVersion = nil
+                state.cachedVersion = nil
+                state.stagedFile = nil
+                state.commits += 1
+                state.lastRewrite = state.commits
+            }
+            notifier.invalidateAttributes(of: node.inode)
+            notifier.invalidateContent(of: node.inode)
+        }
+    }
+}
+

@@ -1,0 +1,93 @@
+import Foundation
+import Glibc
+import SystemSupport
+
+/// How much refused and interrupted content the quarantine keeps. Pruned oldest first, never the
+/// item just added.
+public struct QuarantineLimits: Sendable {
+    /// Bytes kept in all, counted over the items' contents.
+    public var maximumBytes: Int64
+    /// Seconds an item is kept.
+    public var maximumAge: TimeInterval
+
+    public init(maximumBytes: Int64 = 1 << 30, maximumAge: TimeInterval = 30 * 24 * 3600) {
+        self.maximumBytes = maximumBytes
+        self.maximumAge = maximumAge
+    }
+}
+
+/// The quarantine folder's items: each a file or folder named `TIME-TAG-PID-N-DOCUMENT`, with a
+/// `.reason` file beside it.
+public enum Quarantine {
+    public struct Item: Sendable {
+        public var path: String
+        public var date: Date
+        public var bytes: Int64
+    }
+
+    /// The items, oldest first. The time is read from the name (it sorts by time), else the file's.
+    public static func items(in directory: String) -> [Item] {
+        let names = ((try? FileIO.directoryEntries(directory)) ?? []).filter { !$0.hasSuffix(".reason") }.sorted()
+        return names.compactMap { name in
+            let path = directory + "/" + name
+            guard let status = try? FileStatus.of(path: path) else { return nil }
+            let date = timestamp(in: name) ?? status.modificationTime.date
+            return Item(path: path, date: date, bytes: size(of: path, status: status))
+        }
+    }
+
+    private static func size(of path: String, status: FileStatus) -> Int64 {
+        guard status.kind == .directory else { return status.blocks * 512 }
+        return ((try? FileIO.directoryEntries(path)) ?? []).reduce(status.blocks * 512) { total, name in
+            let child = path + "/" + name
+            return total + ((try? FileStatus.of(path: child)).map { size(of: child, status: $0) } ?? 0)
+        }
+    }
+
+    /// "20261122T140600.123Z-…" → that instant.
+    private static func timestamp(in name: String) -> Date? {
+        let bytes = Array(name.utf8.prefix(15))
+        guard bytes.count == 15, bytes[8] == UInt8(ascii: "T") else { return nil }
+        func number(_ range: Range<Int>) -> Int32? {
+            var value: Int32 = 0
+            for byte in bytes[range] {
+                guard byte >= 48 && byte <= 57 else { return nil }
+                value = value * 10 + Int32(byte - 48)
+            }
+            return value
+        }
+        guard let year = number(0..<4), let month = number(4..<6), let day = number(6..<8),
+              let hour = number(9..<11), let minute = number(11..<13), let second = number(13..<15)
+        else { return nil }
+        var parts = tm()
+        parts.tm_year = year - 1900
+        parts.tm_mon = month - 1
+        parts.tm_mday = day
+        parts.tm_hour = hour
+        parts.tm_min = minute
+        parts.tm_sec = second
+        return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
+    }
+}
+
+/// Store paths as parts of private file names: `%` and `/` escaped, cut to fit a name's 255 bytes.
+enum StagingName {
+    static let limit = 150
+
+    static func encode(_ path: String) -> String {
+        var result = ""
+        for character in path {
+            let piece = character == "%" ? "%25" : character == "/" ? "%2F" : String(character)
+            if result.utf8.count + piece.utf8.count > limit { break }
+            result += piece
+        }
+        return result
+    }
+
+    /// The document a staging file was made for, from its name `stage-PID-N-DOCUMENT`.
+    static func document(fromStagingName name: String) -> String? {
+        let parts = name.split(separator: "-", maxSplits: 3, omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[0] == "stage", !parts[3].isEmpty else { return nil }
+        return String(parts[3]).replacingOccurrences(of: "%2F", with: "/").replacingOccurrences(of: "%25", with: "%")
+    }
+}
