@@ -30,7 +30,11 @@ let package = Package(
             "FUSE", "DocumentStore", "DocumentModel", "SystemSupport", "CSystemShims",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "StandardDocuments", dependencies: ["DocumentModel"]),
+        .target(
+            name: "StandardDocuments", dependencies: ["DocumentModel", "SystemSupport"],
+            // The validators are byte loops over whole documents; unoptimized they run 20 times
+            // slower, which the integration tests (run against the debug daemon) would feel.
+            swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
         .executableTarget(name: "docfs", dependencies: [
             "DocumentFS", "StandardDocuments", "CSystemShims",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -1,7 +1,9 @@
 import DocumentModel
 
-/// A JSON document (`public.json`): accepted when it parses as JSON (any value at the top level,
-/// as RFC 8259 allows), refused with `CocoaError(.fileReadCorruptFile)` otherwise. Saved exactly as
+/// A JSON document (`public.json`): accepted when it is JSON as RFC 8259 defines it (any value at
+/// the top level; no trailing commas, comments or other extensions), refused with
+/// `CocoaError(.fileReadCorruptFile)` naming the line and column otherwise. Validation builds no
+/// value, so a 50 MB document costs a pass over its bytes, not a tree of objects. Saved exactly as
 /// written — DocFS validates JSON, it does not reformat it.
 public struct JSONDocument: FileDocument {
     public static var readableContentTypes: [UTType] { [.json] }
@@ -19,11 +21,17 @@ public struct JSONDocument: FileDocument {
 
     public init(configuration: ReadConfiguration) throws {
         guard let data = configuration.file.regularFileContents else { throw CocoaError(.fileReadCorruptFile) }
-        do {
-            _ = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
-        } catch {
+        let failure = data.withUnsafeBytes { bytes -> JSONSyntaxError? in
+            do throws(JSONSyntaxError) {
+                try JSONValidator.validate(bytes)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let failure {
             throw CocoaError(.fileReadCorruptFile, userInfo: [
-                NSLocalizedFailureReasonErrorKey: "not valid JSON: \(error.localizedDescription)", NSUnderlyingErrorKey: error,
+                NSLocalizedFailureReasonErrorKey: "not valid JSON: \(failure)", NSUnderlyingErrorKey: failure,
             ])
         }
         contents = data

@@ -20,9 +20,11 @@ public struct PlainTextDocument: FileDocument {
 
     public init(configuration: ReadConfiguration) throws {
         guard let data = configuration.file.regularFileContents else { throw CocoaError(.fileReadCorruptFile) }
-        guard data.withUnsafeBytes(isValidUTF8) else {
-            throw CocoaError(.fileReadCorruptFile, userInfo: [NSLocalizedFailureReasonErrorKey: "not valid UTF-8 text"])
+        let problem = data.withUnsafeBytes { bytes -> String? in
+            guard let offset = firstInvalidUTF8(bytes) else { return nil }
+            return "not valid UTF-8 text: \(describeByte(at: offset, in: bytes)) at byte offset \(offset) (\(TextPosition(of: offset, in: bytes)))"
         }
+        if let problem { throw CocoaError(.fileReadCorruptFile, userInfo: [NSLocalizedFailureReasonErrorKey: problem]) }
         contents = data
     }
 

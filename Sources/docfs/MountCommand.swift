@@ -43,6 +43,12 @@ struct MountCommand: ParsableCommand {
     @Flag(help: "Create the mount point if it does not exist.")
     var mkdir = false
 
+    @Option(help: ArgumentHelp("Most the quarantine keeps before pruning its oldest items: bytes, or with K, M, G.", valueName: "size"))
+    var quarantineLimit = "1G"
+
+    @Option(help: ArgumentHelp("Days a quarantined item is kept.", valueName: "days"))
+    var quarantineDays = 30.0
+
     /// Set by the daemonizing parent: the descriptor to report readiness on.
     @Option(help: .hidden)
     var readyDescriptor: Int32?
@@ -51,6 +57,8 @@ struct MountCommand: ParsableCommand {
         guard threads >= 1 && threads <= 256 else { throw ValidationError("--threads must be between 1 and 256") }
         guard cacheTimeout >= 0 else { throw ValidationError("--cache-timeout must not be negative") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
+        guard ByteCount.parse(quarantineLimit) != nil else { throw ValidationError("--quarantine-limit '\(quarantineLimit)' is not a size (examples: 500M, 2G, 1048576)") }
+        guard quarantineDays > 0 else { throw ValidationError("--quarantine-days must be positive") }
     }
 
     func run() throws {
@@ -131,12 +139,13 @@ struct MountCommand: ParsableCommand {
         let logger = LogSetup.logger(foreground: readyDescriptor == nil, logFile: logFile, level: Logger.Level(rawValue: logLevel) ?? .info)
         let directoryStore: DirectoryStore
         do {
-            directoryStore = try DirectoryStore(path: storePath)
+            let limits = QuarantineLimits(maximumBytes: ByteCount.parse(quarantineLimit) ?? 1 << 30, maximumAge: quarantineDays * 24 * 3600)
+            directoryStore = try DirectoryStore(path: storePath, quarantineLimits: limits)
         } catch {
             throw CommandFailure(message: "cannot open store \(store): \(error)", status: ExitStatus.badStore)
         }
         for recovered in directoryStore.recoverInterruptedWrites() {
-            logger.warning("a write interrupted by a crash was kept in \(recovered)")
+            logger.warning("a write interrupted by a crash or a kill was kept in \(recovered)")
         }
         var options = DocumentFSOptions()
         let parsed = parsedOptions
@@ -174,7 +183,8 @@ struct MountCommand: ParsableCommand {
         // The read end must not leak into the daemon; the write end becomes its descriptor 3.
         guard docfs_pipe_cloexec(&pipeEnds) == 0 else { throw CommandFailure(message: "pipe: \(String(cString: strerror(errno)))", status: ExitStatus.failure) }
         var arguments = [CommandLine.arguments.first ?? "docfs", "mount", store, mountPoint, "--ready-descriptor", "3",
-                         "--threads", String(threads), "--cache-timeout", String(cacheTimeout), "--log-level", logLevel]
+                         "--threads", String(threads), "--cache-timeout", String(cacheTimeout), "--log-level", logLevel,
+                         "--quarantine-limit", quarantineLimit, "--quarantine-days", String(quarantineDays)]
         for option in mountOptions { arguments += ["-o", option] }
         if strict { arguments.append("--strict") }
         if let logFile { arguments += ["--log-file", absolutePath(logFile.hasPrefix("/") ? logFile : FileManager.default.currentDirectoryPath + "/" + logFile)] }
