@@ -8,9 +8,10 @@ import SystemSupport
 ///
 /// Readers see committed versions only. Writes that are not committed yet never reach the kernel's
 /// page cache that readers share: a handle opened write-only bypasses it (direct I/O), and a reader
-/// that opens while a writer is at work bypasses it too and reads the committed file. Only a
-/// read-write handle (which may `mmap`) writes through the shared cache; readers that opened before
-/// it see its writes there, as on a local disk.
+/// that opens while a writer is at work (or was, in the last two seconds) bypasses it too and reads
+/// the committed file. The exception: a reader that opened a document nobody was writing reads
+/// through the shared cache, so if a writer starts while it is still reading, it may see what a
+/// reader on a local disk sees (the size the writer sets, a read-write handle's writes).
 extension DocumentFileSystem {
     /// What an open found at the inode's name, resolved against renames in one step.
     private enum Found {
@@ -18,6 +19,8 @@ extension DocumentFileSystem {
         case staged(path: String, role: Role, live: OwnedDescriptor, status: FileStatus)
         /// Replaced by a rename or removed since the kernel looked it up: its last version.
         case detached(OwnedDescriptor)
+        /// Replaced by a rename, opened for writing: the inode that holds its name now.
+        case replaced(by: Inode)
     }
 
     func open(inode: Inode, flags: Int32, context: RequestContext) throws(FUSEError) -> OpenReply {
@@ -26,7 +29,16 @@ extension DocumentFileSystem {
         if writing { try requireWritable() }
         let found = try namespace.reading { () throws(FUSEError) -> Found in
             guard let path = nodes.path(of: inode) else {
-                guard !writing, let kept = node.state.withLock({ $0.committed }) else { throw .noEntry }
+                if writing {
+                    // The kernel resolved the name just before a rename replaced what it named. A
+                    // writer must not write to a file no name leads to any more: it writes to the
+                    // document that has the name now, as if it had looked up a moment later.
+                    guard let former = nodes.formerName(of: inode) else { throw .stale }
+                    let current = nodes.child(parent: former.parent, name: former.name, counting: false)
+                    guard nodes.path(of: current.inode) != nil else { throw .stale }
+                    return .replaced(by: current.inode)
+                }
+                guard let kept = node.state.withLock({ $0.committed }) else { throw .noEntry }
                 return .detached(kept)
             }
             let status = try storeCall { try store.status(of: path) }
@@ -58,6 +70,13 @@ extension DocumentFileSystem {
             return register(OpenFile(node: node, access: .staged, flags: flags, view: ReadView(kept, commit: .max)), directIO: true)
         case .staged(let path, let role, let live, let status):
             return try openStaged(node, path: path, role: role, live: live, status: status, flags: flags, context: context)
+        case .replaced(let current):
+            do throws(FUSEError) {
+                return try open(inode: current, flags: flags, context: context)
+            } catch {
+                nodes.forget(current, count: 0)  // drops a record made only for this open
+                throw error
+            }
         }
     }
 
@@ -111,7 +130,7 @@ extension DocumentFileSystem {
         }
         let writeOnly = flags & O_ACCMODE == O_WRONLY
         return node.state.withLock { state in
-            let directIO = writing ? writeOnly : state.writableHandles > 0 || state.stagedFile != nil
+            let directIO = writing ? writeOnly : state.isBeingWritten
             let keepCache = !directIO && state.stagedFile == nil && state.cachedVersion == liveVersion
             if !directIO {
                 // A cached reader fills the page cache with this version; a cached writer with its writes.

@@ -188,7 +188,7 @@ extension DocumentFileSystem {
             if let failure = slot.stage?.failure { throw FUSEError(failure) }
             if slot.stage?.isDirty == true {
                 try commit(&slot, node: file.node, durable: true, closing: false)
-            } else if let path = nodes.path(of: inode) {
+            } else if let path = nodes.path(of: file.node.inode) {
                 // Committed already (at an earlier close): make that version and its name durable.
                 try storeCall { try store.synchronize(path) }
             }
@@ -211,7 +211,9 @@ extension DocumentFileSystem {
         if case .raw(let descriptor) = file.access, file.isWritable, let status = try? descriptor.status() {
             file.node.state.withLock { $0.cachedVersion = status.version }
         }
-        nodes.closed(inode)
+        // The handle's node, not the kernel's inode: an open of a replaced inode is served by the
+        // node that holds its name now.
+        nodes.closed(file.node.inode)
         release(node: file.node, writable: file.isWritable)
     }
 
@@ -221,6 +223,7 @@ extension DocumentFileSystem {
         let lastWriter = node.state.withLock { state in
             guard writable else { return false }
             state.writableHandles = max(0, state.writableHandles - 1)
+            if state.writableHandles == 0 { state.lastWriterClosed = monotonicNanoseconds() }
             return state.writableHandles == 0
         }
         if lastWriter {

@@ -32,6 +32,9 @@ struct NodeState {
     /// just set up (a shell's RELEASE arrives after its close returns, while the next program opens).
     var openHandles = 0
     var writableHandles = 0
+    /// When the last writable handle closed (CLOCK_MONOTONIC nanoseconds): a document written
+    /// recently is likely written again, and readers of it bypass the page cache.
+    var lastWriterClosed: UInt64 = 0
     /// The committed file, open while any handle of the document is.
     var live: OwnedDescriptor?
     /// The file this inode named when a rename replaced it or an unlink removed it while the kernel
@@ -56,6 +59,20 @@ struct NodeState {
 
     /// The file committed readers see: the live one, or the one kept after a replacement.
     var committed: OwnedDescriptor? { live ?? retained }
+
+    /// Whether a reader opening now should bypass the kernel's page cache. The cache and the file
+    /// size the kernel keeps are shared by every handle of the inode, and a writer changes both (an
+    /// O_TRUNC open sets the size to 0, its attributes and writes move it); a reader that reads the
+    /// committed file directly sees none of that.
+    var isBeingWritten: Bool {
+        writableHandles > 0 || stagedFile != nil || monotonicNanoseconds() &- lastWriterClosed < 2_000_000_000
+    }
+}
+
+func monotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
 }
 
 /// A write in progress.

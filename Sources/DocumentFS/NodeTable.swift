@@ -53,6 +53,15 @@ final class NodeTable: Sendable {
 
     func name(of inode: Inode) -> String? { state.withLock { $0.records[inode]?.name } }
 
+    /// Where a detached inode was last named (a rename replaced it, or it was removed), while its
+    /// parent is still known.
+    func formerName(of inode: Inode) -> (parent: Inode, name: String)? {
+        state.withLock { state in
+            guard let record = state.records[inode], record.isDetached, state.records[record.parent] != nil else { return nil }
+            return (record.parent, record.name)
+        }
+    }
+
     private static func path(of inode: Inode, in state: State) -> String? {
         var components: [String] = []
         var current = inode

@@ -15,6 +15,7 @@ public struct FUSEError: Error, Equatable, CustomStringConvertible, Sendable {
     public static let notDirectory = FUSEError(ENOTDIR)
     public static let isDirectory = FUSEError(EISDIR)
     public static let busy = FUSEError(EBUSY)
+    public static let stale = FUSEError(ESTALE)
     public static let invalid = FUSEError(EINVAL)
     public static let readOnlyFileSystem = FUSEError(EROFS)
     public static let notEmpty = FUSEError(ENOTEMPTY)

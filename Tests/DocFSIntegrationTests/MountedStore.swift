@@ -15,6 +15,8 @@ final class MountedStore {
     let logFile: String
     private(set) var daemon: ChildProcess?
     private var unmounted = false
+    /// Whether the store is a tmpfs of the test's own (for full-disk tests).
+    private let storeIsTmpfs: Bool
 
     /// The `docfs` built beside the test bundle (or `$DOCFS_BINARY`).
     static var binary: String {
@@ -30,19 +32,25 @@ final class MountedStore {
 
     /// Makes a store holding `files` (path → contents) and mounts it with `arguments` added to the
     /// `docfs mount` command line; `launcher` runs before docfs (e.g. `prlimit --nofile=…`).
-    init(files: [String: Data] = [:], arguments: [String] = [], launcher: [String] = []) throws {
+    /// `tmpfsSize` puts the store on a tmpfs of that size (`32m`), so a test can fill it.
+    init(files: [String: Data] = [:], arguments: [String] = [], launcher: [String] = [], tmpfsSize: String? = nil) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-it-\(UUID().uuidString.prefix(8))")
         store = root.appendingPathComponent("store").path
         mountPoint = root.appendingPathComponent("mnt").path
         logFile = root.appendingPathComponent("docfs.log").path
+        storeIsTmpfs = tmpfsSize != nil
         try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        if let tmpfsSize {
+            let result = try Self.run(["mount", "-t", "tmpfs", "-o", "size=\(tmpfsSize)", "docfs-test", store], timeout: 10)
+            guard result.succeeded else { throw MountFailure(log: "cannot mount a tmpfs store: \(result.error)") }
+        }
         for (path, contents) in files { try writeToStore(path, contents) }
         try mount(arguments: arguments, launcher: launcher)
     }
 
-    convenience init(texts: [String: String], arguments: [String] = [], launcher: [String] = []) throws {
-        try self.init(files: texts.mapValues { Data($0.utf8) }, arguments: arguments, launcher: launcher)
+    convenience init(texts: [String: String], arguments: [String] = [], launcher: [String] = [], tmpfsSize: String? = nil) throws {
+        try self.init(files: texts.mapValues { Data($0.utf8) }, arguments: arguments, launcher: launcher, tmpfsSize: tmpfsSize)
     }
 
     func mount(arguments: [String] = [], launcher: [String] = []) throws {
@@ -96,7 +104,20 @@ final class MountedStore {
 
     deinit {
         unmount()
+        if storeIsTmpfs { _ = try? Self.run(["umount", "-l", store], timeout: 10) }
         try? FileManager.default.removeItem(at: root)
+    }
+
+    /// The daemon's peak resident memory so far (VmHWM), in KiB.
+    var daemonPeakKiB: Int? {
+        guard let daemon, let status = try? String(contentsOfFile: "/proc/\(daemon.pid)/status", encoding: .utf8) else { return nil }
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
+        return line.flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") }
+    }
+
+    /// The files left in the store's staging area.
+    var staged: [String] {
+        (try? FileManager.default.contentsOfDirectory(atPath: inStore(".docfs/staging"))) ?? []
     }
 
     // MARK: Paths and files
