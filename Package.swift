@@ -19,12 +19,13 @@ let package = Package(
     targets: [
         // Linux port of SwiftUI's document API; no FUSE, no store.
         .target(name: "DocumentModel", dependencies: ["SystemSupport"]),
-        // POSIX file helpers shared by the model, the store and the bridge (stat, mmap, copies).
+        // POSIX file helpers shared by the model, the store, the bridge and the FUSE binding (names as
+        // bytes, paths of any length, stat, mmap, copies).
         .target(name: "SystemSupport", dependencies: ["CSystemShims"]),
         // Small C helpers for libc calls Swift cannot import (variadic or GNU-only).
         .target(name: "CSystemShims"),
         .systemLibrary(name: "CFUSE", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
-        .target(name: "FUSE", dependencies: ["CFUSE"]),
+        .target(name: "FUSE", dependencies: ["CFUSE", "SystemSupport"]),
         .target(name: "DocumentStore", dependencies: ["DocumentModel", "SystemSupport", "CSystemShims"]),
         .target(name: "DocumentFS", dependencies: [
             "FUSE", "DocumentStore", "DocumentModel", "SystemSupport", "CSystemShims",

@@ -51,7 +51,7 @@ extension DocumentFileSystem {
                 try refuse(&slot, node: node, path: path, reason: reason, closing: closing)
             }
             let stored = try namespace.reading { () throws(FUSEError) -> FileStatus? in
-                guard nodes.path(of: node.inode) == path else { return nil }
+                guard let now = nodes.path(of: node.inode), FileSystemPath.same(now, path) else { return nil }
                 let committedSize = try? store.status(of: path).size
                 let status: FileStatus
                 if case .reencoded(let wrapper) = verdict {

@@ -57,7 +57,11 @@ extension DocumentFileSystem {
         case .regular: S_IFREG
         case .directory: S_IFDIR
         case .symbolicLink: S_IFLNK
-        case .other, .unknown: 0
+        case .fifo: S_IFIFO
+        case .socket: S_IFSOCK
+        case .characterDevice: S_IFCHR
+        case .blockDevice: S_IFBLK
+        case .unknown: 0
         }
     }
 

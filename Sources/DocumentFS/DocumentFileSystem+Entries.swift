@@ -139,15 +139,22 @@ extension DocumentFileSystem {
 
     func makeNode(parent: Inode, name: String, mode: mode_t, device: dev_t, context: RequestContext) throws(FUSEError) -> Entry {
         try requireWritable()
-        // Only regular files: device nodes and FIFOs are not documents and have no place in a store.
-        guard mode & S_IFMT == S_IFREG else { throw .notPermitted }
         let path = try childPath(parent: parent, name: name)
         let owner = owner(context)
-        if try changeInPackage(path, { .createFile($0, mode: mode & 0o7777, owner: owner) }) {
+        let isRegular = mode & S_IFMT == S_IFREG
+        // FIFOs, sockets and devices are stored as themselves and are always raw: no type reads them.
+        let change: (String) -> PackageChange = isRegular
+            ? { .createFile($0, mode: mode & 0o7777, owner: owner) }
+            : { .makeSpecialFile($0, mode: mode, device: device, owner: owner) }
+        if try changeInPackage(path, change) {
             return try countedEntry(parent: parent, name: name, path: path, caller: context.processID)
         }
-        try requireClaimedIfStrict(path, isDirectory: false)
-        try storeCall { try store.createEmptyFile(path, mode: mode & 0o7777, owner: owner) }
+        if isRegular {
+            try requireClaimedIfStrict(path, isDirectory: false)
+            try storeCall { try store.createEmptyFile(path, mode: mode & 0o7777, owner: owner) }
+        } else {
+            try storeCall { try store.makeSpecialFile(path, mode: mode, device: device, owner: owner) }
+        }
         return try countedEntry(parent: parent, name: name, path: path, caller: context.processID)
     }
 

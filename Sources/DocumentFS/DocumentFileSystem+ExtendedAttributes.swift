@@ -1,9 +1,16 @@
 import DocumentModel
 import FUSE
 import Glibc
+import SystemSupport
 
 /// Extended attributes: the store's own (kept with the document across saves), plus two that
-/// DocFS answers itself and that cannot be set: the document's content type and its `isEditable`.
+/// DocFS answers itself: the document's content type and its `isEditable`.
+///
+/// DocFS's attributes are readable by name but never listed, so tools that copy attributes
+/// (`rsync -X`, `tar --xattrs`, `cp -a`) neither copy them out nor try to restore them, and a
+/// symbolic link lists nothing it cannot return. Setting one to the value it already has succeeds
+/// (an archive made by an older DocFS that listed them restores cleanly); changing or removing one
+/// is EPERM.
 extension DocumentFileSystem {
     static let contentTypeAttribute = "user.docfs.content-type"
     static let editableAttribute = "user.docfs.editable"
@@ -50,14 +57,18 @@ extension DocumentFileSystem {
 
     func extendedAttributeNames(inode: Inode, context: RequestContext) throws(FUSEError) -> [UInt8] {
         let path = try path(of: inode)
-        var names = try storeCall { try store.extendedAttributeNames(path) }.filter { !$0.hasPrefix(Self.reservedPrefix) }
-        names += [Self.contentTypeAttribute, Self.editableAttribute]
-        return names.flatMap { Array($0.utf8) + [0] }
+        let names = try storeCall { try store.extendedAttributeNames(path) }.filter { !$0.hasPrefix(Self.reservedPrefix) }
+        return names.flatMap { FileSystemPath.bytes(of: $0) + [0] }
     }
 
     func setExtendedAttribute(inode: Inode, name: String, value: UnsafeRawBufferPointer, flags: Int32, context: RequestContext) throws(FUSEError) {
         try requireWritable()
-        guard !Self.isVirtual(name) else { throw .notPermitted }
+        if Self.isVirtual(name) {
+            let current = try? extendedAttribute(inode: inode, name: name, context: context)
+            // XATTR_CREATE (1) fails on an attribute that exists, as these always do.
+            guard let current, current.elementsEqual(value), flags & 1 == 0 else { throw .notPermitted }
+            return
+        }
         let path = try path(of: inode)
         try storeCall { try store.setExtendedAttribute(path, name: name, value: value, flags: flags) }
     }

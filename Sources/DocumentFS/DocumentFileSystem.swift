@@ -68,7 +68,7 @@ final class DocumentFileSystem: FileSystemOperations {
     }
 
     func childPath(parent: Inode, name: String) throws(FUSEError) -> String {
-        if name.utf8.count > 255 { throw .nameTooLong }
+        if FileSystemPath.byteCount(of: name) > 255 { throw .nameTooLong }
         if parent == .root && name == DirectoryStore.privateAreaName { throw .accessDenied }
         let parentPath = try path(of: parent)
         return parentPath.isEmpty ? name : parentPath + "/" + name

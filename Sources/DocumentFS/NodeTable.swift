@@ -1,5 +1,6 @@
 import FUSE
 import Synchronization
+import SystemSupport
 
 /// The inodes the kernel knows, by number and by (parent, name). Numbers are assigned here, not
 /// taken from the store, because a document's stored file is replaced by every save.
@@ -8,9 +9,21 @@ import Synchronization
 /// path is found through its parent). Nothing here holds a file descriptor, so a tree of any size
 /// costs one small record per inode the kernel holds.
 final class NodeTable: Sendable {
+    /// A name in a directory, compared and hashed as bytes: NFC and NFD spellings of one word are
+    /// two names on Linux, though `String ==` calls them equal.
     private struct ChildKey: Hashable {
         var parent: Inode
         var name: String
+
+        static func == (first: ChildKey, second: ChildKey) -> Bool {
+            first.parent == second.parent && FileSystemPath.same(first.name, second.name)
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(parent)
+            var name = name
+            name.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        }
     }
 
     private struct Record {
@@ -153,7 +166,7 @@ final class NodeTable: Sendable {
         guard var record = state.records[inode] else { return }
         if record.aliases > 0 {
             record.aliases -= 1
-            if record.parent == key.parent && record.name == key.name,
+            if record.parent == key.parent && FileSystemPath.same(record.name, key.name),
                let other = state.byName.first(where: { $0.value == inode })?.key
             {
                 // The primary name went; another link carries the inode on.

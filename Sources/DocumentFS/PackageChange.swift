@@ -7,6 +7,7 @@ enum PackageChange {
     /// A staged write to a member file, committed.
     case replaceFile(String, StagingFile)
     case createFile(String, mode: mode_t, owner: Ownership)
+    case makeSpecialFile(String, mode: mode_t, device: dev_t, owner: Ownership)
     case makeDirectory(String, mode: mode_t, owner: Ownership)
     case makeSymbolicLink(String, target: String, owner: Ownership)
     case rename(String, to: String, flags: UInt32)
@@ -25,7 +26,7 @@ enum PackageChange {
     /// The member the change is about, relative to the package root, for messages.
     var member: String {
         switch self {
-        case .replaceFile(let member, _), .createFile(let member, _, _), .makeDirectory(let member, _, _),
+        case .replaceFile(let member, _), .createFile(let member, _, _), .makeSpecialFile(let member, _, _, _), .makeDirectory(let member, _, _),
              .makeSymbolicLink(let member, _, _), .rename(_, let member, _), .removeFile(let member), .removeDirectory(let member):
             member
         }
@@ -37,6 +38,7 @@ enum PackageChange {
         switch self {
         case .replaceFile(let member, let staging): try store.install(staging, at: at(member), durable: false)
         case .createFile(let member, let mode, let owner): try store.createEmptyFile(at(member), mode: mode, owner: owner)
+        case .makeSpecialFile(let member, let mode, let device, let owner): try store.makeSpecialFile(at(member), mode: mode, device: device, owner: owner)
         case .makeDirectory(let member, let mode, let owner): try store.makeDirectory(at(member), mode: mode, owner: owner)
         case .makeSymbolicLink(let member, let target, let owner): try store.makeSymbolicLink(at(member), target: target, owner: owner)
         case .rename(let source, let destination, let flags): try store.rename(at(source), to: at(destination), flags: flags)

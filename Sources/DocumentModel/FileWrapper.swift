@@ -259,10 +259,7 @@ open class FileWrapper: @unchecked Sendable {
             }
         case .symbolicLink:
             newKind = .symbolicLink
-            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-            let length = readlink(path, &buffer, buffer.count - 1)
-            guard length >= 0 else { throw CocoaError.reading(SystemCallError.last("readlink", path: path), url: url) }
-            newDestination = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            do { newDestination = try Paths.symbolicLinkTarget(path) } catch { throw CocoaError.reading(error, url: url) }
         case .other:
             throw CocoaError(.fileReadUnsupportedScheme, userInfo: [NSURLErrorKey: url, NSFilePathErrorKey: path])
         }

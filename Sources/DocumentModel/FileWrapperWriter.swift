@@ -16,13 +16,13 @@ struct FileWrapperWriter {
         switch wrapper.kind {
         case .regularFile: try writeRegularFile(wrapper, to: path)
         case .symbolicLink:
-            try retryingOnInterrupt("symlink", path: path) { symlink(wrapper.linkDestinationText ?? "", path) }
+            try Paths.makeSymbolicLink(path, target: wrapper.linkDestinationText ?? "")
         case .directory:
-            try retryingOnInterrupt("mkdir", path: path) { mkdir(path, permissions(of: wrapper) ?? 0o755) }
+            try Paths.makeDirectory(path, mode: permissions(of: wrapper) ?? 0o755)
             for (key, child) in wrapper.fileWrappers ?? [:] {
                 try write(child, to: path + "/" + key)
             }
-            if let mode = permissions(of: wrapper) { chmod(path, mode) }
+            if let mode = permissions(of: wrapper) { try? Paths.setPermissions(path, mode) }
             try applyModificationDate(of: wrapper, to: path)
         }
     }
@@ -40,7 +40,7 @@ struct FileWrapperWriter {
         {
             let linkable = linkAnyUnchangedFile || originalPath.map { source.path.hasPrefix($0 + "/") } ?? false
             if linkable, permissions(of: wrapper).map({ $0 == current.permissions }) ?? true,
-               link(source.path, path) == 0
+               (try? Paths.makeHardLink(path, to: source.path)) != nil
             {
                 return
             }

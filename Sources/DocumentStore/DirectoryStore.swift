@@ -48,7 +48,7 @@ public final class DirectoryStore: DocumentStore {
         temporaryDirectory = privateArea + "/tmp"
         quarantineDirectory = privateArea + "/quarantine"
         for directory in [privateArea, stagingDirectory, temporaryDirectory, quarantineDirectory] {
-            if mkdir(directory, 0o700) != 0 && errno != EEXIST { throw SystemCallError.last("mkdir", path: directory) }
+            if (try? Paths.makeDirectory(directory, mode: 0o700)) == nil && errno != EEXIST { throw SystemCallError.last("mkdir", path: directory) }
         }
     }
 
@@ -106,8 +106,11 @@ public final class DirectoryStore: DocumentStore {
             case Int32(DT_REG): .regular
             case Int32(DT_DIR): .directory
             case Int32(DT_LNK): .symbolicLink
-            case Int32(DT_UNKNOWN): .unknown
-            default: .other
+            case Int32(DT_FIFO): .fifo
+            case Int32(DT_SOCK): .socket
+            case Int32(DT_CHR): .characterDevice
+            case Int32(DT_BLK): .blockDevice
+            default: .unknown
             }
             return StoreDirectoryEntry(name: name, kind: kind)
         }
@@ -139,7 +142,7 @@ public final class DirectoryStore: DocumentStore {
                 try FileIO.copyContents(from: source.rawValue, to: descriptor.rawValue, path: stagingPath)
             } catch {
                 // A copy that failed (a full disk) must not leave a partial stage holding space.
-                unlink(stagingPath)
+                Paths.remove(stagingPath)
                 throw error
             }
         }
@@ -246,7 +249,7 @@ public final class DirectoryStore: DocumentStore {
                 let tooOld = now.timeIntervalSince(item.date) > quarantineLimits.maximumAge
                 guard tooOld || total > quarantineLimits.maximumBytes else { continue }
                 try? FileIO.removeItem(item.path)
-                unlink(item.path + ".reason")
+                Paths.remove(item.path + ".reason")
                 total -= item.bytes
                 removed.append(item.path)
             }
@@ -267,11 +270,11 @@ public final class DirectoryStore: DocumentStore {
 
     private func linkClone(_ source: String, to destination: String) throws {
         let status = try FileStatus.of(path: source)
-        try retryingOnInterrupt("mkdir", path: destination) { mkdir(destination, status.permissions) }
-        if canChangeOwner { lchown(destination, status.userID, status.groupID) }
+        try Paths.makeDirectory(destination, mode: status.permissions)
+        if canChangeOwner { try? Paths.setOwner(destination, userID: status.userID, groupID: status.groupID) }
         for name in (try? extendedAttributeNames(relativeOrAbsolute: source)) ?? [] {
             guard let value = try? rawExtendedAttribute(source, name: name) else { continue }
-            _ = value.withUnsafeBytes { lsetxattr(destination, name, $0.baseAddress, $0.count, 0) }
+            try? value.withUnsafeBytes { try Paths.setExtendedAttribute(destination, name: name, value: $0, flags: 0) }
         }
         for entry in try FileIO.directoryEntriesWithTypes(source) {
             let from = source + "/" + entry.name
@@ -279,14 +282,13 @@ public final class DirectoryStore: DocumentStore {
             switch Int32(entry.type) {
             case Int32(DT_DIR): try linkClone(from, to: to)
             case Int32(DT_LNK):
-                let target = try symbolicLinkTarget(relativeOrAbsolute: from)
-                try retryingOnInterrupt("symlink", path: to) { Glibc.symlink(target, to) }
+                try Paths.makeSymbolicLink(to, target: try Paths.symbolicLinkTarget(from))
             default:
-                try retryingOnInterrupt("link", path: to) { Glibc.link(from, to) }
+                try Paths.makeHardLink(to, to: from)
             }
         }
         var times = [status.accessTime, status.modificationTime]
-        utimensat(AT_FDCWD, destination, &times, AT_SYMLINK_NOFOLLOW)
+        try? Paths.setTimes(destination, &times)
     }
 
     public func replaceDirectory(at path: String, with prepared: String) throws {
@@ -298,12 +300,12 @@ public final class DirectoryStore: DocumentStore {
     }
 
     public func discard(_ staging: StagingFile) {
-        unlink(staging.path)
+        Paths.remove(staging.path)
     }
 
     public func releaseSpace(of staging: StagingFile) {
         _ = ftruncate(staging.descriptor.rawValue, 0)
-        unlink(staging.path)
+        Paths.remove(staging.path)
     }
 
     /// The replaced file's permissions, owner and user extended attributes go to its successor, so
@@ -314,7 +316,9 @@ public final class DirectoryStore: DocumentStore {
         if canChangeOwner { fchown(descriptor, existing.userID, existing.groupID) }
         for name in (try? extendedAttributeNames(relativeOrAbsolute: source)) ?? [] {
             guard let value = try? rawExtendedAttribute(source, name: name) else { continue }
-            _ = value.withUnsafeBytes { fsetxattr(descriptor, name, $0.baseAddress, $0.count, 0) }
+            _ = value.withUnsafeBytes { bytes in
+                FileSystemPath.withCString(name) { fsetxattr(descriptor, $0, bytes.baseAddress, bytes.count, 0) }
+            }
         }
     }
 
@@ -325,20 +329,26 @@ public final class DirectoryStore: DocumentStore {
         if let owner, canChangeOwner { fchown(descriptor, owner.userID, owner.groupID) }
     }
 
+    public func makeSpecialFile(_ path: String, mode: mode_t, device: dev_t, owner: Ownership?) throws {
+        let full = absolute(path)
+        try Paths.makeNode(full, mode: mode, device: device)
+        if let owner, canChangeOwner { try? Paths.setOwner(full, userID: owner.userID, groupID: owner.groupID) }
+    }
+
     public func makeDirectory(_ path: String, mode: mode_t, owner: Ownership?) throws {
         let full = absolute(path)
-        try retryingOnInterrupt("mkdir", path: full) { mkdir(full, mode) }
-        if let owner, canChangeOwner { lchown(full, owner.userID, owner.groupID) }
+        try Paths.makeDirectory(full, mode: mode)
+        if let owner, canChangeOwner { try? Paths.setOwner(full, userID: owner.userID, groupID: owner.groupID) }
     }
 
     public func removeDirectory(_ path: String) throws {
         let full = absolute(path)
-        try retryingOnInterrupt("rmdir", path: full) { rmdir(full) }
+        try Paths.removeDirectory(full)
     }
 
     public func removeFile(_ path: String) throws {
         let full = absolute(path)
-        try retryingOnInterrupt("unlink", path: full) { unlink(full) }
+        try Paths.removeFile(full)
     }
 
     public func rename(_ source: String, to destination: String, flags: UInt32) throws {
@@ -347,88 +357,65 @@ public final class DirectoryStore: DocumentStore {
 
     public func makeSymbolicLink(_ path: String, target: String, owner: Ownership?) throws {
         let full = absolute(path)
-        try retryingOnInterrupt("symlink", path: full) { Glibc.symlink(target, full) }
-        if let owner, canChangeOwner { lchown(full, owner.userID, owner.groupID) }
+        try Paths.makeSymbolicLink(full, target: target)
+        if let owner, canChangeOwner { try? Paths.setOwner(full, userID: owner.userID, groupID: owner.groupID) }
     }
 
     public func symbolicLinkTarget(_ path: String) throws -> String {
-        try symbolicLinkTarget(relativeOrAbsolute: absolute(path))
-    }
-
-    private func symbolicLinkTarget(relativeOrAbsolute full: String) throws -> String {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let length = try retryingOnInterrupt("readlink", path: full) { readlink(full, &buffer, buffer.count - 1) }
-        return String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        try Paths.symbolicLinkTarget(absolute(path))
     }
 
     public func makeHardLink(_ path: String, to existing: String) throws {
-        let full = absolute(path)
-        let source = absolute(existing)
-        try retryingOnInterrupt("link", path: full) { Glibc.link(source, full) }
+        try Paths.makeHardLink(absolute(path), to: absolute(existing))
     }
 
     public func setPermissions(_ path: String, _ mode: mode_t) throws {
         let full = absolute(path)
-        try retryingOnInterrupt("chmod", path: full) { chmod(full, mode & 0o7777) }
+        try Paths.setPermissions(full, mode & 0o7777)
     }
 
     public func setOwner(_ path: String, _ owner: Ownership) throws {
         let full = absolute(path)
-        try retryingOnInterrupt("chown", path: full) { lchown(full, owner.userID, owner.groupID) }
+        try Paths.setOwner(full, userID: owner.userID, groupID: owner.groupID)
     }
 
     public func setTimes(_ path: String, access: timespec, modification: timespec) throws {
         let full = absolute(path)
         var times = [access, modification]
-        try retryingOnInterrupt("utimensat", path: full) { utimensat(AT_FDCWD, full, &times, AT_SYMLINK_NOFOLLOW) }
+        try Paths.setTimes(full, &times)
     }
 
     public func truncate(_ path: String, size: Int64) throws {
         let full = absolute(path)
-        try retryingOnInterrupt("truncate", path: full) { Glibc.truncate(full, off_t(size)) }
+        let descriptor = try FileIO.open(full, O_WRONLY | O_NOFOLLOW)
+        defer { FileIO.close(descriptor) }
+        try retryingOnInterrupt("truncate", path: full) { ftruncate(descriptor, off_t(size)) }
     }
 
     // MARK: Extended attributes
 
     public func extendedAttribute(_ path: String, name: String) throws -> [UInt8] {
-        try rawExtendedAttribute(absolute(path), name: name)
+        try Paths.extendedAttribute(absolute(path), name: name)
     }
 
     private func rawExtendedAttribute(_ full: String, name: String) throws -> [UInt8] {
-        while true {
-            let size = try retryingOnInterrupt("getxattr", path: full) { lgetxattr(full, name, nil, 0) }
-            var value = [UInt8](repeating: 0, count: size)
-            let read = lgetxattr(full, name, &value, size)
-            if read >= 0 { return Array(value[0..<read]) }
-            if errno != ERANGE { throw SystemCallError.last("getxattr", path: full) }
-        }
+        try Paths.extendedAttribute(full, name: name)
     }
 
     public func setExtendedAttribute(_ path: String, name: String, value: UnsafeRawBufferPointer, flags: Int32) throws {
-        let full = absolute(path)
-        try retryingOnInterrupt("setxattr", path: full) { lsetxattr(full, name, value.baseAddress, value.count, flags) }
+        try Paths.setExtendedAttribute(absolute(path), name: name, value: value, flags: flags)
     }
 
     public func extendedAttributeNames(_ path: String) throws -> [String] {
-        try extendedAttributeNames(relativeOrAbsolute: absolute(path))
+        try Paths.extendedAttributeNames(absolute(path))
     }
 
     private func extendedAttributeNames(relativeOrAbsolute full: String) throws -> [String] {
-        while true {
-            let size = try retryingOnInterrupt("listxattr", path: full) { llistxattr(full, nil, 0) }
-            if size == 0 { return [] }
-            var buffer = [CChar](repeating: 0, count: size)
-            let read = llistxattr(full, &buffer, size)
-            if read >= 0 {
-                return buffer[0..<read].split(separator: 0).map { String(decoding: $0.map { UInt8(bitPattern: $0) }, as: UTF8.self) }
-            }
-            if errno != ERANGE { throw SystemCallError.last("listxattr", path: full) }
-        }
+        try Paths.extendedAttributeNames(full)
     }
 
     public func removeExtendedAttribute(_ path: String, name: String) throws {
-        let full = absolute(path)
-        try retryingOnInterrupt("removexattr", path: full) { lremovexattr(full, name) }
+        try Paths.removeExtendedAttribute(absolute(path), name: name)
     }
 
     public func statistics() throws -> statvfs {

@@ -64,6 +64,8 @@ public protocol DocumentStore: AnyObject, Sendable {
     func releaseSpace(of staging: StagingFile)
 
     func createEmptyFile(_ path: String, mode: mode_t, owner: Ownership?) throws
+    /// A FIFO, socket, or character or block device (`mode` carries the type), stored as itself.
+    func makeSpecialFile(_ path: String, mode: mode_t, device: dev_t, owner: Ownership?) throws
     func makeDirectory(_ path: String, mode: mode_t, owner: Ownership?) throws
     func removeDirectory(_ path: String) throws
     func removeFile(_ path: String) throws
@@ -88,7 +90,7 @@ public protocol DocumentStore: AnyObject, Sendable {
 
 /// One name in a stored directory.
 public struct StoreDirectoryEntry: Sendable {
-    public enum Kind: Sendable { case regular, directory, symbolicLink, other, unknown }
+    public enum Kind: Sendable { case regular, directory, symbolicLink, fifo, socket, characterDevice, blockDevice, unknown }
     public var name: String
     public var kind: Kind
     public init(name: String, kind: Kind) {

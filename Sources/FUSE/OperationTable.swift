@@ -1,5 +1,6 @@
 import CFUSE
 import Glibc
+import SystemSupport
 
 /// The C callback table. Each callback finds the file system through the session's userdata, calls
 /// it, and turns its result into exactly one reply. Built in a nonisolated function of its own file
@@ -19,7 +20,7 @@ nonisolated func makeOperationTable() -> fuse_lowlevel_ops {
         guard let request, let name else { return }
         let context = Request(request)
         context.replyEntry { () throws(FUSEError) in
-            try context.operations.lookup(parent: parent, name: String(cString: name), context: context.caller)
+            try context.operations.lookup(parent: parent, name: FileSystemPath.string(fromCString: name), context: context.caller)
         }
     }
     table.forget = { request, inode, count in
@@ -60,7 +61,7 @@ nonisolated func makeOperationTable() -> fuse_lowlevel_ops {
         let context = Request(request)
         do throws(FUSEError) {
             let target = try context.operations.readLink(inode: inode)
-            fuse_reply_readlink(request, target)
+            FileSystemPath.withCString(target) { _ = fuse_reply_readlink(request, $0) }
         } catch {
             context.replyError(error)
         }
@@ -69,35 +70,35 @@ nonisolated func makeOperationTable() -> fuse_lowlevel_ops {
         guard let request, let name else { return }
         let context = Request(request)
         context.replyEntry { () throws(FUSEError) in
-            try context.operations.makeNode(parent: parent, name: String(cString: name), mode: mode, device: device, context: context.caller)
+            try context.operations.makeNode(parent: parent, name: FileSystemPath.string(fromCString: name), mode: mode, device: device, context: context.caller)
         }
     }
     table.mkdir = { request, parent, name, mode in
         guard let request, let name else { return }
         let context = Request(request)
         context.replyEntry { () throws(FUSEError) in
-            try context.operations.makeDirectory(parent: parent, name: String(cString: name), mode: mode, context: context.caller)
+            try context.operations.makeDirectory(parent: parent, name: FileSystemPath.string(fromCString: name), mode: mode, context: context.caller)
         }
     }
     table.unlink = { request, parent, name in
         guard let request, let name else { return }
         let context = Request(request)
         context.replyStatus { () throws(FUSEError) in
-            try context.operations.unlink(parent: parent, name: String(cString: name), context: context.caller)
+            try context.operations.unlink(parent: parent, name: FileSystemPath.string(fromCString: name), context: context.caller)
         }
     }
     table.rmdir = { request, parent, name in
         guard let request, let name else { return }
         let context = Request(request)
         context.replyStatus { () throws(FUSEError) in
-            try context.operations.removeDirectory(parent: parent, name: String(cString: name), context: context.caller)
+            try context.operations.removeDirectory(parent: parent, name: FileSystemPath.string(fromCString: name), context: context.caller)
         }
     }
     table.symlink = { request, target, parent, name in
         guard let request, let target, let name else { return }
         let context = Request(request)
         context.replyEntry { () throws(FUSEError) in
-            try context.operations.symlink(target: String(cString: target), parent: parent, name: String(cString: name), context: context.caller)
+            try context.operations.symlink(target: FileSystemPath.string(fromCString: target), parent: parent, name: FileSystemPath.string(fromCString: name), context: context.caller)
         }
     }
     table.rename = { request, parent, name, newParent, newName, flags in
@@ -105,7 +106,7 @@ nonisolated func makeOperationTable() -> fuse_lowlevel_ops {
         let context = Request(request)
         context.replyStatus { () throws(FUSEError) in
             try context.operations.rename(
-                parent: parent, name: String(cString: name), newParent: newParent, newName: String(cString: newName),
+                parent: parent, name: FileSystemPath.string(fromCString: name), newParent: newParent, newName: FileSystemPath.string(fromCString: newName),
                 flags: UInt32(flags), context: context.caller)
         }
     }
@@ -113,7 +114,7 @@ nonisolated func makeOperationTable() -> fuse_lowlevel_ops {
         guard let request, let newName else { return }
         let context = Request(request)
         context.replyEntry { () throws(FUSEError) in
-            try context.operations.link(inode: inode, newParent: newParent, newName: String(cString: newName), context: context.caller)
+            try context.operations.link(inode: inode, newParent: newParent, newName: FileSystemPath.string(fromCString: newName), context: context.caller)
         }
     }
     table.open = { request, inode, info in
@@ -135,7 +136,7 @@ nonisolated func makeOperationTable() -> fuse_lowlevel_ops {
         let context = Request(request)
         do throws(FUSEError) {
             let (entry, reply) = try context.operations.create(
-                parent: parent, name: String(cString: name), mode: mode, flags: docfs_fi_flags(info), context: context.caller)
+                parent: parent, name: FileSystemPath.string(fromCString: name), mode: mode, flags: docfs_fi_flags(info), context: context.caller)
             reply.apply(to: info)
             var parameters = entry.parameters
             if fuse_reply_create(request, &parameters, info) == -ENOENT {
@@ -259,7 +260,7 @@ nonisolated func makeOperationTable() -> fuse_lowlevel_ops {
         let context = Request(request)
         context.replyStatus { () throws(FUSEError) in
             try context.operations.setExtendedAttribute(
-                inode: inode, name: String(cString: name), value: UnsafeRawBufferPointer(start: value, count: size),
+                inode: inode, name: FileSystemPath.string(fromCString: name), value: UnsafeRawBufferPointer(start: value, count: size),
                 flags: flags, context: context.caller)
         }
     }
@@ -267,7 +268,7 @@ nonisolated func makeOperationTable() -> fuse_lowlevel_ops {
         guard let request, let name else { return }
         let context = Request(request)
         context.replySized(size) { () throws(FUSEError) in
-            try context.operations.extendedAttribute(inode: inode, name: String(cString: name), context: context.caller)
+            try context.operations.extendedAttribute(inode: inode, name: FileSystemPath.string(fromCString: name), context: context.caller)
         }
     }
     table.listxattr = { request, inode, size in
@@ -281,7 +282,7 @@ nonisolated func makeOperationTable() -> fuse_lowlevel_ops {
         guard let request, let name else { return }
         let context = Request(request)
         context.replyStatus { () throws(FUSEError) in
-            try context.operations.removeExtendedAttribute(inode: inode, name: String(cString: name), context: context.caller)
+            try context.operations.removeExtendedAttribute(inode: inode, name: FileSystemPath.string(fromCString: name), context: context.caller)
         }
     }
     return table

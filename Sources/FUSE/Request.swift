@@ -1,5 +1,6 @@
 import CFUSE
 import Glibc
+import SystemSupport
 
 /// One request from the kernel: the file system it is for, who sent it, and the replies.
 /// Every path through a callback must send exactly one reply.
@@ -84,12 +85,12 @@ struct Request {
                         parameters.attr.st_ino = ino_t(item.inode)
                         parameters.attr.st_mode = item.mode
                     }
-                    needed = fuse_add_direntry_plus(raw, buffer + used, remaining, item.name, &parameters, off_t(item.nextOffset))
+                    needed = FileSystemPath.withCString(item.name) { fuse_add_direntry_plus(raw, buffer + used, remaining, $0, &parameters, off_t(item.nextOffset)) }
                 } else {
                     var attributes = stat()
                     attributes.st_ino = ino_t(item.inode)
                     attributes.st_mode = item.mode
-                    needed = fuse_add_direntry(raw, buffer + used, remaining, item.name, &attributes, off_t(item.nextOffset))
+                    needed = FileSystemPath.withCString(item.name) { fuse_add_direntry(raw, buffer + used, remaining, $0, &attributes, off_t(item.nextOffset)) }
                 }
                 guard needed <= remaining else { return false }
                 used += needed

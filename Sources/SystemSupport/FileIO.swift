@@ -6,7 +6,9 @@ import Glibc
 /// `FileManager` would cost an allocation-heavy detour or hide the errno.
 public enum FileIO {
     public static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644) throws -> Int32 {
-        try retryingOnInterrupt("open", path: path) { docfs_openat(AT_FDCWD, path, flags | O_CLOEXEC, mode) }
+        try FileSystemPath.at(path) { directory, name in
+            try retryingOnInterrupt("open", path: path) { docfs_openat(directory, name, flags | O_CLOEXEC, mode) }
+        }
     }
 
     public static func close(_ descriptor: Int32) {
@@ -121,14 +123,18 @@ public enum FileIO {
     /// The names in a directory with their `d_type` (DT_REG, DT_DIR, DT_LNK, …; DT_UNKNOWN where the
     /// file system does not say), without `.` and `..`.
     public static func directoryEntriesWithTypes(_ path: String) throws -> [(name: String, type: UInt8)] {
-        guard let directory = opendir(path) else { throw SystemCallError.last("opendir", path: path) }
+        let descriptor = try open(path, O_RDONLY | O_DIRECTORY)
+        guard let directory = fdopendir(descriptor) else {
+            close(descriptor)
+            throw SystemCallError.last("opendir", path: path)
+        }
         defer { closedir(directory) }
         var names: [(name: String, type: UInt8)] = []
         while let entry = readdir(directory) {
             var rawName = entry.pointee.d_name
             let capacity = MemoryLayout.size(ofValue: rawName)
             let name = withUnsafePointer(to: &rawName) { tuple in
-                tuple.withMemoryRebound(to: CChar.self, capacity: capacity) { String(cString: $0) }
+                tuple.withMemoryRebound(to: CChar.self, capacity: capacity) { FileSystemPath.string(fromCString: $0) }
             }
             if name != "." && name != ".." { names.append((name, entry.pointee.d_type)) }
         }
@@ -140,19 +146,31 @@ public enum FileIO {
         guard let status = try? FileStatus.of(path: path) else { return }
         if status.kind == .directory {
             for name in try directoryEntries(path) { try removeItem(path + "/" + name) }
-            if rmdir(path) != 0 && errno != ENOENT { throw SystemCallError.last("rmdir", path: path) }
-        } else if unlink(path) != 0 && errno != ENOENT {
-            throw SystemCallError.last("unlink", path: path)
+            try remove(path, flags: AT_REMOVEDIR)
+        } else {
+            try remove(path, flags: 0)
         }
+    }
+
+    /// `unlinkat(2)`; a missing item is not an error.
+    private static func remove(_ path: String, flags: Int32) throws {
+        let result = try FileSystemPath.at(path) { directory, name in unlinkat(directory, name, flags) }
+        if result != 0 && errno != ENOENT { throw SystemCallError.last(flags == AT_REMOVEDIR ? "rmdir" : "unlink", path: path) }
     }
 
     /// `renameat2(RENAME_EXCHANGE)`: both names stay, their items swap, in one atomic step.
     public static func exchange(_ first: String, _ second: String) throws {
-        try retryingOnInterrupt("rename (exchange)", path: second) { docfs_renameat2(AT_FDCWD, first, AT_FDCWD, second, 2) }
+        try rename(first, second, flags: 2)
     }
 
     public static func rename(_ source: String, _ destination: String, flags: UInt32 = 0) throws {
-        try retryingOnInterrupt("rename", path: destination) { docfs_renameat2(AT_FDCWD, source, AT_FDCWD, destination, flags) }
+        try FileSystemPath.at(source) { sourceDirectory, sourceName in
+            try FileSystemPath.at(destination) { destinationDirectory, destinationName in
+                try retryingOnInterrupt("rename", path: destination) {
+                    docfs_renameat2(sourceDirectory, sourceName, destinationDirectory, destinationName, flags)
+                }
+            }
+        }
     }
 
     /// Moves the finished item at `temporary` over `destination` atomically, whatever is there:
@@ -183,7 +201,9 @@ public enum FileIO {
         let seconds = date.timeIntervalSince1970.rounded(.down)
         let time = timespec(tv_sec: Int(seconds), tv_nsec: Int((date.timeIntervalSince1970 - seconds) * 1_000_000_000))
         var times = [time, time]
-        try retryingOnInterrupt("utimensat", path: path) { utimensat(AT_FDCWD, path, &times, AT_SYMLINK_NOFOLLOW) }
+        try FileSystemPath.at(path) { directory, name in
+            try retryingOnInterrupt("utimensat", path: path) { utimensat(directory, name, &times, AT_SYMLINK_NOFOLLOW) }
+        }
     }
 }
 

@@ -49,7 +49,9 @@ public struct FileStatus: Equatable, Sendable {
     /// `lstat(2)`: the link itself, not its target.
     public static func of(path: String) throws -> FileStatus {
         var raw = stat()
-        try retryingOnInterrupt("lstat", path: path) { lstat(path, &raw) }
+        try FileSystemPath.at(path) { directory, name in
+            try retryingOnInterrupt("lstat", path: path) { fstatat(directory, name, &raw, AT_SYMLINK_NOFOLLOW) }
+        }
         return FileStatus(raw)
     }
 
@@ -62,7 +64,9 @@ public struct FileStatus: Equatable, Sendable {
     /// `fstatat` relative to a directory descriptor, not following a final symlink.
     public static func of(name: String, in directory: Int32) throws -> FileStatus {
         var raw = stat()
-        try retryingOnInterrupt("fstatat", path: name) { fstatat(directory, name, &raw, AT_SYMLINK_NOFOLLOW) }
+        try FileSystemPath.withCString(name) { characters in
+            try retryingOnInterrupt("fstatat", path: name) { fstatat(directory, characters, &raw, AT_SYMLINK_NOFOLLOW) }
+        }
         return FileStatus(raw)
     }
 

@@ -1,0 +1,139 @@
+import CSystemShims
+import Glibc
+
+/// System calls on paths of any length and any bytes: each goes through `FileSystemPath.at`, so the
+/// path is the bytes its string stands for, and one longer than PATH_MAX is resolved a piece at a
+/// time. None follows a symbolic link in the last component.
+public enum Paths {
+    public static func makeDirectory(_ path: String, mode: mode_t) throws {
+        try FileSystemPath.at(path) { directory, name in
+            try retryingOnInterrupt("mkdir", path: path) { mkdirat(directory, name, mode) }
+        }
+    }
+
+    /// `mknod(2)`: a FIFO, a socket, or a character or block device.
+    public static func makeNode(_ path: String, mode: mode_t, device: dev_t) throws {
+        try FileSystemPath.at(path) { directory, name in
+            try retryingOnInterrupt("mknod", path: path) { mknodat(directory, name, mode, device) }
+        }
+    }
+
+    public static func removeFile(_ path: String) throws {
+        try FileSystemPath.at(path) { directory, name in
+            try retryingOnInterrupt("unlink", path: path) { unlinkat(directory, name, 0) }
+        }
+    }
+
+    public static func removeDirectory(_ path: String) throws {
+        try FileSystemPath.at(path) { directory, name in
+            try retryingOnInterrupt("rmdir", path: path) { unlinkat(directory, name, AT_REMOVEDIR) }
+        }
+    }
+
+    /// Removes a file if it is there; for cleanup that has nothing to report.
+    public static func remove(_ path: String) {
+        try? removeFile(path)
+    }
+
+    public static func makeSymbolicLink(_ path: String, target: String) throws {
+        try FileSystemPath.withCString(target) { targetBytes in
+            try FileSystemPath.at(path) { directory, name in
+                try retryingOnInterrupt("symlink", path: path) { symlinkat(targetBytes, directory, name) }
+            }
+        }
+    }
+
+    /// The link's target, as bytes in a string (see `FileSystemPath`).
+    public static func symbolicLinkTarget(_ path: String) throws -> String {
+        try FileSystemPath.at(path) { directory, name in
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let length = try retryingOnInterrupt("readlink", path: path) { readlinkat(directory, name, &buffer, buffer.count - 1) }
+            return FileSystemPath.string(fromBytes: buffer[0..<length].map { UInt8(bitPattern: $0) })
+        }
+    }
+
+    public static func makeHardLink(_ path: String, to existing: String) throws {
+        try FileSystemPath.at(existing) { existingDirectory, existingName in
+            try FileSystemPath.at(path) { directory, name in
+                try retryingOnInterrupt("link", path: path) { linkat(existingDirectory, existingName, directory, name, 0) }
+            }
+        }
+    }
+
+    public static func setPermissions(_ path: String, _ mode: mode_t) throws {
+        try FileSystemPath.at(path) { directory, name in
+            try retryingOnInterrupt("chmod", path: path) { fchmodat(directory, name, mode, 0) }
+        }
+    }
+
+    public static func setOwner(_ path: String, userID: uid_t, groupID: gid_t) throws {
+        try FileSystemPath.at(path) { directory, name in
+            try retryingOnInterrupt("chown", path: path) { fchownat(directory, name, userID, groupID, AT_SYMLINK_NOFOLLOW) }
+        }
+    }
+
+    /// `utimensat(2)` with two times (access, modification); UTIME_NOW and UTIME_OMIT work.
+    public static func setTimes(_ path: String, _ times: inout [timespec]) throws {
+        _ = try times.withUnsafeBufferPointer { pointer in
+            try FileSystemPath.at(path) { directory, name in
+                try retryingOnInterrupt("utimensat", path: path) { utimensat(directory, name, pointer.baseAddress, AT_SYMLINK_NOFOLLOW) }
+            }
+        }
+    }
+
+    // MARK: Extended attributes
+
+    /// Extended attribute calls take a whole path; a long one goes through the directory's
+    /// descriptor as `/proc/self/fd/N/rest`.
+    @discardableResult
+    private static func withAttributePath<T>(_ path: String, _ body: (UnsafePointer<CChar>) throws -> T) throws -> T {
+        try FileSystemPath.at(path) { directory, name in
+            if directory == AT_FDCWD { return try body(name) }
+            let prefix = "/proc/self/fd/\(directory)/"
+            return try FileSystemPath.withCString(prefix + FileSystemPath.string(fromCString: name), body)
+        }
+    }
+
+    public static func extendedAttribute(_ path: String, name: String) throws -> [UInt8] {
+        try withAttributePath(path) { full in
+            try FileSystemPath.withCString(name) { attribute in
+                while true {
+                    let size = try retryingOnInterrupt("getxattr", path: path) { lgetxattr(full, attribute, nil, 0) }
+                    var value = [UInt8](repeating: 0, count: size)
+                    let read = lgetxattr(full, attribute, &value, size)
+                    if read >= 0 { return Array(value[0..<read]) }
+                    if errno != ERANGE { throw SystemCallError.last("getxattr", path: path) }
+                }
+            }
+        }
+    }
+
+    public static func setExtendedAttribute(_ path: String, name: String, value: UnsafeRawBufferPointer, flags: Int32) throws {
+        try withAttributePath(path) { full in
+            try FileSystemPath.withCString(name) { attribute in
+                try retryingOnInterrupt("setxattr", path: path) { lsetxattr(full, attribute, value.baseAddress, value.count, flags) }
+            }
+        }
+    }
+
+    public static func extendedAttributeNames(_ path: String) throws -> [String] {
+        try withAttributePath(path) { full in
+            while true {
+                let size = try retryingOnInterrupt("listxattr", path: path) { llistxattr(full, nil, 0) }
+                if size == 0 { return [] }
+                var buffer = [CChar](repeating: 0, count: size)
+                let read = llistxattr(full, &buffer, size)
+                if read >= 0 { return buffer[0..<read].split(separator: 0).map { FileSystemPath.string(fromBytes: $0.map { UInt8(bitPattern: $0) }) } }
+                if errno != ERANGE { throw SystemCallError.last("listxattr", path: path) }
+            }
+        }
+    }
+
+    public static func removeExtendedAttribute(_ path: String, name: String) throws {
+        try withAttributePath(path) { full in
+            try FileSystemPath.withCString(name) { attribute in
+                try retryingOnInterrupt("removexattr", path: path) { lremovexattr(full, attribute) }
+            }
+        }
+    }
+}
