@@ -3,18 +3,23 @@ import FUSE
 import Glibc
 import SystemSupport
 
-/// Directory listings. A listing is taken at opendir so the offsets handed to the kernel keep
+/// Directory listings. A listing is taken at each read from offset 0 (the first read of a stream,
+/// or a rewind) and kept for the reads that continue it, so the offsets handed to the kernel keep
 /// their meaning while the directory changes.
 extension DocumentFileSystem {
     func openDirectory(inode: Inode, flags: Int32, context: RequestContext) throws(FUSEError) -> OpenReply {
         let path = try path(of: inode)
-        let entries = try storeCall { try store.list(path) }
-        let descriptor = try? store.openDirectory(path)
-        return OpenReply(handle: directories.insert(DirectoryListing(path: path, entries: entries, descriptor: descriptor)))
+        let descriptor = try storeCall { try store.openDirectory(path) }
+        return OpenReply(handle: directories.insert(DirectoryListing(path: path, entries: [], descriptor: descriptor)))
     }
 
     func readDirectory(inode: Inode, handle: UInt64, offset: Int64, plus: Bool, add: (DirectoryEntry) -> Bool) throws(FUSEError) {
-        guard let listing = directories.get(handle) else { throw .badHandle }
+        guard var listing = directories.get(handle) else { throw .badHandle }
+        if offset == 0 {
+            // The first read, or a rewinddir(3): the directory as it is now, not as it was at opendir.
+            listing.entries = try storeCall { try store.list(listing.path) }
+            directories.replace(handle, with: listing)
+        }
         // Offsets: 0 is ".", 1 is "..", 2 + i is entries[i]; each entry's cookie is its offset + 1.
         var index = Int(max(0, offset))
         while index < listing.entries.count + 2 {

@@ -19,6 +19,7 @@ extension DocumentFileSystem {
         result.st_ino = ino_t(inode)
         result.st_mode = status.mode
         result.st_nlink = nlink_t(status.linkCount)
+        result.st_rdev = dev_t(status.specialDevice)
         result.st_uid = status.userID
         result.st_gid = status.groupID
         result.st_size = off_t(shown.size)

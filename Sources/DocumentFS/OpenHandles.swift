@@ -52,10 +52,11 @@ final class ReadView: Sendable {
     }
 }
 
-/// An open directory: the listing taken at opendir, so offsets stay valid while it changes.
+/// An open directory: the listing taken at the last read from offset 0, so the offsets of the reads
+/// that continue it stay valid while the directory changes.
 struct DirectoryListing: Sendable {
     let path: String
-    let entries: [StoreDirectoryEntry]
+    var entries: [StoreDirectoryEntry]
     /// The directory, open while the listing is, so readdirplus stats entries relative to it.
     let descriptor: OwnedDescriptor?
 }
@@ -72,6 +73,13 @@ final class HandleTable<Value: Sendable>: Sendable {
     }
 
     func get(_ handle: UInt64) -> Value? { handles.withLock { $0[handle] } }
+
+    /// Replaces the value of a handle that is still open.
+    func replace(_ handle: UInt64, with value: Value) {
+        handles.withLock { handles in
+            if handles[handle] != nil { handles[handle] = value }
+        }
+    }
 
     @discardableResult
     func remove(_ handle: UInt64) -> Value? { handles.withLock { $0.removeValue(forKey: handle) } }

@@ -6,6 +6,8 @@ public struct FileStatus: Equatable, Sendable {
 
     public var device: UInt64
     public var inode: UInt64
+    /// The device a character or block special file stands for.
+    public var specialDevice: UInt64
     public var mode: UInt32
     public var linkCount: UInt64
     public var userID: UInt32
@@ -19,6 +21,7 @@ public struct FileStatus: Equatable, Sendable {
     public init(_ raw: stat) {
         device = UInt64(raw.st_dev)
         inode = UInt64(raw.st_ino)
+        specialDevice = UInt64(raw.st_rdev)
         mode = raw.st_mode
         linkCount = UInt64(raw.st_nlink)
         userID = raw.st_uid
