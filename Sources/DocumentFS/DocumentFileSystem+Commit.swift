@@ -145,6 +145,16 @@ extension DocumentFileSystem {
         throw .ioError
     }
 
+    /// A copy of the stage with its times (`cp -p` and `tar` set them on the open descriptor).
+    private func copyOfStage(_ stage: Stage, for path: String) throws(FUSEError) -> StagingFile {
+        let copy = try storeCall { try store.makeStagingFile(seededFrom: stage.file.descriptor, for: path) }
+        if let status = try? stage.file.status() {
+            var times = [status.accessTime, status.modificationTime]
+            futimens(copy.descriptor.rawValue, &times)
+        }
+        return copy
+    }
+
     /// Commits a member's stage as a change to its package. The change consumes a staging file: the
     /// stage itself when closing, else a copy, so a refused change leaves the writer's stage intact.
     private func commitMember(
@@ -152,7 +162,7 @@ extension DocumentFileSystem {
     ) throws(FUSEError) {
         guard let stage = slot.stage else { return }
         try packages.withPackage(member.root) { () throws(FUSEError) in
-            let file = closing ? stage.file : try storeCall { try store.makeStagingFile(seededFrom: stage.file.descriptor, for: path) }
+            let file = closing ? stage.file : try copyOfStage(stage, for: path)
             if durable { try storeCall { try FileIO.synchronize(file.descriptor.rawValue, dataOnly: true, path: file.path) } }
             let outcome: PackageCoordinator.Outcome
             do throws(FUSEError) {
