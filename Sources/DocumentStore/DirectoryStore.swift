@@ -123,7 +123,7 @@ public final class DirectoryStore: DocumentStore {
     public func openInPlace(_ path: String, flags: Int32, mode: mode_t, owner: Ownership?) throws -> OwnedDescriptor {
         let full = absolute(path)
         let descriptor = try FileIO.open(full, flags | O_NOFOLLOW, mode: mode)
-        if flags & O_CREAT != 0, let owner, canChangeOwner { fchown(descriptor, owner.userID, owner.groupID) }
+        if flags & O_CREAT != 0, let owner = owner.map({ newItemOwner($0, at: full) }), canChangeOwner { fchown(descriptor, owner.userID, owner.groupID) }
         return OwnedDescriptor(descriptor)
     }
 
@@ -322,23 +322,31 @@ public final class DirectoryStore: DocumentStore {
         }
     }
 
+    /// Who owns an item the daemon (root) just made for a user: that user, and the group of the
+    /// directory when it is set-group-ID (which a local file system gives new items itself).
+    private func newItemOwner(_ owner: Ownership, at full: String) -> Ownership {
+        let parent = full.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(full[..<$0]) } ?? "."
+        guard let directory = try? FileStatus.of(path: parent), directory.mode & S_ISGID != 0 else { return owner }
+        return Ownership(userID: owner.userID, groupID: directory.groupID)
+    }
+
     public func createEmptyFile(_ path: String, mode: mode_t, owner: Ownership?) throws {
         let full = absolute(path)
         let descriptor = try FileIO.open(full, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
         defer { FileIO.close(descriptor) }
-        if let owner, canChangeOwner { fchown(descriptor, owner.userID, owner.groupID) }
+        if let owner = owner.map({ newItemOwner($0, at: full) }), canChangeOwner { fchown(descriptor, owner.userID, owner.groupID) }
     }
 
     public func makeSpecialFile(_ path: String, mode: mode_t, device: dev_t, owner: Ownership?) throws {
         let full = absolute(path)
         try Paths.makeNode(full, mode: mode, device: device)
-        if let owner, canChangeOwner { try? Paths.setOwner(full, userID: owner.userID, groupID: owner.groupID) }
+        if let owner = owner.map({ newItemOwner($0, at: full) }), canChangeOwner { try? Paths.setOwner(full, userID: owner.userID, groupID: owner.groupID) }
     }
 
     public func makeDirectory(_ path: String, mode: mode_t, owner: Ownership?) throws {
         let full = absolute(path)
         try Paths.makeDirectory(full, mode: mode)
-        if let owner, canChangeOwner { try? Paths.setOwner(full, userID: owner.userID, groupID: owner.groupID) }
+        if let owner = owner.map({ newItemOwner($0, at: full) }), canChangeOwner { try? Paths.setOwner(full, userID: owner.userID, groupID: owner.groupID) }
     }
 
     public func removeDirectory(_ path: String) throws {
@@ -358,7 +366,7 @@ public final class DirectoryStore: DocumentStore {
     public func makeSymbolicLink(_ path: String, target: String, owner: Ownership?) throws {
         let full = absolute(path)
         try Paths.makeSymbolicLink(full, target: target)
-        if let owner, canChangeOwner { try? Paths.setOwner(full, userID: owner.userID, groupID: owner.groupID) }
+        if let owner = owner.map({ newItemOwner($0, at: full) }), canChangeOwner { try? Paths.setOwner(full, userID: owner.userID, groupID: owner.groupID) }
     }
 
     public func symbolicLinkTarget(_ path: String) throws -> String {

@@ -126,6 +126,15 @@ struct PosixConformanceTests {
             check(as_user(1001, lambda: os.chown(os.path.join(here, 'shared/a2.txt'), 1002, -1)) == ('errno', errno.EPERM), 'a cannot give its file away')
             check(as_user(1001, lambda: os.chown(os.path.join(here, 'shared/a2.txt'), -1, 1003), groups=(1003,)) == ('ok', None), 'a can change its group to one it is in')
             check(os.stat('shared/a2.txt').st_gid == 1003, 'group changed')
+            # A set-group-ID directory gives new items its group, and new directories its set-group-ID bit.
+            os.mkdir('team', 0o777); os.chown('team', 0, 4242); os.chmod('team', 0o2777)
+            def make_in_team():
+                with open(os.path.join(here, 'team/file.txt'), 'w') as f: f.write('x')
+                os.mkdir(os.path.join(here, 'team/sub'))
+                return (os.stat(os.path.join(here, 'team/file.txt')).st_gid, os.stat(os.path.join(here, 'team/sub')).st_gid,
+                        os.stat(os.path.join(here, 'team/sub')).st_mode & 0o2000)
+            made = as_user(1001, make_in_team)
+            check(made == ('ok', (4242, 4242, 0o2000)), f'a set-group-ID directory gives its group: {made}')
             # Set-ID bits: a write by another user and a chown clear them, as on ext4.
             with open('shared/tool.sh', 'w') as f: f.write('#!/bin/sh\\n')
             os.chown('shared/tool.sh', 1001, 1001); os.chmod('shared/tool.sh', 0o6777)
