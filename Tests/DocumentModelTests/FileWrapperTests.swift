@@ -100,26 +100,24 @@ import Testing
     }
 
     @Test func aLargeFileIsMappedNotCopied() throws {
-        let temporary = try TemporaryDirectory()
-        let path = temporary.path + "/big.bin"
-        let descriptor = open(path, O_CREAT | O_WRONLY, 0o644)
-        #expect(ftruncate(descriptor, 1 << 30) == 0)
-        close(descriptor)
+        try ResidentMemory.measuring {
+            let temporary = try TemporaryDirectory()
+            let path = temporary.path + "/big.bin"
+            let descriptor = open(path, O_CREAT | O_WRONLY, 0o644)
+            #expect(ftruncate(descriptor, 1 << 30) == 0)
+            close(descriptor)
 
-        let before = residentBytes()
-        let wrapper = try FileWrapper(url: URL(fileURLWithPath: path))
-        let contents = try #require(wrapper.regularFileContents)
-        #expect(contents.count == 1 << 30)
-        #expect(contents[contents.count / 2] == 0)
-        let growth = residentBytes() - before
-        #expect(growth < 64 << 20, "opening a 1 GiB file grew the process by \(growth) bytes")
+            let before = residentBytes()
+            let wrapper = try FileWrapper(url: URL(fileURLWithPath: path))
+            let contents = try #require(wrapper.regularFileContents)
+            #expect(contents.count == 1 << 30)
+            #expect(contents[contents.count / 2] == 0)
+            let growth = residentBytes() - before
+            #expect(growth < 64 << 20, "opening a 1 GiB file grew the process by \(growth) bytes")
+        }
     }
 
-    func residentBytes() -> Int {
-        guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
-        let fields = statm.split(separator: " ")
-        return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
-    }
+    func residentBytes() -> Int { ResidentMemory.bytes }
 
     @Test func aFailedAtomicWriteLeavesTheOldContentAndNoLeftovers() throws {
         let temporary = try TemporaryDirectory()
@@ -179,18 +177,20 @@ import Testing
     }
 
     @Test func withoutMappingReadsIntoMemoryAndMappingDoesNot() throws {
-        let temporary = try TemporaryDirectory()
-        let path = temporary.path + "/data.bin"
-        try Data(repeating: 7, count: 32 << 20).write(to: URL(fileURLWithPath: path))
-        var before = residentBytes()
-        let mapped = try FileWrapper(url: URL(fileURLWithPath: path))
-        #expect(mapped.regularFileContents?.count == 32 << 20)
-        #expect(residentBytes() - before < 8 << 20, "a mapping costs no memory until its pages are touched")
-        before = residentBytes()
-        let read = try FileWrapper(url: URL(fileURLWithPath: path), options: .withoutMapping)
-        #expect(read.regularFileContents?.count == 32 << 20)
-        #expect(residentBytes() - before >= 30 << 20, "withoutMapping reads the bytes into memory")
-        #expect(read.regularFileContents == mapped.regularFileContents)
+        try ResidentMemory.measuring {
+            let temporary = try TemporaryDirectory()
+            let path = temporary.path + "/data.bin"
+            try Data(repeating: 7, count: 32 << 20).write(to: URL(fileURLWithPath: path))
+            var before = residentBytes()
+            let mapped = try FileWrapper(url: URL(fileURLWithPath: path))
+            #expect(mapped.regularFileContents?.count == 32 << 20)
+            #expect(residentBytes() - before < 8 << 20, "a mapping costs no memory until its pages are touched")
+            before = residentBytes()
+            let read = try FileWrapper(url: URL(fileURLWithPath: path), options: .withoutMapping)
+            #expect(read.regularFileContents?.count == 32 << 20)
+            #expect(residentBytes() - before >= 30 << 20, "withoutMapping reads the bytes into memory")
+            #expect(read.regularFileContents == mapped.regularFileContents)
+        }
     }
 
     @Test func aWriteTheFileSystemRefusesIsFileWriteNoPermission() throws {

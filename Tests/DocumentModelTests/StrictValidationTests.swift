@@ -78,17 +78,13 @@ struct StrictValidationTests {
         for _ in 0..<96 { try handle.write(contentsOf: chunk) }
         try handle.write(contentsOf: Data("0]".utf8))
         try handle.close()
-        let before = residentKiB()
-        let wrapper = try FileWrapper(url: url)
-        _ = try JSONDocument(configuration: .init(contentType: .json, file: wrapper))
-        let growth = residentKiB() - before
+        let growth = try ResidentMemory.measuring {
+            let before = ResidentMemory.bytes
+            let wrapper = try FileWrapper(url: url)
+            _ = try JSONDocument(configuration: .init(contentType: .json, file: wrapper))
+            return (ResidentMemory.bytes - before) / 1024
+        }
         print("validating 96 MiB of JSON left the resident set \(growth) KiB larger")
         #expect(growth < 32 * 1024)
-    }
-
-    private func residentKiB() -> Int {
-        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
-        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }
 }
