@@ -37,7 +37,7 @@ extension DocumentFileSystem {
                 let found = namespace.reading { () -> (Node, FileStatus)? in
                     let status = listing.descriptor.flatMap { try? store.status(of: stored.name, in: $0) } ?? (try? store.status(of: path))
                     guard let status else { return nil }
-                    return (nodes.child(parent: inode, name: stored.name, counting: true), status)
+                    return (nodes.child(parent: inode, name: stored.name, counting: true, linkedFile: StoredFileIdentity(status)), status)
                 }
                 guard let (node, status) = found else { continue }
                 let item = DirectoryEntry(

@@ -59,7 +59,8 @@ extension DocumentFileSystem {
     func countedEntry(parent: Inode, name: String, path: String, caller: pid_t?) throws(FUSEError) -> Entry {
         try namespace.reading { () throws(FUSEError) -> Entry in
             let status = try storeCall { try store.status(of: path) }
-            return entry(for: nodes.child(parent: parent, name: name, counting: true), path: path, status: status, caller: caller)
+            let node = nodes.child(parent: parent, name: name, counting: true, linkedFile: StoredFileIdentity(status))
+            return entry(for: node, path: path, status: status, caller: caller)
         }
     }
 
@@ -81,7 +82,7 @@ extension DocumentFileSystem {
     }
 
     func getAttributes(inode: Inode, handle: UInt64?, context: RequestContext) throws(FUSEError) -> AttributesReply {
-        guard let node = nodes.node(inode) else { throw .noEntry }
+        guard let node = nodes.node(inode) else { throw .stale }
         let (staged, timeout) = stagedStatus(of: node, for: context.processID)
         return try namespace.reading { () throws(FUSEError) -> AttributesReply in
             if let path = nodes.path(of: inode) {
@@ -89,7 +90,7 @@ extension DocumentFileSystem {
                 return AttributesReply(attributes: attributes(of: inode, path: path, status: status, staged: staged), timeout: timeout)
             }
             // Unlinked while open, or replaced by a rename: what its last file still shows.
-            guard let kept = node.state.withLock({ $0.committed }), let status = try? kept.status() else { throw .noEntry }
+            guard let kept = node.state.withLock({ $0.committed }), let status = try? kept.status() else { throw .stale }
             return AttributesReply(attributes: attributes(of: inode, path: "", status: status, staged: staged), timeout: timeout)
         }
     }
@@ -225,7 +226,7 @@ extension DocumentFileSystem {
         try storeCall { try store.makeHardLink(path, to: existing) }
         // The kernel expects the same inode back under its new name.
         let status = try storeCall { try store.status(of: path) }
-        guard let node = nodes.addName(inode, parent: newParent, name: newName) else { throw .noEntry }
+        guard let node = nodes.addName(inode, parent: newParent, name: newName, linkedFile: StoredFileIdentity(status)) else { throw .noEntry }
         return entry(for: node, path: existing, status: status, caller: context.processID)
     }
 

@@ -24,7 +24,9 @@ extension DocumentFileSystem {
     }
 
     func open(inode: Inode, flags: Int32, context: RequestContext) throws(FUSEError) -> OpenReply {
-        guard let node = nodes.node(inode) else { throw .noEntry }
+        // A node id DocFS has forgotten: requests run on several threads, so an OPEN can be handled
+        // after a FORGET the kernel sent later. ESTALE makes the kernel look the name up again.
+        guard let node = nodes.node(inode) else { throw .stale }
         let writing = flags & O_ACCMODE != O_RDONLY
         if writing { try requireWritable() }
         let found = try namespace.reading { () throws(FUSEError) -> Found in
@@ -38,7 +40,7 @@ extension DocumentFileSystem {
                     guard nodes.path(of: current.inode) != nil else { throw .stale }
                     return .replaced(by: current.inode)
                 }
-                guard let kept = node.state.withLock({ $0.committed }) else { throw .noEntry }
+                guard let kept = node.state.withLock({ $0.committed }) else { throw .stale }
                 return .detached(kept)
             }
             let status = try storeCall { try store.status(of: path) }

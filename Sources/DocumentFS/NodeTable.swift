@@ -35,13 +35,18 @@ final class NodeTable: Sendable {
         var childRecords = 0
         /// Removed from the store while the kernel still holds it (open, or not yet forgotten).
         var isDetached = false
-        /// Other names of the same inode (hard links made through the mount).
+        /// Other names of the same inode (hard links).
         var aliases = 0
+        /// The stored file, when it has several links: other names of it join this record.
+        var linkedFile: StoredFileIdentity?
     }
 
     private struct State {
         var records: [Inode: Record] = [:]
         var byName: [ChildKey: Inode] = [:]
+        /// Records of stored files with several links, so every name of one is one inode, even
+        /// after the kernel forgot them and looks the names up afresh.
+        var byLinkedFile: [StoredFileIdentity: Inode] = [:]
         var nextInode: Inode = .root + 1
     }
 
@@ -87,7 +92,9 @@ final class NodeTable: Sendable {
     }
 
     /// The inode for `name` in `parent`, made if new; counts one lookup when `counting`.
-    func child(parent: Inode, name: String, counting: Bool) -> Node {
+    /// `linkedFile` identifies a stored file with several links: a name of a file that already has
+    /// a record becomes another name of that inode.
+    func child(parent: Inode, name: String, counting: Bool, linkedFile: StoredFileIdentity? = nil) -> Node {
         state.withLock { state in
             let key = ChildKey(parent: parent, name: name)
             if let inode = state.byName[key], var record = state.records[inode] {
@@ -95,12 +102,21 @@ final class NodeTable: Sendable {
                 state.records[inode] = record
                 return record.node
             }
+            if let linkedFile, let inode = state.byLinkedFile[linkedFile], var record = state.records[inode], !record.isDetached {
+                record.aliases += 1
+                if counting { record.lookupCount += 1 }
+                state.records[inode] = record
+                state.byName[key] = inode
+                return record.node
+            }
             let inode = state.nextInode
             state.nextInode += 1
             var record = Record(node: Node(inode: inode), parent: parent, name: name)
             if counting { record.lookupCount = 1 }
+            record.linkedFile = linkedFile
             state.records[inode] = record
             state.byName[key] = inode
+            if let linkedFile { state.byLinkedFile[linkedFile] = inode }
             state.records[parent]?.childRecords += 1
             return record.node
         }
@@ -138,7 +154,7 @@ final class NodeTable: Sendable {
     }
 
     /// A hard link: `name` in `parent` is another name of `inode`. Counts one lookup.
-    func addName(_ inode: Inode, parent: Inode, name: String) -> Node? {
+    func addName(_ inode: Inode, parent: Inode, name: String, linkedFile: StoredFileIdentity?) -> Node? {
         state.withLock { state in
             guard var record = state.records[inode] else { return nil }
             let key = ChildKey(parent: parent, name: name)
@@ -146,6 +162,10 @@ final class NodeTable: Sendable {
             state.byName[key] = inode
             record.aliases += 1
             record.lookupCount += 1
+            if let linkedFile {
+                record.linkedFile = linkedFile
+                state.byLinkedFile[linkedFile] = inode
+            }
             state.records[inode] = record
             return record.node
         }
@@ -225,8 +245,24 @@ final class NodeTable: Sendable {
             state.records[current] = nil
             let key = ChildKey(parent: record.parent, name: record.name)
             if state.byName[key] == current { state.byName[key] = nil }
+            if record.aliases > 0 { state.byName = state.byName.filter { $0.value != current } }
+            if let linkedFile = record.linkedFile, state.byLinkedFile[linkedFile] == current { state.byLinkedFile[linkedFile] = nil }
             state.records[record.parent]?.childRecords -= 1
             current = record.parent
         }
+    }
+}
+
+/// A stored file by its device and inode number.
+struct StoredFileIdentity: Hashable, Sendable {
+    var device: UInt64
+    var inode: UInt64
+
+    /// The identity of a stored item that has several names, nil for one with a single name (and for
+    /// directories, whose link count counts their subdirectories).
+    init?(_ status: FileStatus) {
+        guard status.linkCount > 1, status.kind != .directory else { return nil }
+        device = status.device
+        inode = status.inode
     }
 }

@@ -390,7 +390,8 @@ struct WriteIntegrityTests {
                 'final_is_a_written_version': final in written or final == '{"writer": -1, "n": 0}',
             }))
             """, timeout: 90)
-        let figures = try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any] ?? [:]
+        let parsed = try? JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any]
+        let figures = try #require(parsed, "the script failed: \(result.output) \(result.error)")
         print("8 writers and 4 readers for 6 s: \(figures)")
         #expect((figures["bad"] as? [String])?.isEmpty == true, "every read decodes: \(figures) \(result.error)")
         #expect(figures["final_is_a_written_version"] as? Bool == true, "\(figures)")
