@@ -47,7 +47,7 @@ pid_t docfs_spawn_detached(const char *path, char *const argv[], int keep_fd) {
     }
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, keep_fd, 2);
     posix_spawn_file_actions_adddup2(&actions, keep_fd, 3);
     posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSID);
     int result = posix_spawn(&pid, path, &actions, &attributes, argv, environ);

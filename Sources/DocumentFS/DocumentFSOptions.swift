@@ -1,3 +1,4 @@
+import Glibc
 import Logging
 
 /// How a store is served.
@@ -15,6 +16,14 @@ public struct DocumentFSOptions: Sendable {
     public var cacheTimeout = 1.0
     /// Extra `-o` options passed to FUSE as given.
     public var extraMountOptions: [String] = []
+    /// FUSE's `max_read=` option: the largest read the kernel sends (nil: no limit).
+    public var maxRead: UInt32?
+    /// The mount's source as `mount`, `findmnt` and `df` show it (the store's path, for docfs).
+    public var fileSystemName = "docfs"
+    /// bindfs/sshfs `uid=` and `gid=`: the owner every file shows (the store keeps its own).
+    public var shownOwner: (userID: uid_t?, groupID: gid_t?) = (nil, nil)
+    /// bindfs/sshfs `umask=`: permission bits every file shows without.
+    public var shownUmask: mode_t?
     public var logger = Logger(label: "docfs")
 
     public init() {}

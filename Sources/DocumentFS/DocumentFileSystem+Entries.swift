@@ -31,6 +31,9 @@ extension DocumentFileSystem {
         if options.readOnly || (status.kind == .regular && !isEditable(path: path, status: status)) {
             result.st_mode &= ~mode_t(0o222)
         }
+        if let userID = options.shownOwner.userID { result.st_uid = userID }
+        if let groupID = options.shownOwner.groupID { result.st_gid = groupID }
+        if let umask = options.shownUmask { result.st_mode &= ~umask }
         return result
     }
 

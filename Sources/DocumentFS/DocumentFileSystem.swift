@@ -56,6 +56,7 @@ final class DocumentFileSystem: FileSystemOperations {
         // reaches the stage.
         connection.decline(Capability.writebackCache)
         connection.maxWrite = 1 << 20
+        if let maxRead = options.maxRead { connection.maxRead = maxRead }
         connection.maxReadahead = 1 << 20
     }
 

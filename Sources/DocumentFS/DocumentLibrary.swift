@@ -54,42 +54,87 @@ public final class DocumentLibrary: Sendable {
         if result.isDirectory { try PackageMarker.mark(path, in: store) }
     }
 
-    /// What `docfs status` reports of one package.
-    public struct PackageReport: Sendable {
+    /// What `docfs check` and `docfs status` report of one document.
+    public struct DocumentReport: Sendable {
         public enum State: Sendable, Equatable {
             case valid
+            /// An empty file, or a package that has never decoded: not refused, not served as valid.
             case draft(reason: String)
             case corrupt(reason: String)
         }
         public let path: String
         public let typeName: String
+        public let contentType: String
+        public let isPackage: Bool
         public let state: State
     }
 
-    /// Every package in the store (folders a directory-reading type claims), with its state:
-    /// a draft until it first decodes, corrupt when it decoded once and no longer does.
-    public func packageReports() -> [PackageReport] {
-        var reports: [PackageReport] = []
+    /// A document found in the store: its path, whether it is a package, and the type that claims it.
+    public struct FoundDocument: Sendable {
+        public let path: String
+        public let isPackage: Bool
+        let claim: DocumentClaim
+    }
+
+    /// Every document in the store — files and packages a registered type claims — without reading
+    /// any of them. The private area, raw files and the insides of packages are skipped.
+    public func documents() -> [FoundDocument] {
+        var found: [FoundDocument] = []
         var pending = [""]
         while let directory = pending.popLast() {
-            for entry in (try? store.list(directory)) ?? [] where entry.kind == .directory || entry.kind == .unknown {
+            for entry in (try? store.list(directory)) ?? [] {
                 let path = directory.isEmpty ? entry.name : directory + "/" + entry.name
-                guard (try? store.status(of: path))?.kind == .directory else { continue }
-                guard let claim = registry.claim(forName: entry.name, isDirectory: true) else {
-                    pending.append(path)
+                var kind = entry.kind
+                if kind == .unknown {
+                    switch (try? store.status(of: path))?.kind {
+                    case .directory: kind = .directory
+                    case .regular: kind = .regular
+                    default: continue
+                    }
+                }
+                switch kind {
+                case .directory:
+                    if let claim = registry.claim(forName: entry.name, isDirectory: true) {
+                        found.append(FoundDocument(path: path, isPackage: true, claim: claim))
+                    } else {
+                        pending.append(path)
+                    }
+                case .regular:
+                    if let claim = registry.claim(forName: entry.name, isDirectory: false) {
+                        found.append(FoundDocument(path: path, isPackage: false, claim: claim))
+                    }
+                default:
                     continue
                 }
-                let state: PackageReport.State
-                do {
-                    _ = try claim.type.decode(FileDocumentReadConfiguration(contentType: claim.contentType, file: store.fileWrapper(at: path)))
-                    state = .valid
-                } catch {
-                    state = PackageMarker.isMarked(path, in: store) ? .corrupt(reason: describe(error)) : .draft(reason: describe(error))
-                }
-                reports.append(PackageReport(path: path, typeName: claim.type.name, state: state))
             }
         }
-        return reports.sorted { $0.path < $1.path }
+        return found.sorted { $0.path < $1.path }
+    }
+
+    /// Decodes one document as the mount would serve it, reading only.
+    public func check(_ document: FoundDocument) -> DocumentReport {
+        let state: DocumentReport.State
+        do {
+            if !document.isPackage, (try store.status(of: document.path)).size == 0 {
+                state = .draft(reason: "it is empty")
+            } else {
+                let file = try store.fileWrapper(at: document.path)
+                _ = try document.claim.type.decode(FileDocumentReadConfiguration(contentType: document.claim.contentType, file: file))
+                state = .valid
+            }
+        } catch {
+            let reason = describe(error)
+            state = document.isPackage && !PackageMarker.isMarked(document.path, in: store) ? .draft(reason: reason) : .corrupt(reason: reason)
+        }
+        return DocumentReport(
+            path: document.path, typeName: document.claim.type.name, contentType: document.claim.contentType.identifier,
+            isPackage: document.isPackage, state: state)
+    }
+
+    /// Every package in the store with its state: a draft until it first decodes, corrupt when it
+    /// decoded once and no longer does.
+    public func packageReports() -> [DocumentReport] {
+        documents().filter(\.isPackage).map(check)
     }
 }
 

@@ -19,7 +19,9 @@ public final class DocumentMount: Sendable {
     /// The FUSE `-o` options the mount uses.
     public var mountOptions: [String] {
         let options = fileSystem.options
-        var result = ["default_permissions", "fsname=docfs", "subtype=docfs"]
+        // libfuse splits options at commas; a backslash keeps one (or a backslash) in a value.
+        let name = options.fileSystemName.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: ",", with: "\\,")
+        var result = ["default_permissions", "fsname=\(name)", "subtype=docfs"]
         if options.readOnly { result.append("ro") }
         if options.allowOther { result.append("allow_other") }
         return result + options.extraMountOptions

@@ -45,6 +45,8 @@ final class FreedesktopMimeDatabase: Sendable {
         self.canonicalByAlias = Dictionary(Self.pairs(in: directory + "/aliases"), uniquingKeysWith: { first, _ in first })
     }
 
+    var allExtensions: [String] { Array(mimeTypesByExtension.keys) }
+
     func mimeTypes(forExtension fileExtension: String) -> [String] {
         mimeTypesByExtension[fileExtension.lowercased()] ?? []
     }

@@ -113,3 +113,10 @@ extension UTType: Codable {
         try container.encode(identifier)
     }
 }
+
+extension UTType {
+    /// DocFS extension, not on Apple platforms: every filename extension some type is known by — the
+    /// system table, the app's declarations and the freedesktop MIME database — sorted. For tools
+    /// that list which files are which type (`docfs types`).
+    public static var knownFilenameExtensions: [String] { UTTypeRegistry.shared.knownFilenameExtensions }
+}

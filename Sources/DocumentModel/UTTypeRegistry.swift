@@ -22,6 +22,12 @@ final class UTTypeRegistry: Sendable {
         }
     }
 
+    /// Every filename extension a declaration (the app's, the system's) or the MIME database names.
+    var knownFilenameExtensions: [String] {
+        let declared = state.withLock { $0.appDeclarations.filenameExtensions } + systemDeclarations.filenameExtensions
+        return Array(Set(declared + (FreedesktopMimeDatabase.shared?.allExtensions ?? []))).sorted()
+    }
+
     func info(forIdentifier identifier: String) -> UTTypeInfo? {
         state.withLock { state in resolve(identifier, in: &state) }
     }
@@ -155,6 +161,8 @@ struct DeclarationIndex: Sendable {
     }
 
     func declaration(_ identifier: String) -> UTTypeDeclaration? { byIdentifier[identifier] }
+
+    var filenameExtensions: [String] { Array(byExtension.keys) }
 
     func identifiers(tag: String, tagClass: UTTagClass) -> [String] {
         switch tagClass {

@@ -37,7 +37,9 @@ public final class DirectoryStore: DocumentStore {
     /// Opens the store at `path`, creating its private area. Writes that a crash interrupted
     /// (staging files left behind) are moved to the quarantine, never deleted; half-built
     /// temporary items are removed — the items they were to replace are intact.
-    public init(path: String, quarantineLimits: QuarantineLimits = QuarantineLimits()) throws {
+    /// `readOnly` opens a store without creating its private area (for `docfs check` and `status`,
+    /// which never write, and work on read-only stores).
+    public init(path: String, quarantineLimits: QuarantineLimits = QuarantineLimits(), readOnly: Bool = false) throws {
         self.quarantineLimits = quarantineLimits
         let status = try FileStatus.of(path: path)
         guard status.kind == .directory else { throw OpenError.notADirectory(path) }
@@ -47,7 +49,7 @@ public final class DirectoryStore: DocumentStore {
         stagingDirectory = privateArea + "/staging"
         temporaryDirectory = privateArea + "/tmp"
         quarantineDirectory = privateArea + "/quarantine"
-        for directory in [privateArea, stagingDirectory, temporaryDirectory, quarantineDirectory] {
+        for directory in [privateArea, stagingDirectory, temporaryDirectory, quarantineDirectory] where !readOnly {
             if (try? Paths.makeDirectory(directory, mode: 0o700)) == nil && errno != EEXIST { throw SystemCallError.last("mkdir", path: directory) }
         }
     }
@@ -234,6 +236,15 @@ public final class DirectoryStore: DocumentStore {
         }
         pruneQuarantine(keeping: base)
         return base
+    }
+
+    /// The quarantined items, oldest first.
+    public var quarantinedItems: [Quarantine.Item] { Quarantine.items(in: quarantineDirectory) }
+
+    /// Removes one quarantined item and its note.
+    public func removeQuarantined(_ item: Quarantine.Item) throws {
+        try FileIO.removeItem(item.path)
+        Paths.remove(item.path + ".reason")
     }
 
     /// Removes the oldest quarantined items until the quarantine is within its limits; the item

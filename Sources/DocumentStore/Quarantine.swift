@@ -23,6 +23,20 @@ public enum Quarantine {
         public var path: String
         public var date: Date
         public var bytes: Int64
+
+        /// The item's name in the quarantine.
+        public var name: String { path.split(separator: "/").last.map(String.init) ?? path }
+
+        /// The `.reason` note's fields: `document`, `time`, `reason`.
+        public var note: [String: String] {
+            guard let text = try? String(contentsOfFile: path + ".reason", encoding: .utf8) else { return [:] }
+            var fields: [String: String] = [:]
+            for line in text.split(separator: "\n") {
+                guard let colon = line.firstIndex(of: ":") else { continue }
+                fields[String(line[..<colon])] = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+            }
+            return fields
+        }
     }
 
     /// The items, oldest first. The time is read from the name (it sorts by time), else the file's.

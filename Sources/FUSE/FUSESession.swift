@@ -20,6 +20,9 @@ public final class FUSESession: @unchecked Sendable {
         }
     }
 
+    /// The libfuse this binding runs on ("3.14.0").
+    public static var libraryVersion: String { fuse_pkgversion().map { String(cString: $0) } ?? "unknown" }
+
     private let session: OpaquePointer
     private let box: Unmanaged<OperationsBox>
     public let mountPoint: String

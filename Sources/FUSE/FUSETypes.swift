@@ -123,6 +123,9 @@ public struct ConnectionSettings {
     public let capable: UInt32
     public var want: UInt32
     public var maxWrite: UInt32
+    /// The largest read the kernel sends; 0 for no limit. Must equal a `max_read=` mount option
+    /// when one is given (libfuse refuses the session otherwise).
+    public var maxRead: UInt32
     public var maxReadahead: UInt32
     public var maxBackground: UInt32
     public var congestionThreshold: UInt32

@@ -20,12 +20,13 @@ final class OperationsBox: Sendable {
     func negotiate(_ connection: UnsafeMutablePointer<fuse_conn_info>) {
         var settings = ConnectionSettings(
             capable: connection.pointee.capable, want: connection.pointee.want,
-            maxWrite: connection.pointee.max_write, maxReadahead: connection.pointee.max_readahead,
+            maxWrite: connection.pointee.max_write, maxRead: connection.pointee.max_read, maxReadahead: connection.pointee.max_readahead,
             maxBackground: connection.pointee.max_background, congestionThreshold: connection.pointee.congestion_threshold,
             timeGranularity: connection.pointee.time_gran)
         operations.initialize(connection: &settings)
         connection.pointee.want = settings.want
         connection.pointee.max_write = settings.maxWrite
+        connection.pointee.max_read = settings.maxRead
         connection.pointee.max_readahead = settings.maxReadahead
         connection.pointee.max_background = settings.maxBackground
         connection.pointee.congestion_threshold = settings.congestionThreshold

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FUSE
 
 @main
 struct DocFSCommand: ParsableCommand {
@@ -8,12 +9,20 @@ struct DocFSCommand: ParsableCommand {
         discussion: """
             Reading a file decodes it with its document type; every write is validated the same way \
             and stored atomically, or refused with EIO and kept in the store's quarantine. \
+            `docfs STORE MOUNTPOINT -o OPTIONS` mounts, as mount.fuse3 and fstab expect. \
             See docfs(1) for the read and write semantics.
             """,
-        version: DocFSVersion.current,
-        subcommands: [MountCommand.self, UnmountCommand.self, StatusCommand.self])
+        version: "docfs \(DocFSVersion.current) (libfuse \(FUSESession.libraryVersion))",
+        subcommands: [MountCommand.self, UnmountCommand.self, CheckCommand.self, StatusCommand.self, QuarantineCommand.self, TypesCommand.self],
+        defaultSubcommand: MountCommand.self)
+
+    /// `-V` is `--version`, as for sshfs and bindfs.
+    static func main() {
+        let arguments = CommandLine.arguments.dropFirst().map { $0 == "-V" ? "--version" : $0 }
+        main(Array(arguments))
+    }
 }
 
 enum DocFSVersion {
-    static let current = "0.1.0"
+    static let current = "0.2.0"
 }

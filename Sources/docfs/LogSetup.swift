@@ -2,35 +2,112 @@ import CSystemShims
 import Foundation
 import Glibc
 import Logging
+import Synchronization
 
-/// Where docfs logs: standard error in the foreground; a file or syslog when daemonized.
+/// Where docfs logs: standard error in the foreground (journald, under systemd); a file when given;
+/// when daemonized, syslog if a syslog daemon listens on /dev/log, else the store's own
+/// `.docfs/log` (rotated), so no line — a refusal least of all — is silently dropped.
 enum LogSetup {
-    static func logger(foreground: Bool, logFile: String?, level: Logger.Level) -> Logger {
-        var logger: Logger
-        if let logFile, let handler = FileLogHandler(path: logFile) {
-            logger = Logger(label: "docfs") { _ in handler }
-        } else if foreground {
-            logger = Logger(label: "docfs") { StreamLogHandler.standardError(label: $0) }
-        } else {
-            openlog("docfs", LOG_PID, LOG_DAEMON)
-            logger = Logger(label: "docfs") { _ in SyslogLogHandler() }
+    struct Destination {
+        let logger: Logger
+        /// Where the lines go, in words, for the first log line and the user.
+        let description: String
+        let isFallback: Bool
+    }
+
+    static func destination(foreground: Bool, logFile: String?, store: String, level: Logger.Level) -> Destination {
+        func make(_ factory: @escaping @Sendable (String) -> any LogHandler) -> Logger {
+            var logger = Logger(label: "docfs", factory: factory)
+            logger.logLevel = level
+            return logger
         }
-        logger.logLevel = level
-        return logger
+        if let logFile, let handler = FileLogHandler(path: logFile) {
+            return Destination(logger: make { _ in handler }, description: logFile, isFallback: false)
+        }
+        if foreground {
+            return Destination(logger: make { StreamLogHandler.standardError(label: $0) }, description: "standard error", isFallback: false)
+        }
+        if syslogIsListening {
+            openlog("docfs", LOG_PID, LOG_DAEMON)
+            return Destination(logger: make { _ in SyslogLogHandler() }, description: "syslog", isFallback: false)
+        }
+        let fallback = store + "/.docfs/log"
+        if let handler = FileLogHandler(path: fallback, rotatingAt: 1 << 20) {
+            return Destination(logger: make { _ in handler }, description: fallback, isFallback: true)
+        }
+        return Destination(logger: make { StreamLogHandler.standardError(label: $0) }, description: "nowhere (no syslog, and \(fallback) cannot be written)", isFallback: true)
+    }
+
+    /// Whether something receives datagrams on /dev/log (containers and small VMs often have none,
+    /// and syslog(3) then drops every line without a word).
+    static var syslogIsListening: Bool {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (index, byte) in "/dev/log".utf8.enumerated() { buffer[index] = byte }
+        }
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
+            }
+        }
     }
 }
 
-/// One line per message, appended to a file with a timestamp.
+/// One line per message, appended to a file with a timestamp; with `rotatingAt`, the file is moved
+/// to `.1` (then `.2`, `.3`) when it reaches that size.
+final class FileLogHandlerOutput: Sendable {
+    private struct State {
+        var file: FileHandle
+        var size: UInt64
+    }
+
+    private let path: String
+    private let rotatingAt: UInt64?
+    private let state: Mutex<State>
+
+    init?(path: String, rotatingAt: UInt64?) {
+        guard let file = Self.open(path) else { return nil }
+        self.path = path
+        self.rotatingAt = rotatingAt
+        state = Mutex(State(file: file, size: file.seekToEndOfFile()))
+    }
+
+    private static func open(_ path: String) -> FileHandle? {
+        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+        return FileHandle(forWritingAtPath: path)
+    }
+
+    func write(_ line: String) {
+        let data = Data(line.utf8)
+        state.withLock { state in
+            if let rotatingAt, state.size + UInt64(data.count) > rotatingAt, let fresh = rotate(closing: state.file) {
+                state = State(file: fresh, size: 0)
+            }
+            state.file.write(data)
+            state.size += UInt64(data.count)
+        }
+    }
+
+    private func rotate(closing file: FileHandle) -> FileHandle? {
+        try? file.close()
+        for index in stride(from: 2, through: 1, by: -1) { rename("\(path).\(index)", "\(path).\(index + 1)") }
+        rename(path, path + ".1")
+        return Self.open(path)
+    }
+}
+
 struct FileLogHandler: LogHandler {
-    private let file: FileHandle
+    private let output: FileLogHandlerOutput
     var logLevel: Logger.Level = .info
     var metadata: Logger.Metadata = [:]
 
-    init?(path: String) {
-        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
-        guard let file = FileHandle(forWritingAtPath: path) else { return nil }
-        file.seekToEndOfFile()
-        self.file = file
+    init?(path: String, rotatingAt: UInt64? = nil) {
+        guard let output = FileLogHandlerOutput(path: path, rotatingAt: rotatingAt) else { return nil }
+        self.output = output
     }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -40,7 +117,7 @@ struct FileLogHandler: LogHandler {
 
     func log(event: LogEvent) {
         let stamp = ISO8601DateFormatter().string(from: Date())
-        file.write(Data("\(stamp) \(event.level) \(event.message)\n".utf8))
+        output.write("\(stamp) \(event.level) \(event.message)\n")
     }
 }
 

@@ -11,7 +11,11 @@ struct MountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mount",
         abstract: "Mount the document store STORE at MOUNTPOINT.",
-        discussion: "Returns once the mount is ready, leaving a daemon serving it, unless -f is given.")
+        discussion: """
+            Returns once the mount is ready, leaving a daemon serving it, unless -f is given. \
+            `docfs STORE MOUNTPOINT -o OPTIONS` (what mount.fuse3 runs for `mount -t fuse.docfs` and fstab \
+            lines) does the same as `docfs mount`.
+            """)
 
     @Argument(help: "The store: a directory of documents.")
     var store: String
@@ -19,11 +23,16 @@ struct MountCommand: ParsableCommand {
     @Argument(help: "An existing empty directory to mount on.")
     var mountPoint: String
 
-    @Option(name: .customShort("o"), help: ArgumentHelp("Mount options, comma-separated: ro, allow_other, or any FUSE option.", valueName: "options"))
+    @Option(name: .customShort("o"), help: ArgumentHelp(
+        "Mount options, comma-separated: ro, allow_other, uid=N, gid=N, umask=NNN, fsname=NAME, or any FUSE option; fstab and systemd options (nofail, _netdev, noauto, user, x-systemd.*) are ignored.",
+        valueName: "options"))
     var mountOptions: [String] = []
 
     @Flag(name: [.customShort("f"), .long], help: "Stay in the foreground and log to standard error.")
     var foreground = false
+
+    @Flag(name: .customShort("d"), help: "Debug: stay in the foreground and print every FUSE request (-f -o debug).")
+    var debug = false
 
     @Flag(help: "Refuse files that no document type claims instead of storing them as raw data.")
     var strict = false
@@ -59,29 +68,28 @@ struct MountCommand: ParsableCommand {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
         guard ByteCount.parse(quarantineLimit) != nil else { throw ValidationError("--quarantine-limit '\(quarantineLimit)' is not a size (examples: 500M, 2G, 1048576)") }
         guard quarantineDays > 0 else { throw ValidationError("--quarantine-days must be positive") }
+        _ = try MountOptions(mountOptions)
     }
 
     func run() throws {
+        if let readyDescriptor {
+            // The readiness pipe is for us alone: fusermount3 (which stays running with
+            // auto_unmount) must not inherit it, or the parent would wait for its end forever.
+            _ = fcntl(readyDescriptor, F_SETFD, FD_CLOEXEC)
+        }
         do {
             try checkFUSE()
             let storePath = try checkedStore()
             let mountPath = try checkedMountPoint()
-            if foreground || readyDescriptor != nil {
+            if foreground || debug || readyDescriptor != nil {
                 try serve(storePath: storePath, mountPath: mountPath)
             } else {
                 try daemonize()
             }
         } catch let failure as CommandFailure {
-            if let readyDescriptor { report(failure.message, on: readyDescriptor) }
             FileHandle.standardError.write(Data("docfs: \(failure.message)\n".utf8))
             throw failure.status
         }
-    }
-
-    private var parsedOptions: (readOnly: Bool, allowOther: Bool, extra: [String]) {
-        let all = mountOptions.flatMap { $0.split(separator: ",").map(String.init) }
-        let extra = all.filter { $0 != "ro" && $0 != "rw" && $0 != "allow_other" }
-        return (all.contains("ro"), all.contains("allow_other"), extra)
     }
 
     private func checkFUSE() throws {
@@ -136,37 +144,65 @@ struct MountCommand: ParsableCommand {
     }
 
     private func serve(storePath: String, mountPath: String) throws {
-        let logger = LogSetup.logger(foreground: readyDescriptor == nil, logFile: logFile, level: Logger.Level(rawValue: logLevel) ?? .info)
+        let parsed = try MountOptions(mountOptions)
+        let daemonized = readyDescriptor != nil
+        // A daemon must not keep the caller's directory busy (umount of a mount below it says
+        // "target is busy"); paths are absolute by now.
+        if daemonized { _ = chdir("/") }
+        let limits = QuarantineLimits(maximumBytes: ByteCount.parse(quarantineLimit) ?? 1 << 30, maximumAge: quarantineDays * 24 * 3600)
         let directoryStore: DirectoryStore
         do {
-            let limits = QuarantineLimits(maximumBytes: ByteCount.parse(quarantineLimit) ?? 1 << 30, maximumAge: quarantineDays * 24 * 3600)
             directoryStore = try DirectoryStore(path: storePath, quarantineLimits: limits)
         } catch {
             throw CommandFailure(message: "cannot open store \(store): \(error)", status: ExitStatus.badStore)
         }
+        // After the store: its private area holds the log when there is no syslog.
+        let destination = LogSetup.destination(
+            foreground: !daemonized, logFile: logFile, store: storePath, level: Logger.Level(rawValue: logLevel) ?? .info)
+        let logger = destination.logger
         for recovered in directoryStore.recoverInterruptedWrites() {
             logger.warning("a write interrupted by a crash or a kill was kept in \(recovered)")
         }
         var options = DocumentFSOptions()
-        let parsed = parsedOptions
         options.readOnly = parsed.readOnly
         options.allowOther = parsed.allowOther
-        options.extraMountOptions = parsed.extra
+        options.fileSystemName = parsed.fileSystemName ?? storePath
+        options.maxRead = parsed.maxRead
+        options.extraMountOptions = parsed.forFUSE + (debug || parsed.debug ? ["debug"] : [])
+        options.shownOwner = (parsed.userID, parsed.groupID)
+        options.shownUmask = parsed.umask
         options.strict = strict
         options.threads = threads
         options.cacheTimeout = cacheTimeout
         options.logger = logger
         let mount = DocumentMount(store: directoryStore, types: StandardDocumentTypes.all, options: options)
+        let readOnly = options.readOnly
         signal(SIGPIPE, SIG_IGN)
+        if !parsed.ignored.isEmpty { logger.debug("ignored mount(8) and systemd options: \(parsed.ignored.joined(separator: ","))") }
         let result: Int32
         do {
             result = try mount.serve(at: mountPath) {
-                logger.info("serving \(storePath) at \(mountPath)\(options.readOnly ? " (read-only)" : "")")
-                if let readyDescriptor { report("ready", on: readyDescriptor) }
+                // Ready once the kernel's INIT has been answered: a stat of the mount point needs it.
+                Thread.detachNewThread {
+                    var status = stat()
+                    guard stat(mountPath, &status) == 0 else {
+                        logger.error("the mount at \(mountPath) does not answer: \(String(cString: strerror(errno)))")
+                        return
+                    }
+                    logger.info("DocFS \(DocFSVersion.current) serving \(storePath) at \(mountPath)\(readOnly ? " (read-only)" : ""); logging to \(destination.description)")
+                    if let readyDescriptor {
+                        if destination.isFallback { FileHandle.standardError.write(Data("docfs: no syslog daemon listens on /dev/log: logging to \(destination.description)\n".utf8)) }
+                        report("ready", on: readyDescriptor)
+                        detachStandardError()
+                    }
+                    SystemdNotification.send("READY=1\nSTATUS=Serving \(storePath) at \(mountPath)")
+                }
             }
         } catch {
-            throw CommandFailure(message: "\(error) (is FUSE available, and the mount point empty?)", status: ExitStatus.failure)
+            // libfuse and fusermount3 have said why on standard error, which reaches the caller.
+            throw CommandFailure(message: "cannot mount \(store) at \(mountPoint): \(error)", status: ExitStatus.failure)
         }
+        SystemdNotification.send("STOPPING=1")
         logger.info("unmounted \(mountPath)\(result > 0 ? " after signal \(result)" : "")")
     }
 
@@ -176,13 +212,24 @@ struct MountCommand: ParsableCommand {
         close(descriptor)
     }
 
+    /// After readiness the daemon's standard error (the pipe to the parent until then) goes nowhere.
+    private func detachStandardError() {
+        let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        if null >= 0 {
+            dup2(null, 2)
+            close(null)
+        }
+    }
+
     /// Starts a copy of this command in the foreground mode as a detached daemon, and returns once
-    /// it reports the mount ready — or fails with what it reported — like sshfs does.
+    /// it reports the mount ready — or fails with what it, libfuse and fusermount3 said — like sshfs.
+    /// The daemon's standard error is the same pipe until it is ready, so their messages reach the
+    /// caller as they were written.
     private func daemonize() throws {
         var pipeEnds: [Int32] = [0, 0]
-        // The read end must not leak into the daemon; the write end becomes its descriptor 3.
+        // The read end must not leak into the daemon; the write end becomes its descriptors 2 and 3.
         guard docfs_pipe_cloexec(&pipeEnds) == 0 else { throw CommandFailure(message: "pipe: \(String(cString: strerror(errno)))", status: ExitStatus.failure) }
-        var arguments = [CommandLine.arguments.first ?? "docfs", "mount", store, mountPoint, "--ready-descriptor", "3",
+        var arguments = [CommandLine.arguments.first ?? "docfs", "mount", absolutePath(store), absolutePath(mountPoint), "--ready-descriptor", "3",
                          "--threads", String(threads), "--cache-timeout", String(cacheTimeout), "--log-level", logLevel,
                          "--quarantine-limit", quarantineLimit, "--quarantine-days", String(quarantineDays)]
         for option in mountOptions { arguments += ["-o", option] }
@@ -196,14 +243,35 @@ struct MountCommand: ParsableCommand {
             close(pipeEnds[0])
             throw CommandFailure(message: "cannot start the daemon: \(String(cString: strerror(errno)))", status: ExitStatus.failure)
         }
-        let handle = FileHandle(fileDescriptor: pipeEnds[0], closeOnDealloc: true)
-        let reply = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        if reply == "ready" { return }
+        // Read until the daemon says "ready" — not until the pipe's end: a helper it started may
+        // hold the pipe open for as long as the mount lives.
+        var said: [String] = []
+        var pending = Data()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var ready = false
+        reading: while true {
+            let count = read(pipeEnds[0], &buffer, buffer.count)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            pending.append(contentsOf: buffer[0..<count])
+            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                pending.removeSubrange(pending.startIndex...newline)
+                if line == "ready" {
+                    ready = true
+                    break reading
+                }
+                said.append(line)
+            }
+        }
+        close(pipeEnds[0])
+        if !pending.isEmpty { said.append(String(decoding: pending, as: UTF8.self)) }
+        for line in said { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+        if ready { return }
         var status: Int32 = 0
         waitpid(pid, &status, 0)
         let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 1
-        // The daemon printed its error to /dev/null and the pipe; say it here.
-        FileHandle.standardError.write(Data("docfs: \(reply.isEmpty ? "the daemon exited before mounting" : reply)\n".utf8))
+        if said.isEmpty { FileHandle.standardError.write(Data("docfs: the daemon exited before mounting\n".utf8)) }
         throw ExitCode(code == 0 ? 1 : code)
     }
 }

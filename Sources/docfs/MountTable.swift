@@ -11,6 +11,20 @@ enum MountTable {
         }
     }
 
+    /// The store a DocFS mount at `path` serves: the mount's source (its fsname), when the file
+    /// system there is `fuse.docfs`.
+    static func docfsStore(mountedAt path: String) -> String? {
+        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return nil }
+        for line in table.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard fields.count > 4, unescape(fields[4]) == path, let separator = fields.firstIndex(of: "-"),
+                  separator + 2 < fields.count, fields[separator + 1] == "fuse.docfs"
+            else { continue }
+            return unescape(fields[separator + 2])
+        }
+        return nil
+    }
+
     private static func unescape(_ field: Substring) -> String {
         var result = ""
         var index = field.startIndex

@@ -3,33 +3,80 @@ import DocumentFS
 import DocumentStore
 import Foundation
 
+/// `docfs status`: what needs the user's attention in a store, without decoding every document.
 struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "List the packages of a store that are drafts or corrupt, and why.",
-        discussion: "A package is a draft until it first decodes; one that decoded once and no longer does is corrupt.")
+        abstract: "Show a store's packages that are drafts or corrupt, its last refused writes, and its quarantine.",
+        discussion: """
+            A package is a draft until it first decodes; one that decoded once and no longer does is \
+            corrupt. Exits 0 when no package is corrupt, 1 when one is, 3 when the store cannot be \
+            opened. Writes nothing. `docfs check` decodes every document.
+            """)
 
-    @Argument(help: "The store.")
-    var store: String
+    @OptionGroup var store: StoreArgument
 
     @Flag(help: "List valid packages too.")
     var all = false
 
-    func run() throws {
-        let directoryStore: DirectoryStore
-        do {
-            directoryStore = try DirectoryStore(path: store)
-        } catch {
-            FileHandle.standardError.write(Data("docfs: cannot open store \(store): \(error)\n".utf8))
-            throw ExitStatus.badStore
+    @Flag(help: "Print the status as JSON.")
+    var json = false
+
+    @Option(help: "How many of the last refusals to show.")
+    var refusals = 10
+
+    struct Status: Encodable {
+        struct Package: Encodable {
+            let path: String
+            let state: String
+            let reason: String?
         }
+        struct Refusal: Encodable {
+            let document: String
+            let time: String
+            let reason: String
+            let kept: String
+        }
+        let store: String
+        let packages: [Package]
+        let lastRefusals: [Refusal]
+        let quarantineItems: Int
+        let quarantineBytes: Int64
+    }
+
+    func run() throws {
+        let directoryStore = try store.openStore()
         let library = DocumentLibrary(store: directoryStore, types: StandardDocumentTypes.all, readOnly: true)
-        for report in library.packageReports() {
+        let packages: [Status.Package] = library.packageReports().compactMap { report in
             switch report.state {
-            case .valid: if all { print("valid    \(report.path)") }
-            case .draft(let reason): print("draft    \(report.path): \(reason)")
-            case .corrupt(let reason): print("corrupt  \(report.path): \(reason)")
+            case .valid: all ? .init(path: report.path, state: "valid", reason: nil) : nil
+            case .draft(let reason): .init(path: report.path, state: "draft", reason: reason)
+            case .corrupt(let reason): .init(path: report.path, state: "corrupt", reason: reason)
             }
         }
+        let items = directoryStore.quarantinedItems
+        let lastRefusals = items.suffix(refusals).reversed().map { item in
+            let note = item.note
+            return Status.Refusal(document: note["document"] ?? "?", time: note["time"] ?? "?", reason: note["reason"] ?? "?", kept: item.path)
+        }
+        let status = Status(
+            store: try store.path(), packages: packages, lastRefusals: Array(lastRefusals),
+            quarantineItems: items.count, quarantineBytes: items.reduce(0) { $0 + $1.bytes })
+        if json {
+            printJSON(status)
+        } else {
+            for package in packages {
+                print("\(package.state.padding(toLength: 8, withPad: " ", startingAt: 0)) \(package.path)\(package.reason.map { ": \($0)" } ?? "")")
+            }
+            if packages.isEmpty { print("packages: none that need attention") }
+            if lastRefusals.isEmpty {
+                print("refused writes: none kept")
+            } else {
+                print("last refused writes (newest first):")
+                for refusal in lastRefusals { print("  \(refusal.time)  \(refusal.document): \(refusal.reason)\n    kept in \(refusal.kept)") }
+            }
+            print("quarantine: \(items.count) item\(items.count == 1 ? "" : "s"), \(ByteCountFormatter.string(fromByteCount: status.quarantineBytes, countStyle: .binary))")
+        }
+        if packages.contains(where: { $0.state == "corrupt" }) { throw ExitCode(1) }
     }
 }

@@ -11,8 +11,11 @@ struct PackageTests {
     static let info = "{\"version\": 2, \"type\": \"net.daringfireball.markdown\"}"
     static let bundle = ["Doc.textbundle/info.json": info, "Doc.textbundle/text.md": "# Title\n\nbody\n", "Doc.textbundle/assets/note.txt": "asset"]
 
+    /// The package lines of `docfs status --all` ("valid    Doc.textbundle").
     func status(_ mount: MountedStore) throws -> String {
-        try MountedStore.run([MountedStore.binary, "status", "--all", mount.store], timeout: 60).output
+        let output = try MountedStore.run([MountedStore.binary, "status", "--all", mount.store], timeout: 60).output
+        let packages = output.split(separator: "\n").filter { line in ["valid ", "draft ", "corrupt "].contains { line.hasPrefix($0) } }
+        return packages.map { $0 + "\n" }.joined()
     }
 
     @Test func lsAndCatInsideAStoredTextBundle() throws {

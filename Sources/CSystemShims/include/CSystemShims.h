@@ -18,9 +18,9 @@ ssize_t docfs_copy_file_range(int infd, off_t *inoffset, int outfd, off_t *outof
 /// fallocate(2), declared by glibc only under _GNU_SOURCE.
 int docfs_fallocate(int fd, int mode, off_t offset, off_t length);
 
-/// Starts `path` with `argv` in a new session (setsid), detached from the terminal: standard input,
-/// output and error on /dev/null, and `keep_fd` passed as descriptor 3. Returns the pid, or -1 with
-/// errno set.
+/// Starts `path` with `argv` in a new session (setsid), detached from the terminal: standard input
+/// and output on /dev/null, `keep_fd` as its standard error and as descriptor 3. Returns the pid, or
+/// -1 with errno set.
 pid_t docfs_spawn_detached(const char *path, char *const argv[], int keep_fd);
 
 /// pipe2(O_CLOEXEC): both ends close-on-exec from the start, so no concurrently spawned child

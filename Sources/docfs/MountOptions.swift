@@ -1,0 +1,55 @@
+import ArgumentParser
+import Glibc
+
+/// The `-o` options of a mount, sorted: DocFS's own, FUSE's (passed on), and those meant for
+/// mount(8), fstab or systemd, which `mount.fuse3` hands every helper and which are ignored here.
+struct MountOptions {
+    var readOnly = false
+    var allowOther = false
+    var debug = false
+    /// bindfs/sshfs `uid=`, `gid=`, `umask=`: the owner and permissions every file shows.
+    var userID: uid_t?
+    var groupID: gid_t?
+    var umask: mode_t?
+    var fileSystemName: String?
+    var maxRead: UInt32?
+    /// Passed to FUSE as given.
+    var forFUSE: [String] = []
+    var ignored: [String] = []
+
+    /// Options for mount(8), fstab and systemd that mean nothing to a FUSE file system.
+    static let forMount: Set<String> = ["defaults", "auto", "noauto", "user", "users", "nouser", "owner", "group", "nofail", "_netdev", "rw"]
+
+    init(_ arguments: [String]) throws {
+        for option in arguments.flatMap({ $0.split(separator: ",").map(String.init) }) where !option.isEmpty {
+            let (key, value) = option.split(separator: "=", maxSplits: 1).map(String.init).pair
+            switch key {
+            case "ro": readOnly = true
+            case "allow_other": allowOther = true
+            case "debug": debug = true
+            case "uid": userID = try Self.number(option, value, radix: 10).map { uid_t($0) }
+            case "gid": groupID = try Self.number(option, value, radix: 10).map { gid_t($0) }
+            case "umask": umask = try Self.number(option, value, radix: 8).map { mode_t($0) & 0o777 }
+            case "fsname": fileSystemName = value
+            case "max_read":
+                maxRead = try Self.number(option, value, radix: 10)
+                forFUSE.append(option)
+            case _ where Self.forMount.contains(key) || key.hasPrefix("x-") || key == "comment":
+                ignored.append(option)
+            default:
+                forFUSE.append(option)
+            }
+        }
+    }
+
+    private static func number(_ option: String, _ value: String?, radix: Int) throws -> UInt32? {
+        guard let value, let number = UInt32(value, radix: radix) else {
+            throw ValidationError("-o \(option): needs a number\(radix == 8 ? " in octal (umask=022)" : "")")
+        }
+        return number
+    }
+}
+
+private extension Array where Element == String {
+    var pair: (String, String?) { (self.first ?? "", count > 1 ? self[1] : nil) }
+}
