@@ -3,11 +3,12 @@ import FUSE
 import Glibc
 import SystemSupport
 
-/// A one-line account of an error for the log: the Cocoa code and reason, or the failed call.
+/// A one-line account of an error for the log: a document type's own reason when it gives one
+/// ("not valid JSON: line 1, column 11: …"), else the Cocoa code, or the failed call.
 func describe(_ error: any Error) -> String {
     if let cocoa = error as? CocoaError {
-        let reason = cocoa.userInfo[NSLocalizedFailureReasonErrorKey] as? String
-        return "CocoaError.\(cocoaCodeName(cocoa.code))" + (reason.map { ": \($0)" } ?? "")
+        if let reason = cocoa.userInfo[NSLocalizedFailureReasonErrorKey] as? String { return reason }
+        return "CocoaError.\(cocoaCodeName(cocoa.code))"
     }
     return String(describing: error)
 }

@@ -51,4 +51,15 @@ struct LifecycleTests {
         #expect(try MountedStore.run([MountedStore.binary, "--version"], timeout: 10).output.hasPrefix("docfs 0.2.0 (libfuse 3."))
         #expect(try MountedStore.run([MountedStore.binary, "mount", "--help"], timeout: 10).output.contains("--strict"))
     }
+
+    @Test func uidGidAndUmaskOptionsSetWhatEveryFileShows() throws {
+        let mount = try MountedStore(texts: ["a.txt": "a", "sub/b.json": "{}"], arguments: ["-o", "uid=1234,gid=5678,umask=027"])
+        defer { mount.unmount() }
+        let shown = try mount.run(["stat", "-c", "%u:%g %a", "a.txt", "sub", "sub/b.json"]).output
+        #expect(shown == "1234:5678 640\n1234:5678 750\n1234:5678 640\n", "\(shown)")
+        let stored = try MountedStore.run(["stat", "-c", "%u:%g", mount.inStore("a.txt")], timeout: 10).output
+        #expect(stored == "0:0\n", "the store keeps its own owner")
+        let bad = try MountedStore.run([MountedStore.binary, "mount", mount.store, mount.root.path, "-o", "umask=9x"], timeout: 10)
+        #expect(bad.status == 64 && bad.error.contains("umask=9x: needs a number in octal"), "\(bad.error)")
+    }
 }
