@@ -6,6 +6,10 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "DocumentModel", targets: ["DocumentModel"]),
+        // Document-scope shims of Apple's modules, so Apple document sources compile unchanged.
+        .library(name: "SwiftUI", targets: ["SwiftUI"]),
+        .library(name: "UniformTypeIdentifiers", targets: ["UniformTypeIdentifiers"]),
+        .library(name: "Combine", targets: ["Combine"]),
         .library(name: "FUSE", targets: ["FUSE"]),
         .library(name: "DocumentStore", targets: ["DocumentStore"]),
         .library(name: "DocumentFS", targets: ["DocumentFS"]),
@@ -18,7 +22,11 @@ let package = Package(
     ],
     targets: [
         // Linux port of SwiftUI's document API; no FUSE, no store.
-        .target(name: "DocumentModel", dependencies: ["SystemSupport"]),
+        .target(name: "DocumentModel", dependencies: ["SystemSupport", "Combine"]),
+        // The Combine surface documents use (publishers, subjects, ObservableObject, @Published).
+        .target(name: "Combine"),
+        .target(name: "UniformTypeIdentifiers", dependencies: ["DocumentModel"]),
+        .target(name: "SwiftUI", dependencies: ["DocumentModel", "Combine", "UniformTypeIdentifiers"]),
         // POSIX file helpers shared by the model, the store, the bridge and the FUSE binding (names as
         // bytes, paths of any length, stat, mmap, copies).
         .target(name: "SystemSupport", dependencies: ["CSystemShims"]),
@@ -41,7 +49,12 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "DocumentModelTests", dependencies: ["DocumentModel", "StandardDocuments"]),
+        .testTarget(name: "DocumentModelTests", dependencies: ["DocumentModel", "StandardDocuments", "SwiftUI", "UniformTypeIdentifiers"]),
+        // Document types written exactly as for Apple platforms (import SwiftUI, UniformTypeIdentifiers,
+        // Combine), with the app's Info.plist as a resource.
+        .testTarget(
+            name: "AppleSourceTests", dependencies: ["SwiftUI", "UniformTypeIdentifiers", "Combine", "DocumentFS", "DocumentStore"],
+            resources: [.copy("Resources")]),
         .testTarget(name: "DocFSIntegrationTests", dependencies: ["CSystemShims", "DocumentFS", "DocumentStore", "StandardDocuments"]),
     ],
     swiftLanguageModes: [.v6]

@@ -31,16 +31,8 @@ public final class DocumentLibrary: Sendable {
 
     /// Reads and decodes the document at `path` (a file or a package folder) as `type`.
     public func open<Document: FileDocument>(_ type: Document.Type, at path: String) throws -> OpenDocument<Document> {
-        let status = try store.status(of: path)
-        let name = path.split(separator: "/").last.map(String.init) ?? path
-        let contentType = UTType(filenameExtension: (name as NSString).pathExtension, conformingTo: status.kind == .directory ? .directory : .data)
-        guard let contentType, Document.readableContentTypes.contains(where: { contentType.conforms(to: $0) }) else {
-            throw LibraryError.notClaimed(path: path, type: String(reflecting: type))
-        }
-        let file = try store.fileWrapper(at: path)
-        let document = try Document(configuration: FileDocumentReadConfiguration(contentType: contentType, file: file))
-        let editable = !readOnly && status.permissions & 0o222 != 0
-            && Document.writableContentTypes.contains { contentType.conforms(to: $0) }
+        let (contentType, editable) = try claim(path, readable: Document.readableContentTypes, writable: Document.writableContentTypes, typeName: String(reflecting: type))
+        let document = try Document(configuration: FileDocumentReadConfiguration(contentType: contentType, file: try store.fileWrapper(at: path)))
         return OpenDocument(document: document, path: path, contentType: contentType, isEditable: editable, library: self)
     }
 

@@ -40,14 +40,15 @@ public struct FileDocumentConfiguration<Document: FileDocument> {
     }
 }
 
-/// The properties of an open reference-type document.
+/// The properties of an open reference-type document: the document as an observed object, so
+/// `configuration.$document.text` is a binding, as in SwiftUI.
 public struct ReferenceFileDocumentConfiguration<Document: ReferenceFileDocument> {
-    public let document: Document
+    @ObservedObject public var document: Document
     public let fileURL: URL?
     public let isEditable: Bool
 
     public init(document: Document, fileURL: URL?, isEditable: Bool = true) {
-        self.document = document
+        self._document = ObservedObject(wrappedValue: document)
         self.fileURL = fileURL
         self.isEditable = isEditable
     }

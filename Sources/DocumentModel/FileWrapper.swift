@@ -394,3 +394,10 @@ open class FileWrapper: @unchecked Sendable {
         for child in children?.values ?? [:].values { child.parents.append(WeakParent(wrapper: self)) }
     }
 }
+
+/// Wrappers are equal only to themselves, as on Apple platforms (where `FileWrapper` is an
+/// `NSObject`): `Set<FileWrapper>`, `$0.value != someWrapper`.
+extension FileWrapper: Hashable {
+    public static func == (lhs: FileWrapper, rhs: FileWrapper) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}

@@ -149,5 +149,27 @@ enum SystemTypeTable {
         type("public.disk-image", ["public.data", "public.archive"], description: "disk image"),
         type("public.x509-certificate", ["public.data"], ["cer", "der", "crt"], ["application/x-x509-ca-cert", "application/pkix-cert"], description: "X.509 certificate"),
         type("com.rsa.pkcs-12", ["public.data"], ["p12", "pfx"], ["application/x-pkcs12"], description: "PKCS #12 archive"),
+
+        // 3D, AR and media types of Apple's frameworks
+        type("com.pixar.universal-scene-description", ["public.3d-content", "public.data"], ["usd", "usda", "usdc"], description: "Universal Scene Description"),
+        type("com.pixar.universal-scene-description-mobile", ["public.3d-content", "public.zip-archive"], ["usdz"], ["model/vnd.usdz+zip", "model/vnd.pixar.usd"], description: "Universal Scene Description Package"),
+        type("com.apple.reality", ["public.data"], ["reality"], description: "Reality File"),
+        type("com.apple.scenekit.scene", ["public.3d-content", "public.data"], ["scn"], description: "SceneKit scene"),
+        type("com.apple.arobject", ["public.data"], ["arobject"], description: "AR reference object"),
+        type("com.apple.live-photo", ["public.content"], description: "Live Photo"),
+        type("com.apple.protected-mpeg-4-audio", ["public.audio"], ["m4p"], ["audio/mp4p"], description: "protected MPEG-4 audio"),
+        type("com.apple.protected-mpeg-4-video", ["com.apple.m4v-video"], ["m4v"], ["video/x-m4v"], description: "protected MPEG-4 video"),
+        type("com.apple.m4v-video", ["public.mpeg-4"], ["m4v"], ["video/x-m4v"], description: "MPEG-4 video (M4V)"),
+        type("com.apple.haptics.ahap", ["public.json"], ["ahap"], description: "Apple Haptic and Audio Pattern"),
+        type("public.geojson", ["public.json"], ["geojson"], ["application/geo+json"], description: "GeoJSON"),
+
+        // Apple platform items
+        type("com.apple.internet-location", ["public.data"], ["inetloc"], description: "Internet location"),
+        type("com.microsoft.internet-shortcut", ["public.data"], ["url"], ["application/x-url"], description: "Internet shortcut"),
+        type("com.apple.application-and-system-extension", ["com.apple.bundle", "public.executable"], ["appex"], description: "application extension"),
+        type("com.apple.xpc-service", ["com.apple.bundle", "public.executable"], ["xpc"], description: "XPC service"),
+        type("com.apple.systempreference.prefpane", ["com.apple.package", "com.apple.bundle"], ["prefPane"], description: "System Preferences pane"),
+        type("com.apple.applescript.script", ["public.data"], ["scpt"], description: "compiled AppleScript"),
+        type("com.apple.applescript.script-bundle", ["com.apple.package"], ["scptd"], description: "AppleScript bundle"),
     ]
 }

@@ -61,6 +61,10 @@ public struct UTType: Hashable, Sendable, CustomStringConvertible, CustomDebugSt
     public var preferredFilenameExtension: String? { info.tags[.filenameExtension]?.first }
     public var preferredMIMEType: String? { info.tags[.mimeType]?.first }
     public var localizedDescription: String? { info.localizedDescription }
+    /// Where the type's declaration says it is documented.
+    public var referenceURL: URL? { info.referenceURL }
+    /// The version of the type's declaration, if it has one.
+    public var version: NSNumber? { info.version.map { NSNumber(value: $0) } }
 
     /// Every type this one conforms to, directly or through others (not itself).
     public var supertypes: Set<UTType> {

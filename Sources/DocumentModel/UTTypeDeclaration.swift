@@ -19,6 +19,10 @@ public struct UTTypeDeclaration: Hashable, Sendable {
     /// MIME types, preferred first.
     public var mimeTypes: [String]
     public var description: String?
+    /// Where the type is documented (`UTTypeReferenceURL`).
+    public var referenceURL: URL?
+    /// The declaration's version (`UTTypeVersion`).
+    public var version: Int?
 
     public init(
         identifier: String,
@@ -26,8 +30,12 @@ public struct UTTypeDeclaration: Hashable, Sendable {
         conformsTo: [String] = [],
         filenameExtensions: [String] = [],
         mimeTypes: [String] = [],
-        description: String? = nil
+        description: String? = nil,
+        referenceURL: URL? = nil,
+        version: Int? = nil
     ) {
+        self.referenceURL = referenceURL
+        self.version = version
         self.identifier = identifier
         self.kind = kind
         self.conformsTo = conformsTo

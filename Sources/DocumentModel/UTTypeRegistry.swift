@@ -4,7 +4,14 @@ import Synchronization
 /// Where every `UTType` is resolved: the built-in system table, the app's registered declarations,
 /// the freedesktop MIME database for tags neither knows, and dynamic types for the rest.
 final class UTTypeRegistry: Sendable {
-    static let shared = UTTypeRegistry()
+    /// The registry, with the main bundle's Info.plist declarations read in, as Apple platforms do.
+    static let shared: UTTypeRegistry = {
+        let registry = UTTypeRegistry()
+        for plist in InfoPlistDeclarations.mainBundlePlists() {
+            if let declarations = try? InfoPlistDeclarations.read(from: plist) { registry.register(declarations) }
+        }
+        return registry
+    }()
 
     private struct State {
         var appDeclarations = DeclarationIndex()
@@ -114,7 +121,8 @@ final class UTTypeRegistry: Sendable {
             info = UTTypeInfo(
                 identifier: identifier, directSupertypeIdentifiers: declaration.conformsTo,
                 allSupertypeIdentifiers: supertypeClosure(of: declaration.conformsTo, in: state),
-                tags: tags, localizedDescription: declaration.description, isDeclared: true, isDynamic: false)
+                tags: tags, localizedDescription: declaration.description, isDeclared: true, isDynamic: false,
+                referenceURL: declaration.referenceURL, version: declaration.version)
         } else if let dynamic = DynamicTypeIdentifier.decode(identifier) {
             info = UTTypeInfo(
                 identifier: identifier, directSupertypeIdentifiers: dynamic.conformsTo,

@@ -1,7 +1,8 @@
-import DocumentModel
+import SwiftUI
+import UniformTypeIdentifiers
 
-// The example document types of the seed pages (../shared/seeds), as the pages write them, with
-// `import DocumentModel` in place of SwiftUI and UniformTypeIdentifiers.
+// The example document types of the seed pages (../shared/seeds), exactly as the pages write them,
+// imports included.
 
 /// Seed 000 (FileDocumentConfiguration).
 struct TextFile: FileDocument {
