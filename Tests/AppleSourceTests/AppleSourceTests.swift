@@ -77,12 +77,16 @@ struct AppleSourceTests {
         let opened = try library.open(DraftDocument.self, at: "draft.story")
         var titles: [String] = []
         var willChange = 0
+        var texts: [String] = []
         opened.document.trackTitle { titles.append($0) }
         let subscription = opened.document.objectWillChange.sink { willChange += 1 }
+        let direct = opened.document.$text.sink { texts.append($0) }
         let configuration = opened.configuration
         configuration.$document.text.wrappedValue = "New title\nBody"
         configuration.$document.text.wrappedValue = "New title\nLonger body"
         #expect(titles == ["Title", "New title"] && willChange == 2, "\(titles) \(willChange)")
+        #expect(texts == ["Title\nBody", "New title\nBody", "New title\nLonger body"], "$text gives the current value, then each new one")
+        direct.cancel()
         try opened.save()
         #expect(try String(contentsOfFile: root + "/draft.story", encoding: .utf8) == "New title\nLonger body")
         subscription.cancel()
