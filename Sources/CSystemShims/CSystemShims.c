@@ -9,6 +9,8 @@
 #include <syslog.h>
 #include <unistd.h>
 #include <linux/fs.h>
+#include <string.h>
+#include <sys/fanotify.h>
 
 int docfs_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned int flags) {
     return (int)syscall(SYS_renameat2, olddirfd, oldpath, newdirfd, newpath, flags);
@@ -62,4 +64,77 @@ pid_t docfs_spawn_detached(const char *path, char *const argv[], int keep_fd) {
 
 int docfs_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
+}
+
+/// The changes a watched directory reports: to its entries, and to the files in it.
+static const unsigned long long docfs_watched_events =
+    FAN_CREATE | FAN_DELETE | FAN_MOVED_FROM | FAN_MOVED_TO | FAN_ATTRIB | FAN_MODIFY | FAN_CLOSE_WRITE
+    | FAN_DELETE_SELF | FAN_MOVE_SELF | FAN_EVENT_ON_CHILD | FAN_ONDIR;
+
+int docfs_fanotify_open(void) {
+    return fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_REPORT_DFID_NAME, O_RDONLY | O_CLOEXEC);
+}
+
+int docfs_fanotify_watch_directory(int fanotify_fd, const char *path) {
+    return fanotify_mark(fanotify_fd, FAN_MARK_ADD | FAN_MARK_ONLYDIR, docfs_watched_events, AT_FDCWD, path);
+}
+
+int docfs_fanotify_unwatch_directory(int fanotify_fd, const char *path) {
+    return fanotify_mark(fanotify_fd, FAN_MARK_REMOVE | FAN_MARK_ONLYDIR, docfs_watched_events, AT_FDCWD, path);
+}
+
+int docfs_file_handle(const char *path, unsigned char *handle, unsigned int *length) {
+    union {
+        struct file_handle header;
+        unsigned char bytes[sizeof(struct file_handle) + 128];
+    } buffer;
+    buffer.header.handle_bytes = 128;
+    int mount_id;
+    if (name_to_handle_at(AT_FDCWD, path, &buffer.header, &mount_id, 0) != 0) return -1;
+    unsigned int used = sizeof(struct file_handle) + buffer.header.handle_bytes;
+    if (used > *length) {
+        errno = EOVERFLOW;
+        return -1;
+    }
+    memcpy(handle, buffer.bytes, used);
+    *length = used;
+    return 0;
+}
+
+int docfs_fanotify_read(int fanotify_fd, struct docfs_watch_event *events, int capacity) {
+    static __thread char buffer[65536] __attribute__((aligned(8)));
+    ssize_t length = read(fanotify_fd, buffer, sizeof buffer);
+    if (length < 0) return -1;
+    int count = 0;
+    struct fanotify_event_metadata *metadata = (struct fanotify_event_metadata *)buffer;
+    while (FAN_EVENT_OK(metadata, length) && count < capacity) {
+        struct docfs_watch_event *event = &events[count];
+        memset(event, 0, sizeof *event);
+        event->mask = metadata->mask;
+        event->pid = metadata->pid;
+        char *info = (char *)metadata + metadata->metadata_len;
+        char *end = (char *)metadata + metadata->event_len;
+        while (info + sizeof(struct fanotify_event_info_header) <= end) {
+            struct fanotify_event_info_header *header = (struct fanotify_event_info_header *)info;
+            if (header->len == 0) break;
+            if (header->info_type == FAN_EVENT_INFO_TYPE_DFID_NAME || header->info_type == FAN_EVENT_INFO_TYPE_DFID) {
+                struct fanotify_event_info_fid *fid = (struct fanotify_event_info_fid *)info;
+                struct file_handle *handle = (struct file_handle *)fid->handle;
+                unsigned int used = sizeof(struct file_handle) + handle->handle_bytes;
+                if (used <= sizeof event->handle) {
+                    memcpy(event->handle, handle, used);
+                    event->handle_length = used;
+                }
+                if (header->info_type == FAN_EVENT_INFO_TYPE_DFID_NAME) {
+                    const char *name = (const char *)handle->f_handle + handle->handle_bytes;
+                    strncpy(event->name, name, sizeof event->name - 1);
+                }
+            }
+            info += header->len;
+        }
+        if (metadata->fd >= 0) close(metadata->fd);
+        count++;
+        metadata = FAN_EVENT_NEXT(metadata, length);
+    }
+    return count;
 }

@@ -11,9 +11,10 @@ public struct DocumentFSOptions: Sendable {
     public var allowOther = false
     /// Worker threads of the FUSE loop.
     public var threads = 8
-    /// Seconds the kernel may cache names and attributes. Changes made behind the mount's back
-    /// show up after at most this long.
-    public var cacheTimeout = 1.0
+    /// Seconds the kernel may cache names and attributes; nil (the default) chooses: a day when
+    /// the store can be watched for changes made beside DocFS (each then drops exactly what it
+    /// touched, at once), else one second, which is how late such a change may show.
+    public var cacheTimeout: Double?
     /// Extra `-o` options passed to FUSE as given.
     public var extraMountOptions: [String] = []
     /// FUSE's `max_read=` option: the largest read the kernel sends (nil: no limit).

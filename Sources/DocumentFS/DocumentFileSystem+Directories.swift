@@ -40,6 +40,7 @@ extension DocumentFileSystem {
                     return (nodes.child(parent: inode, name: stored.name, counting: true, linkedFile: StoredFileIdentity(status)), status)
                 }
                 guard let (node, status) = found else { continue }
+                if status.kind == .directory { watchDirectory(node.inode, path: path) }
                 let item = DirectoryEntry(
                     name: stored.name, nextOffset: Int64(index + 1), inode: node.inode, mode: status.mode,
                     entry: entry(for: node, path: path, status: status, caller: nil))

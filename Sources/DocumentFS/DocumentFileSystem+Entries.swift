@@ -47,13 +47,13 @@ extension DocumentFileSystem {
         let (staged, timeout) = stagedStatus(of: node, for: caller)
         return Entry(
             inode: node.inode, attributes: attributes(of: node.inode, path: path, status: status, staged: staged),
-            entryTimeout: options.cacheTimeout, attributeTimeout: timeout)
+            entryTimeout: cacheTimeout, attributeTimeout: timeout)
     }
 
     /// The stage's status when `caller` is one of its writers, and how long attributes may be cached.
     private func stagedStatus(of node: Node, for caller: pid_t?) -> (FileStatus?, Double) {
         let (file, writers) = node.state.withLock { ($0.stagedFile, $0.writerThreads) }
-        guard let file else { return (nil, options.cacheTimeout) }
+        guard let file else { return (nil, cacheTimeout) }
         guard let caller, ThreadGroup.sameProcess(caller, asAnyOf: writers) else { return (nil, 0) }
         return (try? file.status(), 0)
     }
@@ -63,6 +63,7 @@ extension DocumentFileSystem {
         try namespace.reading { () throws(FUSEError) -> Entry in
             let status = try storeCall { try store.status(of: path) }
             let node = nodes.child(parent: parent, name: name, counting: true, linkedFile: StoredFileIdentity(status))
+            if status.kind == .directory { watchDirectory(node.inode, path: path) }
             return entry(for: node, path: path, status: status, caller: caller)
         }
     }
@@ -75,8 +76,8 @@ extension DocumentFileSystem {
             // Removed behind the mount's back, perhaps: forget a stale name. The kernel may cache
             // the absence as long as it caches names (editors and git probe many missing names).
             namespace.writing { nodes.detach(parent: parent, name: name) }
-            guard options.cacheTimeout > 0 else { throw error }
-            return .negative(timeout: options.cacheTimeout)
+            guard cacheTimeout > 0 else { throw error }
+            return .negative(timeout: cacheTimeout)
         }
     }
 

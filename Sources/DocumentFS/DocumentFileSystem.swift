@@ -24,6 +24,10 @@ final class DocumentFileSystem: FileSystemOperations {
     /// open, installing a commit) takes it shared. So a path always names the file it resolved to:
     /// an open racing with a save-by-rename finds the old or the new document, never a third state.
     let namespace = ReadWriteLock()
+    /// Watches the store for changes made beside DocFS; nil where it cannot be watched.
+    let watcher: StoreWatcher?
+    /// How long the kernel may cache names and attributes (see `DocumentFSOptions.cacheTimeout`).
+    let cacheTimeout: Double
     var logger: Logger { options.logger }
 
     init(store: any DocumentStore, types: [DocumentType], options: DocumentFSOptions) {
@@ -32,6 +36,49 @@ final class DocumentFileSystem: FileSystemOperations {
         self.options = options
         self.codec = DocumentCodec()
         self.packages = PackageCoordinator(store: store, codec: codec, logger: options.logger)
+        let rootPath = store.localPath(of: "")
+        let watcher = rootPath == nil ? nil : StoreWatcher()
+        if let watcher, let rootPath, watcher.watch(.root, absolutePath: rootPath) {
+            self.watcher = watcher
+            cacheTimeout = options.cacheTimeout ?? 86400
+        } else {
+            self.watcher = nil
+            cacheTimeout = options.cacheTimeout ?? 1
+            if options.cacheTimeout == nil {
+                options.logger.notice("the store cannot be watched for changes made beside DocFS (fanotify needs root and a local file system): the kernel caches names and attributes for \(cacheTimeout) s, so such changes show within that")
+            }
+        }
+    }
+
+    /// Starts telling the kernel about changes made in the store beside DocFS.
+    func startWatching() {
+        watcher?.start { [weak self] change in self?.storeChanged(change) }
+    }
+
+    /// A change another process made in the store: the kernel forgets the entry and what it named.
+    private func storeChanged(_ change: StoreWatcher.Change) {
+        switch change {
+        case .entry(let parent, let name):
+            if parent == .root && name == DirectoryStore.privateAreaName { return }
+            if name == "." {
+                notifier.invalidateContent(of: parent)
+                return
+            }
+            notifier.invalidateEntry(parent: parent, name: name)
+            if let child = nodes.existingChild(parent: parent, name: name) { notifier.invalidateContent(of: child) }
+        case .everything:
+            logger.warning("the store changed faster than its watch could report; every cached name and attribute is dropped")
+            for (parent, name, inode) in nodes.allNames() {
+                notifier.invalidateEntry(parent: parent, name: name)
+                notifier.invalidateContent(of: inode)
+            }
+        }
+    }
+
+    /// Watches a directory the kernel now holds.
+    func watchDirectory(_ inode: Inode, path: String) {
+        guard let watcher, let absolute = store.localPath(of: path) else { return }
+        watcher.watch(inode, absolutePath: absolute)
     }
 
     func initialize(connection: inout ConnectionSettings) {

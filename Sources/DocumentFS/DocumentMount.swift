@@ -34,6 +34,7 @@ public final class DocumentMount: Sendable {
         let session = try FUSESession(operations: fileSystem, mountPoint: mountPoint, options: mountOptions)
         fileSystem.notifier.attach(session)
         defer { fileSystem.notifier.attach(nil) }
+        fileSystem.startWatching()
         ready()
         return session.run(threads: fileSystem.options.threads)
     }

@@ -17,6 +17,13 @@ final class KernelNotifier: Sendable {
         }
     }
 
+    /// The kernel's cached entry `name` in `parent` (a name, or the absence of one) is stale.
+    func invalidateEntry(parent: Inode, name: String) {
+        queue.async { [self] in
+            _ = session.withLock { $0 }?.invalidateEntry(parent: parent, name: name)
+        }
+    }
+
     /// The kernel's cached attributes of `inode` are stale (a commit replaced the stored file, whose
     /// ctime moved). Attribute-only invalidation takes no inode or page lock in the kernel, so unlike
     /// content invalidation it is sent at once, before the reply to the request that committed.

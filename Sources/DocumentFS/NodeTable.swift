@@ -122,6 +122,11 @@ final class NodeTable: Sendable {
         }
     }
 
+    /// Every name the table knows: (parent, name, inode).
+    func allNames() -> [(Inode, String, Inode)] {
+        state.withLock { state in state.byName.map { ($0.key.parent, $0.key.name, $0.value) } }
+    }
+
     /// The known inode for `name` in `parent`, without counting a lookup.
     func existingChild(parent: Inode, name: String) -> Inode? {
         state.withLock { $0.byName[ChildKey(parent: parent, name: name)] }

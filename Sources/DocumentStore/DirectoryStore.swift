@@ -73,6 +73,8 @@ public final class DirectoryStore: DocumentStore {
 
     func absolute(_ path: String) -> String { path.isEmpty ? root : root + "/" + path }
 
+    public func localPath(of path: String) -> String? { absolute(path) }
+
     private let processID = getpid()
 
     private func uniqueName(_ tag: String) -> String {

@@ -12,6 +12,9 @@ import SystemSupport
 public protocol DocumentStore: AnyObject, Sendable {
     /// A human-readable location, for logs and `fileURL`s.
     var rootURL: URL { get }
+    /// Where the item at `path` is on the local file system, for a watch on changes made beside
+    /// DocFS; nil for a store that is not a local directory.
+    func localPath(of path: String) -> String?
 
     func status(of path: String) throws -> FileStatus
     /// The status of `name` in a directory opened with `openDirectory`: one path component for the

@@ -40,8 +40,8 @@ struct MountCommand: ParsableCommand {
     @Option(help: "Worker threads serving requests.")
     var threads = 8
 
-    @Option(help: ArgumentHelp("Seconds the kernel may cache names and attributes.", valueName: "seconds"))
-    var cacheTimeout = 1.0
+    @Option(help: ArgumentHelp("Seconds the kernel may cache names and attributes (default: a day when the store can be watched for changes made beside DocFS, else 1).", valueName: "seconds"))
+    var cacheTimeout: Double?
 
     @Option(help: ArgumentHelp("Log to this file (default when daemonized: syslog).", valueName: "path"))
     var logFile: String?
@@ -64,7 +64,7 @@ struct MountCommand: ParsableCommand {
 
     func validate() throws {
         guard threads >= 1 && threads <= 256 else { throw ValidationError("--threads must be between 1 and 256") }
-        guard cacheTimeout >= 0 else { throw ValidationError("--cache-timeout must not be negative") }
+        guard (cacheTimeout ?? 0) >= 0 else { throw ValidationError("--cache-timeout must not be negative") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
         guard ByteCount.parse(quarantineLimit) != nil else { throw ValidationError("--quarantine-limit '\(quarantineLimit)' is not a size (examples: 500M, 2G, 1048576)") }
         guard quarantineDays > 0 else { throw ValidationError("--quarantine-days must be positive") }
@@ -230,10 +230,11 @@ struct MountCommand: ParsableCommand {
         // The read end must not leak into the daemon; the write end becomes its descriptors 2 and 3.
         guard docfs_pipe_cloexec(&pipeEnds) == 0 else { throw CommandFailure(message: "pipe: \(String(cString: strerror(errno)))", status: ExitStatus.failure) }
         var arguments = [CommandLine.arguments.first ?? "docfs", "mount", absolutePath(store), absolutePath(mountPoint), "--ready-descriptor", "3",
-                         "--threads", String(threads), "--cache-timeout", String(cacheTimeout), "--log-level", logLevel,
+                         "--threads", String(threads), "--log-level", logLevel,
                          "--quarantine-limit", quarantineLimit, "--quarantine-days", String(quarantineDays)]
         for option in mountOptions { arguments += ["-o", option] }
         if strict { arguments.append("--strict") }
+        if let cacheTimeout { arguments += ["--cache-timeout", String(cacheTimeout)] }
         if let logFile { arguments += ["--log-file", absolutePath(logFile.hasPrefix("/") ? logFile : FileManager.default.currentDirectoryPath + "/" + logFile)] }
         let cArguments = arguments.map { strdup($0) } + [nil]
         defer { cArguments.forEach { free($0) } }

@@ -30,6 +30,39 @@ int docfs_pipe_cloexec(int fds[2]);
 /// openat(2) with a creation mode (the libc function is variadic).
 int docfs_openat(int dirfd, const char *path, int flags, mode_t mode);
 
+/// fanotify_init(2) for watching a store: FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_REPORT_DFID_NAME, so
+/// every event names its directory (by file handle) and entry. Returns -1 with errno where the
+/// kernel or the caller's privileges do not allow it.
+int docfs_fanotify_open(void);
+
+/// fanotify_mark(2): watches the directory at `path` for changes to its entries and to its
+/// children (create, delete, move, modify, close after write, attributes).
+int docfs_fanotify_watch_directory(int fanotify_fd, const char *path);
+
+/// Stops watching the directory at `path`.
+int docfs_fanotify_unwatch_directory(int fanotify_fd, const char *path);
+
+/// One change fanotify reported: what happened, who did it, the directory (by file handle) and the
+/// entry's name. `mask` has FAN_Q_OVERFLOW set when events were lost.
+struct docfs_watch_event {
+    unsigned long long mask;
+    int pid;
+    unsigned int handle_length;
+    unsigned char handle[128];
+    char name[256];
+};
+
+/// The event mask bit for lost events (FAN_Q_OVERFLOW).
+static const unsigned long long docfs_fanotify_overflow = 0x00004000ULL;
+
+/// Reads the events pending on `fanotify_fd` into `events` (blocking until there is one).
+/// Returns how many, or -1 with errno.
+int docfs_fanotify_read(int fanotify_fd, struct docfs_watch_event *events, int capacity);
+
+/// The file handle of `path` (name_to_handle_at(2)), written to `handle` (`*length` bytes at most;
+/// set to the bytes used). Returns 0, or -1 with errno.
+int docfs_file_handle(const char *path, unsigned char *handle, unsigned int *length);
+
 /// syslog(3) with a fixed "%s" format, so a message is never read as a format string.
 void docfs_syslog(int priority, const char *message);
 

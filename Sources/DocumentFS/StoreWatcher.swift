@@ -1,0 +1,88 @@
+import CSystemShims
+import Foundation
+import FUSE
+import Glibc
+import Synchronization
+import SystemSupport
+
+/// Watches the store's directories that the kernel holds, with fanotify, so the kernel may cache
+/// names, attributes and pages for long: a change made beside DocFS — another program writing,
+/// renaming or removing directly in the store — drops exactly the entries and inodes it touched.
+///
+/// fanotify (not inotify) because each event says which process made it: DocFS's own changes, which
+/// it already tells the kernel about, are skipped. It needs CAP_SYS_ADMIN; without it (or on a file
+/// system that cannot report file handles, such as most network file systems) there is no watcher
+/// and the mount falls back to short cache lifetimes.
+final class StoreWatcher: Sendable {
+    /// What changed: an entry of a watched directory (`name` in `parent`), or everything, when the
+    /// kernel's event queue overflowed.
+    enum Change: Sendable {
+        case entry(parent: Inode, name: String)
+        case everything
+    }
+
+    private let descriptor: Int32
+    private let directories = Mutex<[Data: Inode]>([:])
+    private let watched = Mutex<Set<Inode>>([])
+    private let ownProcess = getpid()
+
+    /// Nil where fanotify is not available to this process.
+    init?() {
+        let descriptor = docfs_fanotify_open()
+        guard descriptor >= 0 else { return nil }
+        self.descriptor = descriptor
+    }
+
+    deinit { close(descriptor) }
+
+    /// Watches the directory `inode`, stored at `absolutePath`, unless it is watched already.
+    /// Returns false when the directory cannot be watched.
+    @discardableResult
+    func watch(_ inode: Inode, absolutePath: String) -> Bool {
+        if watched.withLock({ $0.contains(inode) }) { return true }
+        var handle = [UInt8](repeating: 0, count: 160)
+        var length = UInt32(handle.count)
+        let marked = FileSystemPath.withCString(absolutePath) { path in
+            docfs_file_handle(path, &handle, &length) == 0 && docfs_fanotify_watch_directory(descriptor, path) == 0
+        }
+        guard marked else { return false }
+        let key = Data(handle[0..<Int(length)])
+        directories.withLock { $0[key] = inode }
+        watched.withLock { _ = $0.insert(inode) }
+        return true
+    }
+
+    /// Delivers changes made by other processes to `handle`, on a thread of its own, until the
+    /// process ends.
+    func start(_ handle: @escaping @Sendable (Change) -> Void) {
+        let thread = Thread { [self] in
+            var events = [docfs_watch_event](repeating: docfs_watch_event(), count: 64)
+            while true {
+                let count = docfs_fanotify_read(descriptor, &events, Int32(events.count))
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    return
+                }
+                for event in events[0..<Int(count)] { deliver(event, to: handle) }
+            }
+        }
+        thread.name = "docfs-store-watcher"
+        thread.start()
+    }
+
+    private func deliver(_ event: docfs_watch_event, to handle: (Change) -> Void) {
+        if event.mask & docfs_fanotify_overflow != 0 {
+            handle(.everything)
+            return
+        }
+        guard event.pid != ownProcess, event.handle_length > 0 else { return }
+        var copy = event
+        let key = withUnsafeBytes(of: &copy.handle) { Data($0.prefix(Int(event.handle_length))) }
+        guard let parent = directories.withLock({ $0[key] }) else { return }
+        let name = withUnsafeBytes(of: &copy.name) { bytes in
+            FileSystemPath.string(fromBytes: UnsafeRawBufferPointer(rebasing: bytes.prefix(while: { $0 != 0 })))
+        }
+        // An event about the directory itself (its attributes) has no name: "." stands for it.
+        handle(.entry(parent: parent, name: name.isEmpty ? "." : name))
+    }
+}
