@@ -306,9 +306,10 @@ struct WriteIntegrityTests {
             tracer.wait()
         }
         // strace has attached once it traces a request.
-        for _ in 0..<100 {
-            _ = try? mount.run(["stat", "--cached=never", "attach-probe"])
-            if ((try? String(contentsOfFile: trace, encoding: .utf8)) ?? "").contains("attach-probe") { break }
+        for attempt in 0..<100 {
+            let probe = "attach-probe-\(attempt)"
+            _ = try? mount.run(["stat", probe])
+            if ((try? String(contentsOfFile: trace, encoding: .utf8)) ?? "").contains(probe) { break }
             usleep(50_000)
         }
         let result = try mount.python("""

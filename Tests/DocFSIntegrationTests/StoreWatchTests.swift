@@ -1,0 +1,104 @@
+import Foundation
+import Glibc
+import Testing
+
+/// With default options the kernel caches names, attributes and pages for long; a change made
+/// directly in the store still shows through the mount at once, and the kernel's pages of an
+/// unchanged document survive a reopen.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct StoreWatchTests {
+    /// Polls `check` until it holds; returns the seconds it took, or nil after two seconds.
+    private func secondsUntil(_ check: () throws -> Bool) rethrows -> Double? {
+        let start = Date()
+        while Date().timeIntervalSince(start) < 2 {
+            if try check() { return Date().timeIntervalSince(start) }
+            usleep(2_000)
+        }
+        return nil
+    }
+
+    @Test func changesMadeInTheStoreShowThroughTheMountAtOnce() throws {
+        let mount = try MountedStore(texts: ["doc.txt": "first\n", "sub/old.md": "# old\n", "gone.txt": "bye\n"])
+        defer { mount.unmount() }
+        // Let the kernel cache everything first, including a name that does not exist yet.
+        #expect(try mount.read("doc.txt") == "first\n")
+        #expect(try mount.read("sub/old.md") == "# old\n")
+        #expect(try mount.read("gone.txt") == "bye\n")
+        #expect(try mount.read("new.txt") == nil)
+        var latencies: [String: Double] = [:]
+
+        try mount.writeToStore("doc.txt", Data("second, longer\n".utf8))
+        latencies["write"] = try secondsUntil { try mount.read("doc.txt") == "second, longer\n" }
+        try mount.writeToStore("new.txt", Data("made beside\n".utf8))
+        latencies["create"] = try secondsUntil { try mount.read("new.txt") == "made beside\n" }
+        #expect(rename(mount.inStore("sub/old.md"), mount.inStore("sub/renamed.md")) == 0)
+        latencies["rename"] = try secondsUntil { try mount.read("sub/renamed.md") == "# old\n" && (try mount.read("sub/old.md")) == nil }
+        #expect(unlink(mount.inStore("gone.txt")) == 0)
+        latencies["remove"] = try secondsUntil { try mount.read("gone.txt") == nil }
+
+        print("external change → visible through the mount: \(latencies.mapValues { String(format: "%.1f ms", $0 * 1000) })")
+        for (change, seconds) in latencies { #expect(seconds < 0.1, "\(change) took \(seconds) s") }
+        #expect(latencies.count == 4)
+        // And the old content is never served again.
+        for _ in 0..<20 { #expect(try mount.read("doc.txt") == "second, longer\n") }
+        #expect(try mount.run(["ls", "sub"]).output == "renamed.md\n")
+    }
+
+    /// Reads of the store's copy of `name` the daemon makes while `body` runs, traced with strace.
+    private func storeReads(of name: String, in mount: MountedStore, during body: () throws -> Void) throws -> Int {
+        let daemon = try #require(mount.daemon)
+        let trace = mount.root.appendingPathComponent("reads-\(UUID().uuidString.prefix(6)).txt").path
+        let tracer = try ChildProcess(
+            ["strace", "-f", "-y", "-qq", "-p", String(daemon.pid), "-o", trace, "-e", "trace=read,pread64,readv,preadv,preadv2,splice,sendfile,copy_file_range,newfstatat,statx"],
+            capture: true)
+        defer {
+            kill(tracer.pid, SIGINT)
+            tracer.wait()
+        }
+        // strace has attached once it traces a lookup (of a name never asked before: the kernel
+        // caches the absence of one it has).
+        for attempt in 0..<100 {
+            let probe = "strace-attached-\(attempt)"
+            _ = try? mount.run(["stat", probe])
+            if ((try? String(contentsOfFile: trace, encoding: .utf8)) ?? "").contains(probe) { break }
+            usleep(50_000)
+        }
+        try body()
+        usleep(200_000)
+        let lines = ((try? String(contentsOfFile: trace, encoding: .utf8)) ?? "").split(separator: "\n")
+        return lines.filter { line in
+            !line.contains("stat") && line.contains("/store/\(name)>")
+        }.count
+    }
+
+    @Test func theKernelKeepsAnUnchangedDocumentsPagesAcrossAReopen() throws {
+        let text = String(repeating: "cached line\n", count: 20_000)
+        let mount = try MountedStore(texts: ["doc.txt": text])
+        defer { mount.unmount() }
+        #expect(try mount.read("doc.txt") == text)
+        var reopenedText: String?
+        let reopened = try storeReads(of: "doc.txt", in: mount) { reopenedText = try mount.read("doc.txt") }
+        #expect(reopenedText == text)
+        #expect(reopened == 0, "a reopen of an unchanged document is served from the kernel's pages")
+
+        // A commit through the mount drops them (a reader opening within 2 s of a writer reads
+        // directly; wait past that to see the cache itself).
+        #expect(try mount.shell("echo appended >> doc.txt").succeeded)
+        usleep(2_100_000)
+        var afterCommitText: String?
+        let afterCommit = try storeReads(of: "doc.txt", in: mount) { afterCommitText = try mount.read("doc.txt") }
+        #expect(afterCommitText == text + "appended\n")
+        #expect(afterCommit > 0, "after a commit the new version is read from the store")
+        var againText: String?
+        let again = try storeReads(of: "doc.txt", in: mount) { againText = try mount.read("doc.txt") }
+        #expect(againText == text + "appended\n")
+        #expect(again == 0, "and then cached again")
+
+        try mount.writeToStore("doc.txt", Data("changed beside DocFS\n".utf8))
+        usleep(100_000)
+        var afterExternalText: String?
+        let afterExternal = try storeReads(of: "doc.txt", in: mount) { afterExternalText = try mount.read("doc.txt") }
+        #expect(afterExternalText == "changed beside DocFS\n")
+        #expect(afterExternal > 0, "after a change in the store the kernel's pages are dropped")
+    }
+}
