@@ -21,16 +21,30 @@ def timed(fn):
 def run(*args, **kwargs):
     subprocess.run(args, check=True, timeout=600, **kwargs)
 
+def build_passthrough_ll(work):
+    """libfuse's passthrough_ll example (C, low-level API), built from the source Debian ships."""
+    source = '/usr/share/doc/libfuse3-dev/examples/passthrough_ll.c'
+    if not os.path.exists(source):
+        return None
+    binary = os.path.join(work, 'passthrough_ll-binary')
+    flags = subprocess.run(['pkg-config', '--cflags', '--libs', 'fuse3'], capture_output=True, text=True, check=True).stdout.split()
+    result = subprocess.run(['cc', '-O2', '-o', binary, source] + flags, capture_output=True, text=True)
+    if result.returncode != 0:
+        print(f'passthrough_ll did not build: {result.stderr.strip()}', file=sys.stderr)
+        return None
+    return binary
+
 class Mount:
-    def __init__(self, kind, store, mountpoint, docfs):
+    def __init__(self, kind, store, mountpoint, program):
         self.kind, self.mountpoint = kind, mountpoint
         os.makedirs(mountpoint, exist_ok=True)
         if kind == 'docfs':
-            self.process = subprocess.Popen([docfs, 'mount', store, mountpoint, '-f', '--log-level', 'warning'],
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            command = [program, 'mount', store, mountpoint, '-f', '--log-level', 'warning']
+        elif kind == 'passthrough_ll':
+            command = [program, '-f', '-o', f'source={store}', mountpoint]
         else:
-            self.process = subprocess.Popen(['bindfs', '-f', '--no-allow-other', store, mountpoint],
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            command = ['bindfs', '-f', '--no-allow-other', store, mountpoint]
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 20
         while not os.path.ismount(mountpoint):
             if time.time() > deadline or self.process.poll() is not None:
@@ -90,6 +104,53 @@ def stat_tree(directory):
         for name in files + dirs:
             os.lstat(os.path.join(root, name))
 
+def resident_bytes(pid):
+    with open(f'/proc/{pid}/status') as f:
+        for line in f:
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1]) * 1024
+    return 0
+
+def held_inodes(mountpoint):
+    return int(subprocess.run(['getfattr', '--only-values', '-n', 'user.docfs.inodes', mountpoint],
+                              capture_output=True, text=True, check=True).stdout)
+
+def scale(args, targets, sources, docfs_mount):
+    """N documents in folders of 1,000, made in each store directly; a cold and a warm find+stat of
+    every one through each target, and what the DocFS daemon holds per inode the kernel holds."""
+    folders = max(1, args.scale // 1000)
+    print(f'scale case: making {folders * 1000} documents in {folders} folders in each store ...', flush=True)
+    for source in sources.values():
+        for folder in range(folders):
+            directory = os.path.join(source, 'scale', f'folder{folder}')
+            os.makedirs(directory, exist_ok=True)
+            for index in range(1000):
+                with open(os.path.join(directory, f'note{index}.txt'), 'w') as f:
+                    f.write('a small note\n')
+    count = folders * 1000
+    walk = lambda t: run('bash', '-c', f'find {t}/scale -size -1k -type f | wc -l > /dev/null')
+    results = {}
+    memory = None
+    for name, target in targets.items():
+        drop_caches()
+        before = resident_bytes(docfs_mount.process.pid)
+        cold = timed(lambda: walk(target))
+        warm = timed(lambda: walk(target))
+        results[name] = (cold, warm)
+        if name == 'docfs':
+            # Before the next target's drop_caches makes the kernel forget DocFS's inodes.
+            memory = (before, resident_bytes(docfs_mount.process.pid), held_inodes(target))
+    header = f'{"scale":<20} {"what":<36}' + ''.join(f'{name:>16}' for name in targets) + ''.join(f'{name + "/native":>22}' for name in targets if name != 'native')
+    print(header)
+    for index, label in enumerate(['cold find+stat', 'warm find+stat']):
+        line = f'{label:<20} {f"find -size -1k over {count} docs":<36}' + ''.join(f'{count / results[n][index]:>10.0f} {"f/s":<5}' for n in targets)
+        line += ''.join(f'{results[n][index] / results["native"][index]:>21.2f}x' for n in targets if n != 'native')
+        print(line, flush=True)
+    before, after, inodes = memory
+    print(f'docfs daemon: {after / 2**20:.0f} MiB resident ({before / 2**20:.0f} MiB before the walks), {inodes} inodes held: '
+          f'{(after - before) / max(inodes, 1):.0f} bytes per inode')
+    print('(scale ratios are times: target / native, lower is better)')
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument('--docfs', required=True)
@@ -101,7 +162,10 @@ def main():
     parser.add_argument('--big-tree', type=int, default=100000, help='documents in the find+stat scale case, made in the store directly (default 100000; 0 skips it)')
     parser.add_argument('--asset-mb', type=int, default=200, help='size of the asset in the package case (default 200)')
     parser.add_argument('--edits', type=int, default=50, help='small edits per run in the package case (default 50)')
+    parser.add_argument('--scale', type=int, default=0, help='the scale case: N documents in folders of 1,000, made in each store directly; cold and warm find+stat once each, and the DocFS daemon\'s memory per inode it holds (default 0: skipped)')
+    parser.add_argument('--scale-only', action='store_true', help='run only the scale case')
     parser.add_argument('--no-bindfs', action='store_true')
+    parser.add_argument('--no-passthrough', action='store_true', help='leave out libfuse\'s passthrough_ll')
     args = parser.parse_args()
 
     work = tempfile.mkdtemp(prefix='docfs-bench-', dir=args.dir)
@@ -112,16 +176,27 @@ def main():
     try:
         mounts.append(Mount('docfs', store, os.path.join(work, 'docfs'), args.docfs))
         targets['docfs'] = mounts[-1].mountpoint
+        # The C peers each serve a sibling directory of their own, so none sees DocFS's private area.
+        sources = {'native': store}
         if not args.no_bindfs and shutil.which('bindfs'):
-            # bindfs over a sibling directory, so it never sees DocFS's private area.
-            peer = os.path.join(work, 'peer')
-            os.makedirs(peer)
-            mounts.append(Mount('bindfs', peer, os.path.join(work, 'bindfs'), args.docfs))
+            sources['bindfs'] = os.path.join(work, 'peer-bindfs')
+            os.makedirs(sources['bindfs'])
+            mounts.append(Mount('bindfs', sources['bindfs'], os.path.join(work, 'bindfs'), None))
             targets['bindfs'] = mounts[-1].mountpoint
-        # The scale case's tree is made in the stores directly, as a store that already exists would be.
+        passthrough = None if args.no_passthrough else build_passthrough_ll(work)
+        if passthrough:
+            sources['passthrough_ll'] = os.path.join(work, 'peer-passthrough')
+            os.makedirs(sources['passthrough_ll'])
+            mounts.append(Mount('passthrough_ll', sources['passthrough_ll'], os.path.join(work, 'passthrough_ll'), passthrough))
+            targets['passthrough_ll'] = mounts[-1].mountpoint
+        if args.scale:
+            scale(args, targets, sources, mounts[0])
+            if args.scale_only:
+                return
+        # The big tree is made in the stores directly, as a store that already exists would be.
         if args.big_tree:
-            for name, store_dir in [('native', store)] + ([('bindfs', peer)] if 'bindfs' in targets else []):
-                make_tree(os.path.join(store_dir, 'big'), max(1, args.big_tree // 100), 100)
+            for source in sources.values():
+                make_tree(os.path.join(source, 'big'), max(1, args.big_tree // 100), 100)
         # The package case is built through each target (DocFS sees a package built piece by piece).
         for name, target in targets.items():
             make_package(os.path.join(target, 'Bench.textbundle'), args.asset_mb)
@@ -149,7 +224,7 @@ def main():
             ('package edit', f'the same, text.md beside a {args.asset_mb} MB asset', lambda t, i: edit_small(f'{t}/Bench.textbundle/text.md', args.edits), args.edits, 'edits/s'),
         ]
         print(f'DocFS benchmark: {args.runs} runs per case, medians; store in {args.dir}; cold cache {"available" if cold else "not available"}')
-        header = f'{"case":<20} {"what":<36}' + ''.join(f'{name:>16}' for name in targets) + ''.join(f'{name + "/native":>16}' for name in targets if name != 'native')
+        header = f'{"case":<20} {"what":<36}' + ''.join(f'{name:>16}' for name in targets) + ''.join(f'{name + "/native":>22}' for name in targets if name != 'native')
         print(header)
         results = {}
         for label, what, body, amount, unit in cases:
@@ -161,7 +236,7 @@ def main():
                 times = [timed(lambda i=i: body(target, i)) for i in range(args.runs)]
                 medians[name] = statistics.median(times)
             line = f'{label:<20} {what:<36}' + ''.join(f'{amount / medians[n]:>10.0f} {unit:<5}' for n in targets)
-            line += ''.join(f'{medians["native"] / medians[n]:>16.2f}' for n in targets if n != 'native')
+            line += ''.join(f'{medians["native"] / medians[n]:>22.2f}' for n in targets if n != 'native')
             print(line, flush=True)
             results[label] = medians
         if 'package edit' in results and 'flat edit' in results:
