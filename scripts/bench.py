@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """DocFS benchmarks: each case on the native store directory, through DocFS, and through bindfs,
 measured in the same run and reported as medians with ratios to native."""
-import argparse, os, shutil, statistics, subprocess, sys, tempfile, time
+import argparse, os, resource, shutil, statistics, subprocess, sys, tempfile, time
 
 def drop_caches():
     """Cold-cache runs need root and a writable /proc/sys/vm/drop_caches."""
@@ -119,7 +119,8 @@ def scale(args, targets, sources, docfs_mount):
     """N documents in folders of 1,000, made in each store directly; a cold and a warm find+stat of
     every one through each target, and what the DocFS daemon holds per inode the kernel holds."""
     folders = max(1, args.scale // 1000)
-    print(f'scale case: making {folders * 1000} documents in {folders} folders in each store ...', flush=True)
+    count = folders * 1000
+    print(f'scale case: making {count} documents in {folders} folders in each store ...', flush=True)
     for source in sources.values():
         for folder in range(folders):
             directory = os.path.join(source, 'scale', f'folder{folder}')
@@ -127,10 +128,18 @@ def scale(args, targets, sources, docfs_mount):
             for index in range(1000):
                 with open(os.path.join(directory, f'note{index}.txt'), 'w') as f:
                     f.write('a small note\n')
-    count = folders * 1000
-    walk = lambda t: run('bash', '-c', f'find {t}/scale -size -1k -type f | wc -l > /dev/null')
+    def walk(target):
+        found = subprocess.run(['bash', '-c', f'find {target}/scale -size -1k -type f 2>/dev/null | wc -l'], capture_output=True, text=True, timeout=3600).stdout
+        if int(found or 0) != count:
+            print(f'warning: find saw {found.strip()} of {count} documents through {target}', file=sys.stderr)
     results = {}
     memory = None
+    # passthrough_ll keeps a descriptor open for every inode it serves: past the descriptor limit
+    # its walk fails, so it sits the scale case out.
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if 'passthrough_ll' in targets and count > limit - 100:
+        print(f'passthrough_ll left out of the scale case: it needs a descriptor per inode, and the limit here is {limit}')
+        targets = {name: target for name, target in targets.items() if name != 'passthrough_ll'}
     for name, target in targets.items():
         drop_caches()
         before = resident_bytes(docfs_mount.process.pid)

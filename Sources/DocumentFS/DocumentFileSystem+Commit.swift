@@ -194,6 +194,7 @@ extension DocumentFileSystem {
             notifier.invalidateAttributes(of: node.inode)
             notifier.invalidateContent(of: node.inode)
         }
+        rewatchPackage(member.root)
     }
 }
 

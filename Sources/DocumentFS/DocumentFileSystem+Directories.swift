@@ -10,7 +10,10 @@ extension DocumentFileSystem {
     func openDirectory(inode: Inode, flags: Int32, context: RequestContext) throws(FUSEError) -> OpenReply {
         let path = try path(of: inode)
         let descriptor = try storeCall { try store.openDirectory(path) }
-        return OpenReply(handle: directories.insert(DirectoryListing(path: path, entries: [], descriptor: descriptor)))
+        // With the store watched, the kernel may keep a directory's listing: its own changes update
+        // it, and a change beside DocFS drops it (see `storeChanged`).
+        let cached = watcher != nil
+        return OpenReply(handle: directories.insert(DirectoryListing(path: path, entries: [], descriptor: descriptor)), keepCache: cached, cacheDirectory: cached)
     }
 
     func readDirectory(inode: Inode, handle: UInt64, offset: Int64, plus: Bool, add: (DirectoryEntry) -> Bool) throws(FUSEError) {
@@ -40,7 +43,7 @@ extension DocumentFileSystem {
                     return (nodes.child(parent: inode, name: stored.name, counting: true, linkedFile: StoredFileIdentity(status)), status)
                 }
                 guard let (node, status) = found else { continue }
-                if status.kind == .directory { watchDirectory(node.inode, path: path) }
+                if status.kind == .directory { watchDirectory(node.inode, path: path, status: status) }
                 let item = DirectoryEntry(
                     name: stored.name, nextOffset: Int64(index + 1), inode: node.inode, mode: status.mode,
                     entry: entry(for: node, path: path, status: status, caller: nil))

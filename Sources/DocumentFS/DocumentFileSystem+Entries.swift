@@ -63,7 +63,7 @@ extension DocumentFileSystem {
         try namespace.reading { () throws(FUSEError) -> Entry in
             let status = try storeCall { try store.status(of: path) }
             let node = nodes.child(parent: parent, name: name, counting: true, linkedFile: StoredFileIdentity(status))
-            if status.kind == .directory { watchDirectory(node.inode, path: path) }
+            if status.kind == .directory { watchDirectory(node.inode, path: path, status: status) }
             return entry(for: node, path: path, status: status, caller: caller)
         }
     }
@@ -171,6 +171,7 @@ extension DocumentFileSystem {
         try packages.withPackage(member.root) { () throws(FUSEError) in
             _ = try packages.commit(change(member.member), root: member.root, claim: member.claim)
         }
+        rewatchPackage(member.root)
         return true
     }
 

@@ -38,7 +38,7 @@ final class DocumentFileSystem: FileSystemOperations {
         self.packages = PackageCoordinator(store: store, codec: codec, logger: options.logger)
         let rootPath = store.localPath(of: "")
         let watcher = rootPath == nil ? nil : StoreWatcher()
-        if let watcher, let rootPath, watcher.watch(.root, absolutePath: rootPath) {
+        if let watcher, let rootPath, let root = try? store.status(of: ""), watcher.watch(.root, absolutePath: rootPath, storedAs: root.inode) {
             self.watcher = watcher
             cacheTimeout = options.cacheTimeout ?? 86400
         } else {
@@ -65,6 +65,8 @@ final class DocumentFileSystem: FileSystemOperations {
                 return
             }
             notifier.invalidateEntry(parent: parent, name: name)
+            // The directory's cached listing, attributes and times changed too.
+            notifier.invalidateContent(of: parent)
             if let child = nodes.existingChild(parent: parent, name: name) { notifier.invalidateContent(of: child) }
         case .everything:
             logger.warning("the store changed faster than its watch could report; every cached name and attribute is dropped")
@@ -75,10 +77,16 @@ final class DocumentFileSystem: FileSystemOperations {
         }
     }
 
+    /// A package commit swapped a new directory in under the package's name: watch that one.
+    func rewatchPackage(_ root: String) {
+        guard watcher != nil, let inode = nodes.existingInode(atPath: root), let status = try? store.status(of: root) else { return }
+        watchDirectory(inode, path: root, status: status)
+    }
+
     /// Watches a directory the kernel now holds.
-    func watchDirectory(_ inode: Inode, path: String) {
+    func watchDirectory(_ inode: Inode, path: String, status: FileStatus) {
         guard let watcher, let absolute = store.localPath(of: path) else { return }
-        watcher.watch(inode, absolutePath: absolute)
+        watcher.watch(inode, absolutePath: absolute, storedAs: status.inode)
     }
 
     func initialize(connection: inout ConnectionSettings) {

@@ -122,6 +122,16 @@ final class NodeTable: Sendable {
         }
     }
 
+    /// The known inode at a store path, following known names from the root.
+    func existingInode(atPath path: String) -> Inode? {
+        var current = Inode.root
+        for component in path.split(separator: "/", omittingEmptySubsequences: true) {
+            guard let next = existingChild(parent: current, name: String(component)) else { return nil }
+            current = next
+        }
+        return current
+    }
+
     /// Every name the table knows: (parent, name, inode).
     func allNames() -> [(Inode, String, Inode)] {
         state.withLock { state in state.byName.map { ($0.key.parent, $0.key.name, $0.value) } }

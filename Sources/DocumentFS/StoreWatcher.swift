@@ -23,7 +23,9 @@ final class StoreWatcher: Sendable {
 
     private let descriptor: Int32
     private let directories = Mutex<[Data: Inode]>([:])
-    private let watched = Mutex<Set<Inode>>([])
+    /// The stored directory (its inode number) each watched node was marked on: a package commit
+    /// swaps a new directory in under the same name, which must be marked anew.
+    private let watched = Mutex<[Inode: UInt64]>([:])
     private let ownProcess = getpid()
 
     /// Nil where fanotify is not available to this process.
@@ -35,11 +37,11 @@ final class StoreWatcher: Sendable {
 
     deinit { close(descriptor) }
 
-    /// Watches the directory `inode`, stored at `absolutePath`, unless it is watched already.
-    /// Returns false when the directory cannot be watched.
+    /// Watches the directory `inode`, stored at `absolutePath` as the store's inode `storedAs`,
+    /// unless that one is watched already. Returns false when the directory cannot be watched.
     @discardableResult
-    func watch(_ inode: Inode, absolutePath: String) -> Bool {
-        if watched.withLock({ $0.contains(inode) }) { return true }
+    func watch(_ inode: Inode, absolutePath: String, storedAs: UInt64) -> Bool {
+        if watched.withLock({ $0[inode] == storedAs }) { return true }
         var handle = [UInt8](repeating: 0, count: 160)
         var length = UInt32(handle.count)
         let marked = FileSystemPath.withCString(absolutePath) { path in
@@ -48,7 +50,7 @@ final class StoreWatcher: Sendable {
         guard marked else { return false }
         let key = Data(handle[0..<Int(length)])
         directories.withLock { $0[key] = inode }
-        watched.withLock { _ = $0.insert(inode) }
+        watched.withLock { $0[inode] = storedAs }
         return true
     }
 
