@@ -240,15 +240,24 @@ def main():
             medians = {}
             for name, target in targets.items():
                 # Interleave nothing: each target's runs back to back, the cache warmed once first.
-                if label != 'large read, cold':
-                    body(target, 0)
-                times = [timed(lambda i=i: body(target, i)) for i in range(args.runs)]
-                medians[name] = statistics.median(times)
-            line = f'{label:<20} {what:<36}' + ''.join(f'{amount / medians[n]:>10.0f} {unit:<5}' for n in targets)
-            line += ''.join(f'{medians["native"] / medians[n]:>22.2f}' for n in targets if n != 'native')
+                # A target that fails a case (passthrough_ll out of descriptors, say) shows "failed".
+                try:
+                    if label != 'large read, cold':
+                        body(target, 0)
+                    times = [timed(lambda i=i: body(target, i)) for i in range(args.runs)]
+                    medians[name] = statistics.median(times)
+                except (subprocess.CalledProcessError, OSError) as error:
+                    print(f'{name} failed {label}: {error}', file=sys.stderr)
+                    medians[name] = None
+            def cell(name):
+                return f'{"failed":>16}' if medians[name] is None else f'{amount / medians[name]:>10.0f} {unit:<5}'
+            def ratio(name):
+                return f'{"-":>22}' if medians[name] is None or medians['native'] is None else f'{medians["native"] / medians[name]:>22.2f}'
+            line = f'{label:<20} {what:<36}' + ''.join(cell(n) for n in targets)
+            line += ''.join(ratio(n) for n in targets if n != 'native')
             print(line, flush=True)
             results[label] = medians
-        if 'package edit' in results and 'flat edit' in results:
+        if 'package edit' in results and 'flat edit' in results and results['package edit']['docfs'] and results['flat edit']['docfs']:
             ratio = results['package edit']['docfs'] / results['flat edit']['docfs']
             print(f'docfs: editing text.md in a package with a {args.asset_mb} MB asset takes {ratio:.2f} x the time of editing a flat file of the same size')
     finally:
