@@ -128,10 +128,8 @@ def scale(args, targets, sources, docfs_mount):
             for index in range(1000):
                 with open(os.path.join(directory, f'note{index}.txt'), 'w') as f:
                     f.write('a small note\n')
-    def walk(target):
-        found = subprocess.run(['bash', '-c', f'find {target}/scale -size -1k -type f 2>/dev/null | wc -l'], capture_output=True, text=True, timeout=3600).stdout
-        if int(found or 0) != count:
-            print(f'warning: find saw {found.strip()} of {count} documents through {target}', file=sys.stderr)
+    # As the issue's measurement: -size -1k stats every file (and matches only empty ones).
+    walk = lambda target: run('bash', '-c', f'find {target}/scale -size -1k > /dev/null')
     results = {}
     memory = None
     # passthrough_ll keeps a descriptor open for every inode it serves: past the descriptor limit
