@@ -95,6 +95,10 @@ public enum FileSystemPath {
     /// is limited, to 255 bytes, as on the file system itself.
     @discardableResult
     public static func at<T>(_ path: String, _ body: (Int32, UnsafePointer<CChar>) throws -> T) throws -> T {
+        // The common case, on every hot path: a plain path of ordinary length, used as it is.
+        if path.utf8.count <= longestPath && !needsUnescaping(path) {
+            return try path.withCString { try body(AT_FDCWD, $0) }
+        }
         let bytes = bytes(of: path)
         if bytes.count <= longestPath {
             return try withCString(path) { try body(AT_FDCWD, $0) }
