@@ -37,18 +37,18 @@ extension DocumentFileSystem {
             let path = listing.path.isEmpty ? stored.name : listing.path + "/" + stored.name
             if plus {
                 // Vanished since the listing was taken: skip it.
-                let found = namespace.reading { () -> (Node, FileStatus)? in
+                let found = namespace.reading { () -> (Inode, FileStatus)? in
                     let status = listing.descriptor.flatMap { try? store.status(of: stored.name, in: $0) } ?? (try? store.status(of: path))
                     guard let status else { return nil }
                     return (nodes.child(parent: inode, name: stored.name, counting: true, linkedFile: StoredFileIdentity(status)), status)
                 }
-                guard let (node, status) = found else { continue }
-                if status.kind == .directory { watchDirectory(node.inode, path: path, status: status) }
+                guard let (child, status) = found else { continue }
+                if status.kind == .directory { watchDirectory(child, path: path, status: status) }
                 let item = DirectoryEntry(
-                    name: stored.name, nextOffset: Int64(index + 1), inode: node.inode, mode: status.mode,
-                    entry: entry(for: node, path: path, status: status, caller: nil))
+                    name: stored.name, nextOffset: Int64(index + 1), inode: child, mode: status.mode,
+                    entry: entry(for: child, path: path, status: status, caller: nil))
                 guard add(item) else {
-                    nodes.forget(node.inode, count: 1)
+                    nodes.forget(child, count: 1)
                     return
                 }
             } else {

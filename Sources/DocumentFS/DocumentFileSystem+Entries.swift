@@ -43,15 +43,16 @@ extension DocumentFileSystem {
 
     /// A node's entry as `caller` should see it: a writer sees its staged size and times, everyone
     /// else the committed ones. While a write is staged the attributes are not cached, so each asks.
-    func entry(for node: Node, path: String, status: FileStatus, caller: pid_t?) -> Entry {
-        let (staged, timeout) = stagedStatus(of: node, for: caller)
+    func entry(for inode: Inode, path: String, status: FileStatus, caller: pid_t?) -> Entry {
+        let (staged, timeout) = stagedStatus(of: nodes.existingNode(inode), for: caller)
         return Entry(
-            inode: node.inode, attributes: attributes(of: node.inode, path: path, status: status, staged: staged),
+            inode: inode, attributes: attributes(of: inode, path: path, status: status, staged: staged),
             entryTimeout: cacheTimeout, attributeTimeout: timeout)
     }
 
     /// The stage's status when `caller` is one of its writers, and how long attributes may be cached.
-    private func stagedStatus(of node: Node, for caller: pid_t?) -> (FileStatus?, Double) {
+    private func stagedStatus(of node: Node?, for caller: pid_t?) -> (FileStatus?, Double) {
+        guard let node else { return (nil, cacheTimeout) }
         let (file, writers) = node.state.withLock { ($0.stagedFile, $0.writerThreads) }
         guard let file else { return (nil, cacheTimeout) }
         guard let caller, ThreadGroup.sameProcess(caller, asAnyOf: writers) else { return (nil, 0) }
@@ -62,9 +63,9 @@ extension DocumentFileSystem {
     func countedEntry(parent: Inode, name: String, path: String, caller: pid_t?) throws(FUSEError) -> Entry {
         try namespace.reading { () throws(FUSEError) -> Entry in
             let status = try storeCall { try store.status(of: path) }
-            let node = nodes.child(parent: parent, name: name, counting: true, linkedFile: StoredFileIdentity(status))
-            if status.kind == .directory { watchDirectory(node.inode, path: path, status: status) }
-            return entry(for: node, path: path, status: status, caller: caller)
+            let inode = nodes.child(parent: parent, name: name, counting: true, linkedFile: StoredFileIdentity(status))
+            if status.kind == .directory { watchDirectory(inode, path: path, status: status) }
+            return entry(for: inode, path: path, status: status, caller: caller)
         }
     }
 
@@ -86,7 +87,8 @@ extension DocumentFileSystem {
     }
 
     func getAttributes(inode: Inode, handle: UInt64?, context: RequestContext) throws(FUSEError) -> AttributesReply {
-        guard let node = nodes.node(inode) else { throw .stale }
+        guard nodes.contains(inode) else { throw .stale }
+        let node = nodes.existingNode(inode)
         let (staged, timeout) = stagedStatus(of: node, for: context.processID)
         return try namespace.reading { () throws(FUSEError) -> AttributesReply in
             if let path = nodes.path(of: inode) {
@@ -94,7 +96,7 @@ extension DocumentFileSystem {
                 return AttributesReply(attributes: attributes(of: inode, path: path, status: status, staged: staged), timeout: timeout)
             }
             // Unlinked while open, or replaced by a rename: what its last file still shows.
-            guard let kept = node.state.withLock({ $0.committed }), let status = try? kept.status() else { throw .stale }
+            guard let kept = node?.state.withLock({ $0.committed }), let status = try? kept.status() else { throw .stale }
             return AttributesReply(attributes: attributes(of: inode, path: "", status: status, staged: staged), timeout: timeout)
         }
     }
@@ -231,8 +233,8 @@ extension DocumentFileSystem {
         try storeCall { try store.makeHardLink(path, to: existing) }
         // The kernel expects the same inode back under its new name.
         let status = try storeCall { try store.status(of: path) }
-        guard let node = nodes.addName(inode, parent: newParent, name: newName, linkedFile: StoredFileIdentity(status)) else { throw .noEntry }
-        return entry(for: node, path: existing, status: status, caller: context.processID)
+        guard let linked = nodes.addName(inode, parent: newParent, name: newName, linkedFile: StoredFileIdentity(status)) else { throw .noEntry }
+        return entry(for: linked, path: existing, status: status, caller: context.processID)
     }
 
     func rename(parent: Inode, name: String, newParent: Inode, newName: String, flags: UInt32, context: RequestContext) throws(FUSEError) {

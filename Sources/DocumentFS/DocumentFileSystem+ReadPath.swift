@@ -37,8 +37,8 @@ extension DocumentFileSystem {
                     // document that has the name now, as if it had looked up a moment later.
                     guard let former = nodes.formerName(of: inode) else { throw .stale }
                     let current = nodes.child(parent: former.parent, name: former.name, counting: false)
-                    guard nodes.path(of: current.inode) != nil else { throw .stale }
-                    return .replaced(by: current.inode)
+                    guard nodes.path(of: current) != nil else { throw .stale }
+                    return .replaced(by: current)
                 }
                 guard let kept = node.state.withLock({ $0.committed }) else { throw .stale }
                 return .detached(kept)

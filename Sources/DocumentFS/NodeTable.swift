@@ -7,7 +7,8 @@ import SystemSupport
 ///
 /// A record stays while the kernel holds a lookup on it, an open file, or a child record (a child's
 /// path is found through its parent). Nothing here holds a file descriptor, so a tree of any size
-/// costs one small record per inode the kernel holds.
+/// costs one small record per inode the kernel holds; the `Node` with an inode's open-file state is
+/// made only when the inode is opened or written (a walk that only looks names up makes none).
 final class NodeTable: Sendable {
     /// A name in a directory, compared and hashed as bytes: NFC and NFD spellings of one word are
     /// two names on Linux, though `String ==` calls them equal.
@@ -27,7 +28,7 @@ final class NodeTable: Sendable {
     }
 
     private struct Record {
-        let node: Node
+        var node: Node?
         var parent: Inode
         var name: String
         var lookupCount: UInt64 = 0
@@ -62,7 +63,23 @@ final class NodeTable: Sendable {
 
     var count: Int { state.withLock { $0.records.count } }
 
-    func node(_ inode: Inode) -> Node? { state.withLock { $0.records[inode]?.node } }
+    /// The inode's node, made on first need; nil for an inode the table does not know.
+    func node(_ inode: Inode) -> Node? {
+        state.withLock { state in
+            guard var record = state.records[inode] else { return nil }
+            if let node = record.node { return node }
+            let node = Node(inode: inode)
+            record.node = node
+            state.records[inode] = record
+            return node
+        }
+    }
+
+    /// The inode's node if it has one (it has open-file state only then).
+    func existingNode(_ inode: Inode) -> Node? { state.withLock { $0.records[inode]?.node } }
+
+    /// Whether the table knows the inode.
+    func contains(_ inode: Inode) -> Bool { state.withLock { $0.records[inode] != nil } }
 
     /// The store path of a live inode; nil for unknown and detached ones.
     func path(of inode: Inode) -> String? {
@@ -94,31 +111,31 @@ final class NodeTable: Sendable {
     /// The inode for `name` in `parent`, made if new; counts one lookup when `counting`.
     /// `linkedFile` identifies a stored file with several links: a name of a file that already has
     /// a record becomes another name of that inode.
-    func child(parent: Inode, name: String, counting: Bool, linkedFile: StoredFileIdentity? = nil) -> Node {
+    func child(parent: Inode, name: String, counting: Bool, linkedFile: StoredFileIdentity? = nil) -> Inode {
         state.withLock { state in
             let key = ChildKey(parent: parent, name: name)
             if let inode = state.byName[key], var record = state.records[inode] {
                 if counting { record.lookupCount += 1 }
                 state.records[inode] = record
-                return record.node
+                return inode
             }
             if let linkedFile, let inode = state.byLinkedFile[linkedFile], var record = state.records[inode], !record.isDetached {
                 record.aliases += 1
                 if counting { record.lookupCount += 1 }
                 state.records[inode] = record
                 state.byName[key] = inode
-                return record.node
+                return inode
             }
             let inode = state.nextInode
             state.nextInode += 1
-            var record = Record(node: Node(inode: inode), parent: parent, name: name)
+            var record = Record(node: nil, parent: parent, name: name)
             if counting { record.lookupCount = 1 }
             record.linkedFile = linkedFile
             state.records[inode] = record
             state.byName[key] = inode
             if let linkedFile { state.byLinkedFile[linkedFile] = inode }
             state.records[parent]?.childRecords += 1
-            return record.node
+            return inode
         }
     }
 
@@ -169,7 +186,7 @@ final class NodeTable: Sendable {
     }
 
     /// A hard link: `name` in `parent` is another name of `inode`. Counts one lookup.
-    func addName(_ inode: Inode, parent: Inode, name: String, linkedFile: StoredFileIdentity?) -> Node? {
+    func addName(_ inode: Inode, parent: Inode, name: String, linkedFile: StoredFileIdentity?) -> Inode? {
         state.withLock { state in
             guard var record = state.records[inode] else { return nil }
             let key = ChildKey(parent: parent, name: name)
@@ -182,7 +199,7 @@ final class NodeTable: Sendable {
                 state.byLinkedFile[linkedFile] = inode
             }
             state.records[inode] = record
-            return record.node
+            return inode
         }
     }
 
