@@ -87,7 +87,8 @@ extension DocumentFileSystem {
     /// Changes the node's stage (made on first need from the committed content, or from `seed`) with
     /// `body`, and marks it for commit. A failure of `body` poisons the stage.
     func modifyStage(of node: Node, seed: OwnedDescriptor? = nil, caller: pid_t?, _ body: (inout Stage) throws(FUSEError) -> Void) throws(FUSEError) {
-        let path = nodes.path(of: node.inode) ?? "(removed)"
+        let storedPath = nodes.path(of: node.inode)
+        let path = storedPath ?? "(removed)"
         try node.staging.withLock { (slot: inout StageSlot) throws(FUSEError) in
             if let failure = slot.stage?.failure { throw FUSEError(failure) }
             var stage: Stage
@@ -95,7 +96,7 @@ extension DocumentFileSystem {
                 stage = existing
             } else {
                 var source = node.state.withLock { $0.committed } ?? seed
-                if source == nil, path != "(removed)" { source = try? store.openForReading(path) }
+                if source == nil, let storedPath { source = try? store.openForReading(storedPath) }
                 let file = try storeCall { try store.makeStagingFile(seededFrom: source, for: path) }
                 stage = Stage(file: file, isDirty: false)
                 node.state.withLock { $0.stagedFile = file }
