@@ -16,11 +16,6 @@ extension DocumentFileSystem {
         /// Store what the document type returned instead.
         case reencoded(FileWrapper)
         case refused(String)
-
-        var isReencoded: Bool {
-            if case .reencoded = self { return true }
-            return false
-        }
     }
 
     /// Validates and persists the stage, if it changed. Call with the node's `staging` lock held.
@@ -52,15 +47,13 @@ extension DocumentFileSystem {
             }
             let stored = try namespace.reading { () throws(FUSEError) -> FileStatus? in
                 guard let now = nodes.path(of: node.inode), FileSystemPath.same(now, path) else { return nil }
-                let committedSize = try? store.status(of: path).size
                 let status: FileStatus
                 if case .reencoded(let wrapper) = verdict {
                     status = try storeCall { try store.persist(wrapper, at: path, durable: durable) }
                 } else {
                     status = try storeCall { try store.install(stage.file, at: path, durable: durable) }
                 }
-                let appended = (committedSize ?? 0) <= stage.lowestChange && status.size >= (committedSize ?? 0)
-                installed(node, stage: stage, status: status, verdict: verdict, path: path, appended: appended)
+                installed(node, stage: stage, status: status, verdict: verdict, path: path)
                 return status
             }
             if stored != nil {
@@ -95,12 +88,15 @@ extension DocumentFileSystem {
     }
 
     /// The node's bookkeeping after a version was stored.
-    private func installed(_ node: Node, stage: Stage, status: FileStatus, verdict: Verdict, path: String, appended: Bool) {
+    private func installed(_ node: Node, stage: Stage, status: FileStatus, verdict: Verdict, path: String) {
         let live: OwnedDescriptor?
+        let reencoded: Bool
         if case .reencoded = verdict {
+            reencoded = true
             store.discard(stage.file)
             live = try? store.openForReading(path)
         } else {
+            reencoded = false
             // The staged file is the stored one now; it serves reads until the next write stages anew.
             live = stage.file.descriptor
         }
@@ -110,13 +106,13 @@ extension DocumentFileSystem {
             state.cachedVersion = nil
             state.stagedFile = nil
             state.commits += 1
-            if !appended { state.lastRewrite = state.commits }
+            if !stage.onlyAppends { state.lastRewrite = state.commits }
             defer { state.pageCacheInUse = false }
             return state.pageCacheInUse
         }
         notifier.invalidateAttributes(of: node.inode)
         // Write-only handles bypass the page cache, so pages cached from before hold the old version.
-        if dropPages || verdict.isReencoded { notifier.invalidateContent(of: node.inode) }
+        if dropPages || reencoded { notifier.invalidateContent(of: node.inode) }
     }
 
     /// Refuses the stage: EIO, the stored document unchanged, the refused bytes in the quarantine

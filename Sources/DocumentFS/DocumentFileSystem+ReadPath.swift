@@ -16,7 +16,7 @@ extension DocumentFileSystem {
     /// What an open found at the inode's name, resolved against renames in one step.
     private enum Found {
         case raw(OwnedDescriptor, FileStatus)
-        case staged(path: String, role: Role, live: OwnedDescriptor, status: FileStatus)
+        case staged(path: String, role: Role, live: OwnedDescriptor, liveVersion: FileVersion, status: FileStatus)
         /// Replaced by a rename or removed since the kernel looked it up: its last version.
         case detached(OwnedDescriptor)
         /// Replaced by a rename, opened for writing: the inode that holds its name now.
@@ -52,11 +52,11 @@ extension DocumentFileSystem {
                 let descriptor = try storeCall { try store.openInPlace(path, flags: flags & (O_ACCMODE | O_TRUNC), mode: 0, owner: nil) }
                 return .raw(descriptor, status)
             }
-            let current = node.state.withLock { $0.live }
-            if let current, (try? current.status().version) == status.version {
-                return .staged(path: path, role: role, live: current, status: status)
+            if let current = node.state.withLock({ $0.live }), (try? current.status().version) == status.version {
+                return .staged(path: path, role: role, live: current, liveVersion: status.version, status: status)
             }
-            return .staged(path: path, role: role, live: try storeCall { try store.openForReading(path) }, status: status)
+            let opened = try storeCall { try store.openForReading(path) }
+            return .staged(path: path, role: role, live: opened, liveVersion: try storeCall { try opened.status().version }, status: status)
         }
         switch found {
         case .raw(let descriptor, let status):
@@ -70,8 +70,8 @@ extension DocumentFileSystem {
         case .detached(let kept):
             node.state.withLock { $0.openHandles += 1 }
             return register(OpenFile(node: node, access: .staged, flags: flags, view: ReadView(kept, commit: .max)), directIO: true)
-        case .staged(let path, let role, let live, let status):
-            return try openStaged(node, path: path, role: role, live: live, status: status, flags: flags, context: context)
+        case .staged(let path, let role, let live, let liveVersion, let status):
+            return try openStaged(node, path: path, role: role, live: live, liveVersion: liveVersion, status: status, flags: flags, context: context)
         case .replaced(let current):
             do throws(FUSEError) {
                 return try open(inode: current, flags: flags, context: context)
@@ -83,7 +83,8 @@ extension DocumentFileSystem {
     }
 
     private func openStaged(
-        _ node: Node, path: String, role: Role, live: OwnedDescriptor, status: FileStatus, flags: Int32, context: RequestContext
+        _ node: Node, path: String, role: Role, live: OwnedDescriptor, liveVersion: FileVersion, status: FileStatus, flags: Int32,
+        context: RequestContext
     ) throws(FUSEError) -> OpenReply {
         let writing = flags & O_ACCMODE != O_RDONLY
         let truncating = writing && flags & O_TRUNC != 0
@@ -102,7 +103,6 @@ extension DocumentFileSystem {
                 throw .ioError
             }
         }
-        let liveVersion = try storeCall { try live.status().version }
         // Counted before decoding, so a racing release cannot drop the live file under us.
         node.state.withLock { state in
             state.live = live

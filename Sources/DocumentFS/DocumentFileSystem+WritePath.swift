@@ -87,31 +87,31 @@ extension DocumentFileSystem {
     /// Changes the node's stage (made on first need from the committed content, or from `seed`) with
     /// `body`, and marks it for commit. A failure of `body` poisons the stage.
     func modifyStage(of node: Node, seed: OwnedDescriptor? = nil, caller: pid_t?, _ body: (inout Stage) throws(FUSEError) -> Void) throws(FUSEError) {
-        let storedPath = nodes.path(of: node.inode)
-        let path = storedPath ?? "(removed)"
         try node.staging.withLock { (slot: inout StageSlot) throws(FUSEError) in
             if let failure = slot.stage?.failure { throw FUSEError(failure) }
             var stage: Stage
             if let existing = slot.stage {
                 stage = existing
             } else {
+                let storedPath = nodes.path(of: node.inode)
                 var source = node.state.withLock { $0.committed } ?? seed
                 if source == nil, let storedPath { source = try? store.openForReading(storedPath) }
-                let file = try storeCall { try store.makeStagingFile(seededFrom: source, for: path) }
+                let file = try storeCall { try store.makeStagingFile(seededFrom: source, for: storedPath ?? "(removed)") }
                 stage = Stage(file: file, isDirty: false)
+                stage.baseSize = source.flatMap { try? $0.status().size }
                 node.state.withLock { $0.stagedFile = file }
             }
             do throws(FUSEError) {
                 try body(&stage)
             } catch {
-                poison(&stage, node: node, path: path, errno: error.errno)
+                poison(&stage, node: node, path: nodes.path(of: node.inode) ?? "(removed)", errno: error.errno)
                 slot.stage = stage
                 throw error
             }
             stage.isDirty = true
             stage.generation += 1
-            if let caller {
-                stage.writers.insert(caller)
+            // A thread new to this stage also joins the node's writers (who see staged attributes).
+            if let caller, stage.writers.insert(caller).inserted {
                 node.state.withLock { _ = $0.writerThreads.insert(caller) }
             }
             slot.stage = stage

@@ -87,8 +87,14 @@ struct Stage {
     var generation: UInt64 = 0
     var quarantinedGeneration: UInt64?
     /// The lowest offset written or truncated to since the stage was seeded: a stage that changed
-    /// nothing below the committed size only appends.
+    /// nothing below `baseSize` only appends.
     var lowestChange: Int64 = .max
+    /// The size of the committed version the stage was seeded from; nil for one that started empty
+    /// (O_TRUNC, a new file), which is a rewrite.
+    var baseSize: Int64?
+
+    /// Whether committing the stage only appends to the version it was seeded from.
+    var onlyAppends: Bool { baseSize.map { lowestChange >= $0 } ?? false }
     /// The errno of a write that failed (ENOSPC, EIO, …): nothing of this stage is ever committed;
     /// every later write, flush and fsync returns it until the last writable handle closes.
     var failure: Int32?

@@ -61,9 +61,7 @@ enum JSONValidator {
                 MappedRegions.releasePages(of: bytes, before: index)
                 nextRelease += validationWindow
             }
-            while index < count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 {
-                index += 1
-            }
+            index = skippingWhitespace(bytes, from: index)
             guard index < count else { break }
             let byte = bytes[index]
             switch expecting {
@@ -125,8 +123,7 @@ enum JSONValidator {
                     expecting = inObject ? .key : .value
                     // `[1,]`: the value after a comma is required.
                     if !inObject {
-                        var next = index
-                        while next < count, bytes[next] == 0x20 || bytes[next] == 0x0A || bytes[next] == 0x0D || bytes[next] == 0x09 { next += 1 }
+                        let next = skippingWhitespace(bytes, from: index)
                         if next < count, bytes[next] == UInt8(ascii: "]") {
                             throw fail("expected a value after ',' (a trailing comma is not JSON), found ']'", at: next)
                         }
@@ -144,6 +141,15 @@ enum JSONValidator {
             let what = depth > 0 ? "\(depth) unclosed \(depth == 1 ? "array or object" : "arrays or objects")" : "no JSON value"
             throw fail("the document ends early: \(what)", at: count)
         }
+    }
+
+    /// The index of the first byte at or after `index` that is not JSON whitespace.
+    private static func skippingWhitespace(_ bytes: UnsafeRawBufferPointer, from index: Int) -> Int {
+        var index = index
+        while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 {
+            index += 1
+        }
+        return index
     }
 
     /// The index after the string that starts (with its quote) at `start`.

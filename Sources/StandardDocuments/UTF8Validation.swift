@@ -34,23 +34,5 @@ func firstInvalidUTF8(_ bytes: UnsafeRawBufferPointer) -> Int? {
 
 /// The length of the well-formed multi-byte UTF-8 sequence starting at `index`, or nil.
 func utf8SequenceLength(_ bytes: UnsafeRawBufferPointer, at index: Int) -> Int? {
-    let lead = bytes[index]
-    let length: Int
-    var lower: UInt8 = 0x80
-    var upper: UInt8 = 0xBF
-    switch lead {
-    case 0xC2...0xDF: length = 2
-    case 0xE0: length = 3; lower = 0xA0
-    case 0xE1...0xEC, 0xEE...0xEF: length = 3
-    case 0xED: length = 3; upper = 0x9F
-    case 0xF0: length = 4; lower = 0x90
-    case 0xF1...0xF3: length = 4
-    case 0xF4: length = 4; upper = 0x8F
-    default: return nil
-    }
-    guard index + length <= bytes.count else { return nil }
-    let second = bytes[index + 1]
-    guard second >= lower && second <= upper else { return nil }
-    for offset in 2..<max(2, length) where bytes[index + offset] & 0xC0 != 0x80 { return nil }
-    return length
+    UTF8Sequence.decode(bytes, at: index)?.length
 }

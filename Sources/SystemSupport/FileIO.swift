@@ -146,16 +146,14 @@ public enum FileIO {
         guard let status = try? FileStatus.of(path: path) else { return }
         if status.kind == .directory {
             for name in try directoryEntries(path) { try removeItem(path + "/" + name) }
-            try remove(path, flags: AT_REMOVEDIR)
+            try ignoringMissing { try Paths.removeDirectory(path) }
         } else {
-            try remove(path, flags: 0)
+            try ignoringMissing { try Paths.removeFile(path) }
         }
     }
 
-    /// `unlinkat(2)`; a missing item is not an error.
-    private static func remove(_ path: String, flags: Int32) throws {
-        let result = try FileSystemPath.at(path) { directory, name in unlinkat(directory, name, flags) }
-        if result != 0 && errno != ENOENT { throw SystemCallError.last(flags == AT_REMOVEDIR ? "rmdir" : "unlink", path: path) }
+    private static func ignoringMissing(_ body: () throws -> Void) throws {
+        do { try body() } catch let error as SystemCallError where error.errno == ENOENT {}
     }
 
     /// `renameat2(RENAME_EXCHANGE)`: both names stay, their items swap, in one atomic step.
