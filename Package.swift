@@ -14,11 +14,14 @@ let package = Package(
         .library(name: "DocumentStore", targets: ["DocumentStore"]),
         .library(name: "DocumentFS", targets: ["DocumentFS"]),
         .library(name: "StandardDocuments", targets: ["StandardDocuments"]),
+        .library(name: "TypeConfiguration", targets: ["TypeConfiguration"]),
         .executable(name: "docfs", targets: ["docfs"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
     ],
     targets: [
         // Linux port of SwiftUI's document API; no FUSE, no store.
@@ -40,22 +43,32 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(
-            name: "StandardDocuments", dependencies: ["DocumentModel", "SystemSupport"],
+            name: "StandardDocuments", dependencies: [
+                "DocumentModel", "SystemSupport",
+                .product(name: "Yams", package: "Yams"), .product(name: "TOMLKit", package: "TOMLKit"),
+            ],
             // The validators are byte loops over whole documents; unoptimized they run 20 times
             // slower, which the integration tests (run against the debug daemon) would feel.
             swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
+        // The built-in document types under their names, and the configuration file that maps names
+        // to them or to external validator commands; shared by the CLI and DocumentLibrary users.
+        .target(name: "TypeConfiguration", dependencies: [
+            "DocumentFS", "DocumentModel", "StandardDocuments", "SystemSupport", "CSystemShims",
+            .product(name: "TOMLKit", package: "TOMLKit"),
+        ]),
         .executableTarget(name: "docfs", dependencies: [
-            "DocumentFS", "StandardDocuments", "CSystemShims",
+            "DocumentFS", "StandardDocuments", "TypeConfiguration", "CSystemShims",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "DocumentModelTests", dependencies: ["DocumentModel", "StandardDocuments", "SwiftUI", "UniformTypeIdentifiers"]),
+        .testTarget(name: "TypeConfigurationTests", dependencies: ["TypeConfiguration", "DocumentFS", "DocumentStore", "StandardDocuments"]),
         // Document types written exactly as for Apple platforms (import SwiftUI, UniformTypeIdentifiers,
         // Combine), with the app's Info.plist as a resource.
         .testTarget(
             name: "AppleSourceTests", dependencies: ["SwiftUI", "UniformTypeIdentifiers", "Combine", "DocumentFS", "DocumentStore"],
             resources: [.copy("Resources")]),
-        .testTarget(name: "DocFSIntegrationTests", dependencies: ["CSystemShims", "DocumentFS", "DocumentStore", "StandardDocuments"]),
+        .testTarget(name: "DocFSIntegrationTests", dependencies: ["CSystemShims", "DocumentFS", "DocumentStore", "StandardDocuments", "TypeConfiguration"]),
     ],
     swiftLanguageModes: [.v6]
 )

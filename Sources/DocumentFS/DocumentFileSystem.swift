@@ -30,9 +30,9 @@ final class DocumentFileSystem: FileSystemOperations {
     let cacheTimeout: Double
     var logger: Logger { options.logger }
 
-    init(store: any DocumentStore, types: [DocumentType], options: DocumentFSOptions) {
+    init(store: any DocumentStore, rules: DocumentTypeRules, options: DocumentFSOptions) {
         self.store = store
-        self.registry = DocumentTypeRegistry(types: types)
+        self.registry = DocumentTypeRegistry(rules: rules)
         self.options = options
         self.codec = DocumentCodec()
         self.packages = PackageCoordinator(store: store, codec: codec, logger: options.logger)

@@ -11,9 +11,15 @@ public final class DocumentLibrary: Sendable {
     let registry: DocumentTypeRegistry
     let readOnly: Bool
 
-    public init(store: any DocumentStore, types: [DocumentType], readOnly: Bool = false) {
+    public convenience init(store: any DocumentStore, types: [DocumentType], readOnly: Bool = false) {
+        self.init(store: store, rules: DocumentTypeRules(types: types), readOnly: readOnly)
+    }
+
+    /// A library whose files are claimed by `rules` (types, name patterns, extensions), as a mount
+    /// with the same rules claims them.
+    public init(store: any DocumentStore, rules: DocumentTypeRules, readOnly: Bool = false) {
         self.store = store
-        self.registry = DocumentTypeRegistry(types: types)
+        self.registry = DocumentTypeRegistry(rules: rules)
         self.readOnly = readOnly
     }
 

@@ -12,8 +12,13 @@ import Logging
 public final class DocumentMount: Sendable {
     let fileSystem: DocumentFileSystem
 
-    public init(store: any DocumentStore, types: [DocumentType], options: DocumentFSOptions) {
-        fileSystem = DocumentFileSystem(store: store, types: types, options: options)
+    public convenience init(store: any DocumentStore, types: [DocumentType], options: DocumentFSOptions) {
+        self.init(store: store, rules: DocumentTypeRules(types: types), options: options)
+    }
+
+    /// A mount whose files are claimed by `rules` (types, name patterns, extensions).
+    public init(store: any DocumentStore, rules: DocumentTypeRules, options: DocumentFSOptions) {
+        fileSystem = DocumentFileSystem(store: store, rules: rules, options: options)
     }
 
     /// The FUSE `-o` options the mount uses.

@@ -6,27 +6,42 @@ public struct DocumentTypeTable: Sendable {
     private let registry: DocumentTypeRegistry
 
     public init(types: [DocumentType]) {
-        registry = DocumentTypeRegistry(types: types)
+        self.init(rules: DocumentTypeRules(types: types))
+    }
+
+    public init(rules: DocumentTypeRules) {
+        registry = DocumentTypeRegistry(rules: rules)
     }
 
     public struct Verdict: Sendable {
-        /// The name's content type, if its extension has one.
+        /// The content type the document is read as; for raw data, the extension's type if any.
         public let contentType: String?
         /// The document type that validates such files (or folders, for a package type); nil: raw.
         public let documentType: String?
         public let isPackage: Bool
+        /// What decided: a name pattern (`pattern *.conf`), a configured extension, or the content type.
+        public let reason: String
     }
 
     public func verdict(forName name: String) -> Verdict {
-        if let claim = registry.claim(forName: name, isDirectory: false) {
-            return Verdict(contentType: claim.contentType.identifier, documentType: claim.type.name, isPackage: false)
+        let pattern = registry.rules.patterns.first { $0.matches(name) }
+        let fileExtension = name.utf8.lastIndex(of: UInt8(ascii: ".")).map { String(name[name.utf8.index(after: $0)...]).lowercased() }
+        func reason() -> String {
+            if let pattern { return "pattern \(pattern.glob)" }
+            if let fileExtension, registry.rules.extensions[fileExtension] != nil { return "extension .\(fileExtension) in the configuration" }
+            return "content type"
         }
-        if let claim = registry.claim(forName: name, isDirectory: true) {
-            return Verdict(contentType: claim.contentType.identifier, documentType: claim.type.name, isPackage: true)
+        for isDirectory in [false, true] {
+            if let claim = registry.claim(forName: name, isDirectory: isDirectory) {
+                return Verdict(contentType: claim.contentType.identifier, documentType: claim.type.name, isPackage: isDirectory, reason: reason())
+            }
         }
-        let bytes = name.utf8
-        let fileExtension = bytes.lastIndex(of: UInt8(ascii: ".")).map { String(name[bytes.index(after: $0)...]) }
         let contentType = fileExtension.flatMap { $0.isEmpty ? nil : UTType(filenameExtension: $0) }
-        return Verdict(contentType: contentType?.identifier, documentType: nil, isPackage: false)
+        return Verdict(contentType: contentType?.identifier, documentType: nil, isPackage: false, reason: reason())
     }
+
+    /// The registered types, in the order they are tried.
+    public var types: [DocumentType] { registry.types }
+    public var patterns: [NamePattern] { registry.rules.patterns }
+    public var configuredExtensions: [String: DocumentType] { registry.rules.extensions }
 }

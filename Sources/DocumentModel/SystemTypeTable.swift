@@ -108,7 +108,7 @@ enum SystemTypeTable {
         type("com.microsoft.bmp", ["public.image"], ["bmp", "dib"], ["image/bmp"], description: "Windows bitmap image"),
         type("com.microsoft.ico", ["public.image"], ["ico"], ["image/vnd.microsoft.icon", "image/x-icon"], description: "Windows icon image"),
         type("public.camera-raw-image", ["public.image"], description: "raw image"),
-        type("public.svg-image", ["public.image"], ["svg", "svgz"], ["image/svg+xml"], description: "SVG image"),
+        type("public.svg-image", ["public.image"], ["svg"], ["image/svg+xml"], description: "SVG image"),
         type("public.heif-standard", ["public.image"], description: "HEIF image"),
         type("public.heif", ["public.heif-standard"], ["heif", "heifs"], ["image/heif"], description: "HEIF image"),
         type("public.heic", ["public.heif-standard"], ["heic", "heics"], ["image/heic"], description: "HEIC image"),

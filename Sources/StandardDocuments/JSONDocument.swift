@@ -20,7 +20,7 @@ public struct JSONDocument: FileDocument {
     }
 
     public init(configuration: ReadConfiguration) throws {
-        guard let data = configuration.file.regularFileContents else { throw CocoaError(.fileReadCorruptFile) }
+        let data = try configuration.regularFileBytes()
         let failure = data.withUnsafeBytes { bytes -> JSONSyntaxError? in
             do throws(JSONSyntaxError) {
                 try JSONValidator.validate(bytes)
@@ -29,11 +29,7 @@ public struct JSONDocument: FileDocument {
                 return error
             }
         }
-        if let failure {
-            throw CocoaError(.fileReadCorruptFile, userInfo: [
-                NSLocalizedFailureReasonErrorKey: "not valid JSON: \(failure)", NSUnderlyingErrorKey: failure,
-            ])
-        }
+        if let failure { throw refusal("not valid JSON: \(failure)", underlying: failure) }
         contents = data
     }
 

@@ -16,6 +16,8 @@ struct CheckCommand: ParsableCommand {
 
     @OptionGroup var store: StoreArgument
 
+    @OptionGroup var typeConfiguration: ConfigurationOption
+
     @Flag(help: "Print the report as JSON.")
     var json = false
 
@@ -38,7 +40,7 @@ struct CheckCommand: ParsableCommand {
     }
 
     func run() throws {
-        let library = try store.openLibrary()
+        let library = try store.openLibrary(configuration: typeConfiguration)
         let documents = library.documents()
         let progress = ProgressLine(total: documents.count, noun: "documents", enabled: standardErrorIsTerminal && !json)
         var problems: [Report.Problem] = []

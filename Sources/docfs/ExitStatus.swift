@@ -10,6 +10,9 @@ enum ExitStatus {
     static let badMountPoint = ExitCode(4)
     /// The machine has no FUSE (/dev/fuse or fusermount3 missing).
     static let noFUSE = ExitCode(5)
+    /// The type configuration file cannot be read or used (a syntax error, an unknown type, a
+    /// validator that does not exist, a file others may write).
+    static let badConfiguration = ExitCode(6)
 }
 
 /// An error to print as `docfs: message` before exiting with `status`.

@@ -6,6 +6,7 @@ import Foundation
 import Glibc
 import Logging
 import StandardDocuments
+import TypeConfiguration
 
 struct MountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -33,6 +34,8 @@ struct MountCommand: ParsableCommand {
 
     @Flag(name: .customShort("d"), help: "Debug: stay in the foreground and print every FUSE request (-f -o debug).")
     var debug = false
+
+    @OptionGroup var typeConfiguration: ConfigurationOption
 
     @Flag(help: "Refuse files that no document type claims instead of storing them as raw data.")
     var strict = false
@@ -81,8 +84,10 @@ struct MountCommand: ParsableCommand {
             try checkFUSE()
             let storePath = try checkedStore()
             let mountPath = try checkedMountPoint()
+            // Read before daemonizing, so a bad configuration fails the command that was typed.
+            let types = try typeConfiguration.load(storePath: storePath)
             if foreground || debug || readyDescriptor != nil {
-                try serve(storePath: storePath, mountPath: mountPath)
+                try serve(storePath: storePath, mountPath: mountPath, types: types)
             } else {
                 try daemonize()
             }
@@ -143,7 +148,7 @@ struct MountCommand: ParsableCommand {
         return String(cString: resolved)
     }
 
-    private func serve(storePath: String, mountPath: String) throws {
+    private func serve(storePath: String, mountPath: String, types: TypeConfiguration) throws {
         let parsed = try MountOptions(mountOptions)
         let daemonized = readyDescriptor != nil
         // A daemon must not keep the caller's directory busy (umount of a mount below it says
@@ -175,7 +180,8 @@ struct MountCommand: ParsableCommand {
         options.threads = threads
         options.cacheTimeout = cacheTimeout
         options.logger = logger
-        let mount = DocumentMount(store: directoryStore, types: StandardDocumentTypes.all, options: options)
+        if let file = types.path { logger.info("document types from \(file): \(types.rules.patterns.count) patterns, \(types.commandTypes.count) command types") }
+        let mount = DocumentMount(store: directoryStore, rules: types.rules, options: options)
         let readOnly = options.readOnly
         signal(SIGPIPE, SIG_IGN)
         if !parsed.ignored.isEmpty { logger.debug("ignored mount(8) and systemd options: \(parsed.ignored.joined(separator: ","))") }
@@ -234,6 +240,7 @@ struct MountCommand: ParsableCommand {
                          "--quarantine-limit", quarantineLimit, "--quarantine-days", String(quarantineDays)]
         for option in mountOptions { arguments += ["-o", option] }
         if strict { arguments.append("--strict") }
+        if let path = typeConfiguration.path { arguments += ["--config", absolutePath(path)] }
         if let cacheTimeout { arguments += ["--cache-timeout", String(cacheTimeout)] }
         if let logFile { arguments += ["--log-file", absolutePath(logFile.hasPrefix("/") ? logFile : FileManager.default.currentDirectoryPath + "/" + logFile)] }
         let cArguments = arguments.map { strdup($0) } + [nil]

@@ -16,6 +16,8 @@ struct StatusCommand: ParsableCommand {
 
     @OptionGroup var store: StoreArgument
 
+    @OptionGroup var typeConfiguration: ConfigurationOption
+
     @Flag(help: "List valid packages too.")
     var all = false
 
@@ -45,8 +47,9 @@ struct StatusCommand: ParsableCommand {
     }
 
     func run() throws {
+        let types = try typeConfiguration.load(storePath: try store.path())
         let directoryStore = try store.openStore()
-        let library = DocumentLibrary(store: directoryStore, types: StandardDocumentTypes.all, readOnly: true)
+        let library = DocumentLibrary(store: directoryStore, rules: types.rules, readOnly: true)
         let packages: [Status.Package] = library.packageReports().compactMap { report in
             switch report.state {
             case .valid: all ? .init(path: report.path, state: "valid", reason: nil) : nil

@@ -30,8 +30,9 @@ struct StoreArgument: ParsableArguments {
         }
     }
 
-    func openLibrary() throws -> DocumentLibrary {
-        DocumentLibrary(store: try openStore(), types: StandardDocumentTypes.all, readOnly: true)
+    func openLibrary(configuration: ConfigurationOption) throws -> DocumentLibrary {
+        let types = try configuration.load(storePath: try path())
+        return DocumentLibrary(store: try openStore(), rules: types.rules, readOnly: true)
     }
 }
 

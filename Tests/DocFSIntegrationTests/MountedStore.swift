@@ -131,12 +131,35 @@ final class MountedStore {
         try contents.write(to: url)
     }
 
+    func storeData(_ path: String) -> Data? { try? Data(contentsOf: URL(fileURLWithPath: inStore(path))) }
+
     func storeContents(_ path: String) -> String? {
         (try? Data(contentsOf: URL(fileURLWithPath: inStore(path)))).map { String(decoding: $0, as: UTF8.self) }
     }
 
     var quarantined: [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: inStore(".docfs/quarantine"))) ?? []).filter { !$0.hasSuffix(".reason") }.sorted()
+    }
+
+    /// The `.reason` notes beside the quarantined items, oldest name first.
+    var quarantineReasons: [String] {
+        let directory = inStore(".docfs/quarantine")
+        return ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".reason") }.sorted()
+            .compactMap { try? String(contentsOfFile: directory + "/" + $0, encoding: .utf8) }
+    }
+
+    /// Writes `contents` to `path` through the mount in one open-write-close by Python, and says how
+    /// it went: "ok", or the failing call's errno name ("EIO").
+    func save(_ path: String, _ contents: Data) throws -> String {
+        let script = """
+            import errno, sys
+            try:
+                f = open(sys.argv[1], 'wb'); f.write(bytes.fromhex(sys.argv[2])); f.close(); print('ok')
+            except OSError as e:
+                print(errno.errorcode.get(e.errno, e.errno))
+            """
+        let hex = contents.map { String(format: "%02x", $0) }.joined()
+        return try run(["python3", "-c", script, inMount(path), hex]).output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     // MARK: Programs

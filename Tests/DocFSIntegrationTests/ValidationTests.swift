@@ -77,7 +77,7 @@ struct ValidationTests {
         let read = try mount.run(["cat", "broken.json"])
         #expect(!read.succeeded && read.error.contains("Input/output error"))
         #expect(!(try mount.run(["cat", "bad.txt"])).succeeded)
-        #expect(mount.log.contains("cannot open broken.json") && mount.log.contains("JSONDocument"))
+        #expect(mount.log.contains("cannot open broken.json") && mount.log.contains("as json (public.json)"))
         #expect(try mount.shell("printf '{\"fixed\": true}' | cat > broken.json").succeeded)
         #expect(try mount.read("broken.json") == "{\"fixed\": true}")
     }

@@ -64,7 +64,7 @@ struct WriteIntegrityTests {
             """)
         #expect(result.output == "first close 5\n{\"text\": \"done\"}\n", "\(result.error)")
         #expect(mount.storeContents("doc.json") == "{\"text\": \"done\"}")
-        let reasons = try quarantineReasons(mount)
+        let reasons = mount.quarantineReasons
         #expect(reasons.count == 1 && reasons[0].contains("document: doc.json") && reasons[0].contains("time: "), "\(reasons)")
     }
 
@@ -411,7 +411,7 @@ struct WriteIntegrityTests {
         }
         let items = mount.quarantined
         #expect(items.count >= 1 && items.count <= 2, "pruned oldest first to 1 MiB: \(items)")
-        #expect(try quarantineReasons(mount).allSatisfy { $0.contains("document: doc.json") && $0.contains("reason: it does not decode as") })
+        #expect(mount.quarantineReasons.allSatisfy { $0.contains("document: doc.json") && $0.contains("reason: it does not decode as") })
 
         // A write in progress when the daemon dies is kept at the next mount, with whose it was.
         let writer = try ChildProcess(["python3", "-c", """
@@ -427,18 +427,12 @@ struct WriteIntegrityTests {
         kill(writer.pid, SIGKILL)
         writer.wait()
         try mount.mount()
-        let interrupted = try quarantineReasons(mount).filter { $0.contains("interrupted") }
+        let interrupted = mount.quarantineReasons.filter { $0.contains("interrupted") }
         #expect(interrupted.count == 1 && interrupted[0].contains("document: doc.json"), "\(interrupted)")
         #expect(mount.storeContents("doc.json") == "{}")
     }
 
     // MARK: Helpers
-
-    private func quarantineReasons(_ mount: MountedStore) throws -> [String] {
-        let directory = mount.inStore(".docfs/quarantine")
-        return try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".reason") }.sorted()
-            .map { try String(contentsOfFile: directory + "/" + $0, encoding: .utf8) }
-    }
 
     private func freeBytes(_ path: String) throws -> Int64 {
         var status = statvfs()

@@ -1,0 +1,223 @@
+import CSystemShims
+import DocumentModel
+import Foundation
+import Glibc
+import SystemSupport
+
+/// A validator program a configuration file names: it reads the document on standard input and
+/// exits 0 to accept it; anything else refuses it, with what it wrote to standard error (or, when
+/// that is empty, standard output) as the reason. It runs without a shell, in "/", in a process
+/// group of its own that is killed whole when it overruns its time limit.
+public struct CommandValidator: Sendable {
+    /// The configured command, `command[0]` as written.
+    public let command: [String]
+    /// `command[0]` resolved against PATH when the configuration was read.
+    public let executablePath: String
+    public let timeout: Double
+
+    /// How much of the validator's output a refusal quotes.
+    static let reasonLimit = 2000
+
+    public init(command: [String], executablePath: String, timeout: Double) {
+        self.command = command
+        self.executablePath = executablePath
+        self.timeout = timeout
+    }
+
+    /// Accepts `contents` or throws the validator's refusal (`CocoaError(.fileReadCorruptFile)`).
+    public func validate(_ contents: Data, name: String?, contentType: UTType) throws {
+        let run = try ValidatorRun(validator: self, name: name, contentType: contentType)
+        let outcome = run.finish(feeding: contents)
+        let program = command.first ?? executablePath
+        switch outcome {
+        case .exited(0, _): return
+        case .exited(let status, let output):
+            throw Self.refusal("refused by validator \(program) (exit status \(status))\(Self.quote(output))")
+        case .signaled(let signal, let output):
+            throw Self.refusal("validator \(program) was killed by signal \(signal)\(Self.quote(output))")
+        case .timedOut:
+            throw Self.refusal("validator \(program) did not finish within \(Self.seconds(timeout)) (time limit); it was killed and the save refused")
+        }
+    }
+
+    static func refusal(_ reason: String) -> CocoaError {
+        CocoaError(.fileReadCorruptFile, userInfo: [NSLocalizedFailureReasonErrorKey: reason])
+    }
+
+    private static func quote(_ output: String) -> String {
+        let trimmed = output.trimmingCharacters(in: .whitespacesAndNewlines)
+        return trimmed.isEmpty ? "" : ": " + trimmed
+    }
+
+    static func seconds(_ value: Double) -> String {
+        value == value.rounded() ? "\(Int(value)) s" : "\(value) s"
+    }
+}
+
+/// One run of a validator: its pipes, its process, and the loop that feeds it the document while
+/// collecting what it says, until it exits or its time is up.
+private final class ValidatorRun {
+    enum Outcome {
+        case exited(Int32, String)
+        case signaled(Int32, String)
+        case timedOut
+    }
+
+    private let pid: pid_t
+    private let processHandle: Int32
+    private var input: Int32
+    private var output: Int32
+    private var errors: Int32
+    private var collectedOutput = Data()
+    private var collectedErrors = Data()
+    private let deadline: Double
+
+    init(validator: CommandValidator, name: String?, contentType: UTType) throws {
+        var inputPipe: [Int32] = [-1, -1], outputPipe: [Int32] = [-1, -1], errorPipe: [Int32] = [-1, -1]
+        // Standard input is a socket rather than a pipe so that writing to a validator that stopped
+        // reading can be told not to raise SIGPIPE (MSG_NOSIGNAL), which would kill a library user
+        // that has not ignored the signal as the daemon does.
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &inputPipe) == 0 else {
+            throw SystemCallError.last("socketpair")
+        }
+        guard docfs_pipe_cloexec(&outputPipe) == 0 else {
+            Self.closeAll(inputPipe)
+            throw SystemCallError.last("pipe")
+        }
+        guard docfs_pipe_cloexec(&errorPipe) == 0 else {
+            Self.closeAll(inputPipe + outputPipe)
+            throw SystemCallError.last("pipe")
+        }
+        var environment = ProcessInfo.processInfo.environment
+        environment["DOCFS_NAME"] = name ?? ""
+        environment["DOCFS_CONTENT_TYPE"] = contentType.identifier
+        let arguments = validator.command.map { strdup($0) } + [nil]
+        let variables = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            arguments.forEach { free($0) }
+            variables.forEach { free($0) }
+        }
+        let pid = docfs_spawn_validator(validator.executablePath, arguments, variables, inputPipe[0], outputPipe[1], errorPipe[1])
+        let spawnErrno = errno
+        close(inputPipe[0])
+        close(outputPipe[1])
+        close(errorPipe[1])
+        guard pid > 0 else {
+            Self.closeAll([inputPipe[1], outputPipe[0], errorPipe[0]])
+            throw CommandValidator.refusal("validator \(validator.executablePath) could not be started: \(String(cString: strerror(spawnErrno)))")
+        }
+        self.pid = pid
+        processHandle = docfs_pidfd_open(pid)
+        input = inputPipe[1]
+        output = outputPipe[0]
+        errors = errorPipe[0]
+        deadline = Self.now() + validator.timeout
+        for descriptor in [input, output, errors] {
+            _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+        }
+    }
+
+    deinit {
+        Self.closeAll([input, output, errors, processHandle])
+    }
+
+    func finish(feeding contents: Data) -> Outcome {
+        contents.withUnsafeBytes { bytes in run(feeding: bytes) }
+    }
+
+    private func run(feeding bytes: UnsafeRawBufferPointer) -> Outcome {
+        var written = 0
+        if bytes.isEmpty { closeInput() }
+        var exitStatus: Int32?
+        while exitStatus == nil {
+            let remaining = deadline - Self.now()
+            guard remaining > 0 else { return kill() }
+            var watched: [pollfd] = []
+            if input >= 0 { watched.append(pollfd(fd: input, events: Int16(POLLOUT), revents: 0)) }
+            if output >= 0 { watched.append(pollfd(fd: output, events: Int16(POLLIN), revents: 0)) }
+            if errors >= 0 { watched.append(pollfd(fd: errors, events: Int16(POLLIN), revents: 0)) }
+            // Without a pidfd (kernels before 5.3) the loop looks for the exit every 10 ms instead.
+            if processHandle >= 0 { watched.append(pollfd(fd: processHandle, events: Int16(POLLIN), revents: 0)) }
+            let wait = processHandle >= 0 ? min(remaining * 1000 + 1, 60_000) : min(remaining * 1000 + 1, 10)
+            let ready = poll(&watched, nfds_t(watched.count), Int32(wait))
+            if ready < 0 && errno != EINTR { return kill() }
+            for entry in watched where entry.revents != 0 {
+                if entry.fd == input {
+                    let chunk = min(bytes.count - written, 1 << 16)
+                    let count = send(input, bytes.baseAddress.map { $0 + written }, chunk, Int32(MSG_NOSIGNAL))
+                    if count > 0 { written += count }
+                    // EPIPE: the validator stopped reading, which is its business; its exit status decides.
+                    if written == bytes.count || (count < 0 && errno != EAGAIN && errno != EINTR) { closeInput() }
+                } else if entry.fd == output {
+                    drain(&output, into: &collectedOutput)
+                } else if entry.fd == errors {
+                    drain(&errors, into: &collectedErrors)
+                } else if entry.fd == processHandle {
+                    exitStatus = reap()
+                }
+            }
+            if processHandle < 0 { exitStatus = reap(blocking: false) }
+        }
+        // What it wrote before exiting is still in the pipes (a child it left behind may hold them
+        // open, so read only what is there).
+        drain(&output, into: &collectedOutput)
+        drain(&errors, into: &collectedErrors)
+        let status = exitStatus ?? 0
+        let said = collectedErrors.isEmpty ? collectedOutput : collectedErrors
+        let text = String(decoding: said.prefix(CommandValidator.reasonLimit), as: UTF8.self)
+        if status & 0x7F == 0 { return .exited((status >> 8) & 0xFF, text) }
+        return .signaled(status & 0x7F, text)
+    }
+
+    private func kill() -> Outcome {
+        Glibc.kill(-pid, SIGKILL)
+        _ = reap()
+        return .timedOut
+    }
+
+    /// The validator's wait status once it has exited (nil: still running, when not blocking).
+    private func reap(blocking: Bool = true) -> Int32? {
+        var status: Int32 = 0
+        while true {
+            let result = waitpid(pid, &status, blocking ? 0 : WNOHANG)
+            if result == pid { return status }
+            if result == 0 { return nil }
+            if errno != EINTR { return 0 }
+        }
+    }
+
+    private func closeInput() {
+        if input >= 0 { close(input) }
+        input = -1
+    }
+
+    /// Reads what is available; keeps the first `reasonLimit` bytes and discards the rest, so a
+    /// chatty validator never blocks on a full pipe.
+    private func drain(_ descriptor: inout Int32, into collected: inout Data) {
+        guard descriptor >= 0 else { return }
+        var buffer = [UInt8](repeating: 0, count: 1 << 14)
+        while true {
+            let count = read(descriptor, &buffer, buffer.count)
+            if count > 0 {
+                if collected.count < CommandValidator.reasonLimit { collected.append(contentsOf: buffer[..<count]) }
+                continue
+            }
+            if count < 0 && errno == EINTR { continue }
+            if count == 0 {
+                close(descriptor)
+                descriptor = -1
+            }
+            return
+        }
+    }
+
+    private static func now() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+
+    private static func closeAll(_ descriptors: [Int32]) {
+        for descriptor in descriptors where descriptor >= 0 { close(descriptor) }
+    }
+}

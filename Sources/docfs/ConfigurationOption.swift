@@ -1,0 +1,27 @@
+import ArgumentParser
+import Foundation
+import TypeConfiguration
+
+/// `--config FILE`: the type configuration a command uses (see `TypeConfiguration`); without it,
+/// /etc/docfs/docfs.toml when that exists.
+struct ConfigurationOption: ParsableArguments {
+    @Option(name: .customLong("config"), help: ArgumentHelp(
+        "Type configuration (TOML): name patterns mapped to types or raw, and validator commands (default: /etc/docfs/docfs.toml when it exists).",
+        valueName: "file"))
+    var path: String?
+
+    /// The configuration; a problem with it is printed (naming the file and the place) and ends the
+    /// command with status 6.
+    func load(storePath: String?) throws -> TypeConfiguration {
+        do {
+            return try TypeConfiguration.resolve(explicitPath: path.map(absolute), storePath: storePath)
+        } catch let error as ConfigurationError {
+            FileHandle.standardError.write(Data("docfs: \(error.description)\n".utf8))
+            throw ExitStatus.badConfiguration
+        }
+    }
+
+    private func absolute(_ path: String) -> String {
+        path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    }
+}
