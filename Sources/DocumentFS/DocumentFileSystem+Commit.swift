@@ -40,7 +40,11 @@ extension DocumentFileSystem {
             case .raw:
                 verdict = .asStaged
             case .document(let claim):
-                verdict = judge(stage, path: path, claim: claim)
+                if let refusal = stage.refusal, refusal.generation == stage.generation, FileSystemPath.same(refusal.path, path) {
+                    verdict = .refused(refusal.reason)
+                } else {
+                    verdict = judge(stage, path: path, claim: claim)
+                }
             }
             if case .refused(let reason) = verdict {
                 try refuse(&slot, node: node, path: path, reason: reason, closing: closing)
@@ -126,6 +130,7 @@ extension DocumentFileSystem {
             let later = closing ? "" : " The staged bytes are kept: later writes to the open file still land on them."
             logger.error("refused a write to \(path): \(reason). The stored document is unchanged; the refused bytes are in \(kept ?? "(could not be kept)").\(later)")
             stage.quarantinedGeneration = stage.generation
+            stage.refusal = (stage.generation, path, reason)
         } else if closing {
             store.discard(stage.file)
             logger.notice("refused \(path) again at its last close, unchanged since it was quarantined")
