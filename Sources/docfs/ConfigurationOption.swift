@@ -3,7 +3,7 @@ import Foundation
 import TypeConfiguration
 
 /// `--config FILE`: the type configuration a command uses (see `TypeConfiguration`); without it,
-/// /etc/docfs/docfs.toml when that exists.
+/// a mount's `-o config=FILE`, else /etc/docfs/docfs.toml when that exists.
 struct ConfigurationOption: ParsableArguments {
     @Option(name: .customLong("config"), help: ArgumentHelp(
         "Type configuration (TOML): name patterns mapped to types or raw, and validator commands (default: /etc/docfs/docfs.toml when it exists).",
@@ -12,9 +12,9 @@ struct ConfigurationOption: ParsableArguments {
 
     /// The configuration; a problem with it is printed (naming the file and the place) and ends the
     /// command with status 6.
-    func load(storePath: String?) throws -> TypeConfiguration {
+    func load(storePath: String?, fallback: String? = nil) throws -> TypeConfiguration {
         do {
-            return try TypeConfiguration.resolve(explicitPath: path.map(absolute), storePath: storePath)
+            return try TypeConfiguration.resolve(explicitPath: (path ?? fallback).map(absolute), storePath: storePath)
         } catch let error as ConfigurationError {
             FileHandle.standardError.write(Data("docfs: \(error.description)\n".utf8))
             throw ExitStatus.badConfiguration

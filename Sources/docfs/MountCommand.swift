@@ -25,7 +25,7 @@ struct MountCommand: ParsableCommand {
     var mountPoint: String
 
     @Option(name: .customShort("o"), help: ArgumentHelp(
-        "Mount options, comma-separated: ro, allow_other, uid=N, gid=N, umask=NNN, fsname=NAME, or any FUSE option; fstab and systemd options (nofail, _netdev, noauto, user, x-systemd.*) are ignored.",
+        "Mount options, comma-separated: ro, allow_other, uid=N, gid=N, umask=NNN, fsname=NAME, config=FILE, or any FUSE option; fstab and systemd options (nofail, _netdev, noauto, user, x-systemd.*) are ignored.",
         valueName: "options"))
     var mountOptions: [String] = []
 
@@ -85,7 +85,7 @@ struct MountCommand: ParsableCommand {
             let storePath = try checkedStore()
             let mountPath = try checkedMountPoint()
             // Read before daemonizing, so a bad configuration fails the command that was typed.
-            let types = try typeConfiguration.load(storePath: storePath)
+            let types = try typeConfiguration.load(storePath: storePath, fallback: try MountOptions(mountOptions).configPath)
             if foreground || debug || readyDescriptor != nil {
                 try serve(storePath: storePath, mountPath: mountPath, types: types)
             } else {

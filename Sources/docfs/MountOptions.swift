@@ -13,6 +13,8 @@ struct MountOptions {
     var umask: mode_t?
     var fileSystemName: String?
     var maxRead: UInt32?
+    /// `config=FILE`: the type configuration, for fstab lines (which cannot pass `--config`).
+    var configPath: String?
     /// Passed to FUSE as given.
     var forFUSE: [String] = []
     var ignored: [String] = []
@@ -31,6 +33,9 @@ struct MountOptions {
             case "gid": groupID = try Self.number(option, value, radix: 10).map { gid_t($0) }
             case "umask": umask = try Self.number(option, value, radix: 8).map { mode_t($0) & 0o777 }
             case "fsname": fileSystemName = value
+            case "config":
+                guard let value, !value.isEmpty else { throw ValidationError("-o config: needs a file (config=/etc/docfs/notes.toml)") }
+                configPath = value
             case "max_read":
                 maxRead = try Self.number(option, value, radix: 10)
                 forFUSE.append(option)
