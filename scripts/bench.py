@@ -35,11 +35,11 @@ def build_passthrough_ll(work):
     return binary
 
 class Mount:
-    def __init__(self, kind, store, mountpoint, program):
+    def __init__(self, kind, store, mountpoint, program, extra=()):
         self.kind, self.mountpoint = kind, mountpoint
         os.makedirs(mountpoint, exist_ok=True)
         if kind == 'docfs':
-            command = [program, 'mount', store, mountpoint, '-f', '--log-level', 'warning']
+            command = [program, 'mount', store, mountpoint, '-f', '--log-level', 'warning', *extra]
         elif kind == 'passthrough_ll':
             command = [program, '-f', '-o', f'source={store}', mountpoint]
         else:
@@ -103,6 +103,70 @@ def stat_tree(directory):
     for root, dirs, files in os.walk(directory):
         for name in files + dirs:
             os.lstat(os.path.join(root, name))
+
+def format_samples(size):
+    """About `size` bytes of a valid document of each format DocFS validates, and raw bytes."""
+    import json, plistlib, random
+    count = max(1, size // 40)
+    rows = [{'id': i, 'name': f'item {i}', 'value': i * 0.5, 'tags': ['a', 'b']} for i in range(count)]
+    def grow(make):
+        parts, total, i = [], 0, 0
+        while total < size:
+            part = make(i)
+            parts.append(part)
+            total += len(part)
+            i += 1
+        return ''.join(parts).encode()
+    samples = {
+        'raw (.bin)': ('bin', random.Random(1).randbytes(size)),
+        'text (.txt)': ('txt', grow(lambda i: f'line {i}: the quick brown fox jumps over the lazy dog\n')),
+        'json': ('json', json.dumps(rows[: size // 60]).encode()),
+        'yaml': ('yaml', grow(lambda i: f'- name: item {i}\n  value: {i}\n  tags: [a, b]\n')),
+        'toml': ('toml', grow(lambda i: f'[[items]]\nname = "item {i}"\nvalue = {i}\n\n')),
+        'xml': ('xml', b'<items>\n' + grow(lambda i: f'  <item id="{i}">item {i} &amp; more</item>\n') + b'</items>\n'),
+        'plist (binary)': ('plist', plistlib.dumps(rows[: size // 45], fmt=plistlib.FMT_BINARY)),
+        'plist (XML)': ('plist', plistlib.dumps(rows[: size // 190], fmt=plistlib.FMT_XML)),
+        'csv': ('csv', b'id,name,note\n' + grow(lambda i: f'{i},item {i},"quoted, with ""quotes"""\n')),
+        'tsv': ('tsv', b'id\tname\tnote\n' + grow(lambda i: f'{i}\titem {i}\tplain note\n')),
+        'ini (command type)': ('ini', grow(lambda i: f'[section{i}]\nkey = value {i}\n\n')),
+    }
+    return samples
+
+def save(path, data):
+    with open(path, 'wb') as f:
+        f.write(data)
+
+def validation_cost(args, work):
+    """Saves of a document of each format through DocFS, as a ratio to a raw save of the same size
+    (what validation costs), with an `.ini` command type (Python's configparser) configured."""
+    config = os.path.join(work, 'validation.toml')
+    with open(config, 'w') as f:
+        f.write('[types.ini]\nextensions = ["ini"]\ncommand = ["python3", "-c", '
+                '"import sys, configparser; configparser.ConfigParser().read_string(sys.stdin.read())"]\ntimeout = 30\n')
+    os.chmod(config, 0o644)
+    store = os.path.join(work, 'validation-store')
+    os.makedirs(store)
+    mount = Mount('docfs', store, os.path.join(work, 'validation-docfs'), args.docfs, ['--config', config])
+    try:
+        size = args.validation_mb << 20
+        samples = format_samples(size)
+        saves = 5
+        print(f'Validation cost: {saves} saves of a ~{args.validation_mb} MB document per run, {args.runs} runs, medians')
+        print(f'{"format":<20} {"bytes":>10} {"native ms":>10} {"docfs ms":>10} {"docfs/raw save":>16} {"docfs/native":>14}')
+        medians = {}
+        for label, (extension, data) in samples.items():
+            per_target = {}
+            for name, directory in (('native', store), ('docfs', mount.mountpoint)):
+                path = os.path.join(directory, f'sample-{extension}-{len(medians)}.{extension}')
+                save(path, data)
+                times = [timed(lambda: [save(path, data) for _ in range(saves)]) / saves for _ in range(args.runs)]
+                per_target[name] = statistics.median(times)
+            medians[label] = per_target
+            raw = medians['raw (.bin)']['docfs']
+            print(f'{label:<20} {len(data):>10} {per_target["native"] * 1000:>10.2f} {per_target["docfs"] * 1000:>10.2f}'
+                  f' {per_target["docfs"] / raw:>16.2f} {per_target["docfs"] / per_target["native"]:>14.2f}', flush=True)
+    finally:
+        mount.close()
 
 def resident_bytes(pid):
     with open(f'/proc/{pid}/status') as f:
@@ -171,6 +235,8 @@ def main():
     parser.add_argument('--edits', type=int, default=50, help='small edits per run in the package case (default 50)')
     parser.add_argument('--scale', type=int, default=0, help='the scale case: N documents in folders of 1,000, made in each store directly; cold and warm find+stat once each, and the DocFS daemon\'s memory per inode it holds (default 0: skipped)')
     parser.add_argument('--scale-only', action='store_true', help='run only the scale case')
+    parser.add_argument('--validation-mb', type=int, default=1, help='size of the document in the validation-cost case: saves of each format through DocFS, as a ratio to a raw save (default 1; 0 skips it)')
+    parser.add_argument('--validation-only', action='store_true', help='run only the validation-cost case')
     parser.add_argument('--no-bindfs', action='store_true')
     parser.add_argument('--no-passthrough', action='store_true', help='leave out libfuse\'s passthrough_ll')
     args = parser.parse_args()
@@ -181,6 +247,10 @@ def main():
     targets = {'native': store}
     mounts = []
     try:
+        if args.validation_mb:
+            validation_cost(args, work)
+            if args.validation_only:
+                return
         mounts.append(Mount('docfs', store, os.path.join(work, 'docfs'), args.docfs))
         targets['docfs'] = mounts[-1].mountpoint
         # The C peers each serve a sibling directory of their own, so none sees DocFS's private area.

@@ -16,15 +16,15 @@ extension FileDocumentReadConfiguration {
         return data
     }
 
-    /// The document as a String, once its bytes are known to be well-formed UTF-8 (parsers that take
-    /// Strings would otherwise repair bad bytes silently with U+FFFD).
-    func utf8Text(format: String) throws -> (data: Data, text: String) {
+    /// The document's bytes, refused unless they are well-formed UTF-8 (parsers that take Strings
+    /// would otherwise repair bad bytes silently with U+FFFD).
+    func utf8Bytes(format: String) throws -> Data {
         let data = try regularFileBytes()
         try data.withUnsafeBytes { bytes in
             if let offset = firstInvalidUTF8(bytes) {
                 throw refusal("not valid \(format): \(TextPosition(of: offset, in: bytes)): \(describeByte(at: offset, in: bytes)) is not UTF-8")
             }
         }
-        return (data, String(decoding: data, as: UTF8.self))
+        return data
     }
 }

@@ -23,9 +23,9 @@ public struct TOMLDocument: FileDocument {
     public func table() throws -> TOMLTable { try TOMLTable(string: String(decoding: contents, as: UTF8.self)) }
 
     public init(configuration: ReadConfiguration) throws {
-        let (data, text) = try configuration.utf8Text(format: "TOML")
+        let data = try configuration.utf8Bytes(format: "TOML")
         do {
-            _ = try TOMLTable(string: text)
+            _ = try TOMLTable(string: String(decoding: data, as: UTF8.self))
         } catch let error as TOMLParseError {
             let place = error.source.begin
             throw refusal("not valid TOML: line \(place.line), column \(place.column): \(error.description)", underlying: error)

@@ -62,6 +62,10 @@ struct FormatDocumentTests {
         #expect(second?.contains("not valid YAML: line 4") == true, "an error in a later document is found: \(second ?? "")")
         let alias = reason { _ = try YAMLDocument(configuration: configuration(Data("a: *missing\n".utf8), .yaml)) }
         #expect(alias?.contains("line 1") == true, "\(alias ?? "accepted")")
+        let duplicate = reason { _ = try YAMLDocument(configuration: configuration(Data("a: 1\nb:\n  c: 1\n  c: 2\n".utf8), .yaml)) }
+        #expect(duplicate == "not valid YAML: line 4, column 3: the key c appears twice in one mapping", "\(duplicate ?? "accepted")")
+        let nodes = try YAMLDocument(configuration: configuration(Data("a: &x 1\nb: *x\nc: {a: 1, b: [1, 2]}\n".utf8), .yaml)).nodes()
+        #expect(nodes.count == 1 && nodes[0]["b"]?.int == 1, "an alias to an earlier anchor is fine")
         let badByte = reason { _ = try YAMLDocument(configuration: configuration(Data([0x61, 0x3A, 0x20, 0xC3]), .yaml)) }
         #expect(badByte?.contains("not valid YAML: line 1, column 4") == true, "\(badByte ?? "")")
     }
