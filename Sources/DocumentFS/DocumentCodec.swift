@@ -6,8 +6,9 @@ import SystemSupport
 /// `FileWrapper`, decoding them with the claiming type, and encoding the result for the store.
 struct DocumentCodec: Sendable {
     /// A regular-file wrapper over the bytes of `descriptor`, mapped rather than copied when large.
-    func wrapper(for descriptor: OwnedDescriptor, name: String) throws -> FileWrapper {
-        let status = try descriptor.status()
+    /// `status`: the descriptor's, when the caller has just taken it.
+    func wrapper(for descriptor: OwnedDescriptor, name: String, status known: FileStatus? = nil) throws -> FileWrapper {
+        let status = try known ?? descriptor.status()
         let contents = try FileIO.contents(of: descriptor.rawValue, size: Int(status.size))
         let wrapper = FileWrapper(regularFileWithContents: contents)
         wrapper.filename = name

@@ -80,7 +80,7 @@ extension DocumentFileSystem {
             return .asStaged
         }
         do {
-            let file = try codec.wrapper(for: stage.file.descriptor, name: lastComponent(path))
+            let file = try codec.wrapper(for: stage.file.descriptor, name: lastComponent(path), status: staged)
             let stagedBytes = file.regularFileContents ?? Data()
             let document = try codec.decode(file, claim: claim)
             let existing = (stored?.size ?? 0) > 0 ? try? store.fileWrapper(at: path) : nil

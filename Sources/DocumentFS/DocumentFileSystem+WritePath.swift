@@ -43,18 +43,25 @@ extension DocumentFileSystem {
             }
             return (entry, register(OpenFile(node: node, access: .raw(descriptor), flags: flags, view: nil)))
         }
+        var created: OwnedDescriptor?
         do {
             // The document exists from now on, as an empty draft, until its first commit.
-            try storeCall { try store.createEmptyFile(path, mode: mode & 0o7777, owner: owner(context)) }
+            created = try storeCall { try store.createEmptyFile(path, mode: mode & 0o7777, owner: owner(context)) }
         } catch where error.errno == EEXIST && flags & O_EXCL == 0 {
             // Created by someone else since the kernel looked: open what is there.
         }
-        return try openCreated(parent: parent, name: name, path: path, flags: flags, context: context)
+        return try openCreated(parent: parent, name: name, path: path, flags: flags, context: context, created: created)
     }
 
-    /// The entry and open handle for a file `create` just made (or found made).
-    private func openCreated(parent: Inode, name: String, path: String, flags: Int32, context: RequestContext) throws(FUSEError) -> (Entry, OpenReply) {
+    /// The entry and open handle for a file `create` just made (or found made). `created`, the new
+    /// file's descriptor, serves it as its live version (the open checks it is still the one there).
+    private func openCreated(parent: Inode, name: String, path: String, flags: Int32, context: RequestContext, created: OwnedDescriptor? = nil) throws(FUSEError) -> (Entry, OpenReply) {
         let entry = try countedEntry(parent: parent, name: name, path: path, caller: context.processID)
+        if let created, let node = nodes.node(entry.inode) {
+            node.state.withLock { state in
+                if state.live == nil { state.live = created }
+            }
+        }
         do {
             return (entry, try open(inode: entry.inode, flags: flags & ~(O_CREAT | O_EXCL), context: context))
         } catch {

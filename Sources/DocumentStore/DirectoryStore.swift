@@ -155,11 +155,21 @@ public final class DirectoryStore: DocumentStore {
 
     public func install(_ staging: StagingFile, at path: String, durable: Bool) throws -> FileStatus {
         let destination = absolute(path)
-        if let existing = try? FileStatus.of(path: destination), existing.kind == .regular {
+        let existing = try? FileStatus.of(path: destination)
+        if let existing, existing.kind == .regular {
             try copyMetadata(from: destination, existing: existing, to: staging.descriptor.rawValue, path: staging.path)
         }
         if durable { try FileIO.synchronize(staging.descriptor.rawValue, dataOnly: true, path: staging.path) }
-        try FileIO.rename(staging.path, destination)
+        if let existing, existing.kind == .regular, existing.size == 0, !durable,
+           (try? FileIO.exchange(staging.path, destination)) != nil {
+            // Over an empty draft (a file just created), swap and drop the draft: a rename over an
+            // existing file makes ext4 (auto_da_alloc) start writing the new data back before the
+            // rename returns, a third of a small file's commit. That heuristic guards the old
+            // content against a crash; an empty draft has none to guard.
+            try? Paths.removeFile(staging.path)
+        } else {
+            try FileIO.rename(staging.path, destination)
+        }
         if durable { try FileIO.synchronizeDirectory(containing: destination) }
         return try staging.status()
     }
@@ -343,11 +353,13 @@ public final class DirectoryStore: DocumentStore {
         return Ownership(userID: owner.userID, groupID: directory.groupID)
     }
 
-    public func createEmptyFile(_ path: String, mode: mode_t, owner: Ownership?) throws {
+    @discardableResult
+    public func createEmptyFile(_ path: String, mode: mode_t, owner: Ownership?) throws -> OwnedDescriptor {
         let full = absolute(path)
-        let descriptor = try FileIO.open(full, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
-        defer { FileIO.close(descriptor) }
-        if let owner = owner.map({ newItemOwner($0, at: full) }), canChangeOwner { fchown(descriptor, owner.userID, owner.groupID) }
+        // Read-write, so the mode a user gives (0200, say) cannot stop the daemon reading it back.
+        let descriptor = OwnedDescriptor(try FileIO.open(full, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode))
+        if let owner = owner.map({ newItemOwner($0, at: full) }), canChangeOwner { fchown(descriptor.rawValue, owner.userID, owner.groupID) }
+        return descriptor
     }
 
     public func makeSpecialFile(_ path: String, mode: mode_t, device: dev_t, owner: Ownership?) throws {

@@ -66,7 +66,10 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// Gives back a failed stage's space at once, even while its descriptor stays open.
     func releaseSpace(of staging: StagingFile)
 
-    func createEmptyFile(_ path: String, mode: mode_t, owner: Ownership?) throws
+    /// Creates an empty file (failing with EEXIST if the name is taken) and returns it opened for
+    /// reading, so the caller can serve it without opening it again.
+    @discardableResult
+    func createEmptyFile(_ path: String, mode: mode_t, owner: Ownership?) throws -> OwnedDescriptor
     /// A FIFO, socket, or character or block device (`mode` carries the type), stored as itself.
     func makeSpecialFile(_ path: String, mode: mode_t, device: dev_t, owner: Ownership?) throws
     func makeDirectory(_ path: String, mode: mode_t, owner: Ownership?) throws
