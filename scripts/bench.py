@@ -19,7 +19,12 @@ def timed(fn):
     return time.perf_counter() - start
 
 def run(*args, **kwargs):
-    subprocess.run(args, check=True, timeout=600, **kwargs)
+    """Runs a program; a failure raises with its last line of standard error, not all of it (a
+    peer out of descriptors says so once per file)."""
+    result = subprocess.run(args, timeout=600, stderr=subprocess.PIPE, text=True, **kwargs)
+    if result.returncode != 0:
+        last = result.stderr.strip().splitlines()[-1:] or ['']
+        raise subprocess.CalledProcessError(result.returncode, args, stderr=last[0])
 
 def build_passthrough_ll(work):
     """libfuse's passthrough_ll example (C, low-level API), built from the source Debian ships."""
@@ -315,7 +320,8 @@ def main():
                     times = [timed(lambda i=i: body(target, i)) for i in range(args.runs)]
                     medians[name] = statistics.median(times)
                 except (subprocess.CalledProcessError, OSError) as error:
-                    print(f'{name} failed {label}: {error}', file=sys.stderr)
+                    detail = getattr(error, 'stderr', None)
+                    print(f'{name} failed {label}: {error}{": " + detail if detail else ""}', file=sys.stderr)
                     medians[name] = None
             def cell(name):
                 return f'{"failed":>16}' if medians[name] is None else f'{amount / medians[name]:>10.0f} {unit:<5}'
