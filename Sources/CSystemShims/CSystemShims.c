@@ -2,6 +2,7 @@
 #include "CSystemShims.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
@@ -96,6 +97,10 @@ pid_t docfs_spawn_validator(const char *path, char *const argv[], char *const en
 
 int docfs_pidfd_open(pid_t pid) {
     return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+int docfs_malloc_trim(void) {
+    return malloc_trim(0);
 }
 
 int docfs_pipe_cloexec(int fds[2]) {

@@ -1,3 +1,4 @@
+import CSystemShims
 import FUSE
 import Synchronization
 import SystemSupport
@@ -27,24 +28,30 @@ final class NodeTable: Sendable {
         }
     }
 
+    /// 56 bytes: one per inode the kernel holds, so a million of them are a dictionary of this size.
+    /// What only hard-linked files need lives in `links`.
     private struct Record {
         var node: Node?
         var parent: Inode
         var name: String
         var lookupCount: UInt64 = 0
-        var openCount = 0
-        var childRecords = 0
+        var openCount: Int32 = 0
+        var childRecords: Int32 = 0
         /// Removed from the store while the kernel still holds it (open, or not yet forgotten).
         var isDetached = false
-        /// Other names of the same inode (hard links).
+    }
+
+    /// A record's other names (hard links) and its stored file, when that has several links:
+    /// other names of it join the record.
+    private struct Links {
         var aliases = 0
-        /// The stored file, when it has several links: other names of it join this record.
-        var linkedFile: StoredFileIdentity?
+        var file: StoredFileIdentity?
     }
 
     private struct State {
         var records: [Inode: Record] = [:]
         var byName: [ChildKey: Inode] = [:]
+        var links: [Inode: Links] = [:]
         /// Records of stored files with several links, so every name of one is one inode, even
         /// after the kernel forgot them and looks the names up afresh.
         var byLinkedFile: [StoredFileIdentity: Inode] = [:]
@@ -120,7 +127,7 @@ final class NodeTable: Sendable {
                 return inode
             }
             if let linkedFile, let inode = state.byLinkedFile[linkedFile], var record = state.records[inode], !record.isDetached {
-                record.aliases += 1
+                state.links[inode, default: Links()].aliases += 1
                 if counting { record.lookupCount += 1 }
                 state.records[inode] = record
                 state.byName[key] = inode
@@ -130,10 +137,12 @@ final class NodeTable: Sendable {
             state.nextInode += 1
             var record = Record(node: nil, parent: parent, name: name)
             if counting { record.lookupCount = 1 }
-            record.linkedFile = linkedFile
             state.records[inode] = record
             state.byName[key] = inode
-            if let linkedFile { state.byLinkedFile[linkedFile] = inode }
+            if let linkedFile {
+                state.links[inode, default: Links()].file = linkedFile
+                state.byLinkedFile[linkedFile] = inode
+            }
             state.records[parent]?.childRecords += 1
             return inode
         }
@@ -160,12 +169,29 @@ final class NodeTable: Sendable {
     }
 
     func forget(_ inode: Inode, count: UInt64) {
-        state.withLock { state in
-            guard inode != .root, var record = state.records[inode] else { return }
+        let shrank = state.withLock { state in
+            guard inode != .root, var record = state.records[inode] else { return false }
             record.lookupCount -= min(count, record.lookupCount)
             state.records[inode] = record
             Self.removeIfUnused(inode, in: &state)
+            return Self.shrinkIfMostlyEmpty(&state)
         }
+        // The freed tables are in the heap; give the pages back to the system.
+        if shrank { _ = docfs_malloc_trim() }
+    }
+
+    /// Dictionaries never shrink as they empty: once the kernel has forgotten most of what a big
+    /// walk made it hold, the tables are rebuilt at the size they need now (a copy of what is
+    /// left, rare: it takes seven in eight records gone since the last rebuild).
+    private static func shrinkIfMostlyEmpty(_ state: inout State) -> Bool {
+        guard state.records.capacity >= 1 << 14, state.records.count * 8 < state.records.capacity else { return false }
+        var records = [Inode: Record](minimumCapacity: state.records.count)
+        for (inode, record) in state.records { records[inode] = record }
+        var byName = [ChildKey: Inode](minimumCapacity: state.byName.count)
+        for (key, inode) in state.byName { byName[key] = inode }
+        state.records = records
+        state.byName = byName
+        return true
     }
 
     func opened(_ inode: Inode) {
@@ -179,7 +205,7 @@ final class NodeTable: Sendable {
             guard var record = state.records[inode] else { return 0 }
             record.openCount = max(0, record.openCount - 1)
             state.records[inode] = record
-            let remaining = record.openCount
+            let remaining = Int(record.openCount)
             Self.removeIfUnused(inode, in: &state)
             return remaining
         }
@@ -192,10 +218,10 @@ final class NodeTable: Sendable {
             let key = ChildKey(parent: parent, name: name)
             if let previous = state.byName[key], previous != inode { Self.detach(key, of: previous, in: &state) }
             state.byName[key] = inode
-            record.aliases += 1
+            state.links[inode, default: Links()].aliases += 1
             record.lookupCount += 1
             if let linkedFile {
-                record.linkedFile = linkedFile
+                state.links[inode, default: Links()].file = linkedFile
                 state.byLinkedFile[linkedFile] = inode
             }
             state.records[inode] = record
@@ -216,8 +242,8 @@ final class NodeTable: Sendable {
     private static func detach(_ key: ChildKey, of inode: Inode, in state: inout State) {
         state.byName[key] = nil
         guard var record = state.records[inode] else { return }
-        if record.aliases > 0 {
-            record.aliases -= 1
+        if let links = state.links[inode], links.aliases > 0 {
+            state.links[inode]?.aliases -= 1
             if record.parent == key.parent && FileSystemPath.same(record.name, key.name),
                let other = state.byName.first(where: { $0.value == inode })?.key
             {
@@ -277,8 +303,10 @@ final class NodeTable: Sendable {
             state.records[current] = nil
             let key = ChildKey(parent: record.parent, name: record.name)
             if state.byName[key] == current { state.byName[key] = nil }
-            if record.aliases > 0 { state.byName = state.byName.filter { $0.value != current } }
-            if let linkedFile = record.linkedFile, state.byLinkedFile[linkedFile] == current { state.byLinkedFile[linkedFile] = nil }
+            if let links = state.links.removeValue(forKey: current) {
+                if links.aliases > 0 { state.byName = state.byName.filter { $0.value != current } }
+                if let file = links.file, state.byLinkedFile[file] == current { state.byLinkedFile[file] = nil }
+            }
             state.records[record.parent]?.childRecords -= 1
             current = record.parent
         }

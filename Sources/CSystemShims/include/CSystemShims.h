@@ -33,6 +33,9 @@ pid_t docfs_spawn_validator(const char *path, char *const argv[], char *const en
 /// kernel lacks it.
 int docfs_pidfd_open(pid_t pid);
 
+/// malloc_trim(3): gives the heap's free pages back to the system (glibc keeps them otherwise).
+int docfs_malloc_trim(void);
+
 /// pipe2(O_CLOEXEC): both ends close-on-exec from the start, so no concurrently spawned child
 /// inherits them.
 int docfs_pipe_cloexec(int fds[2]);
