@@ -108,6 +108,13 @@ final class MountedStore {
         try? FileManager.default.removeItem(at: root)
     }
 
+    /// The daemon's resident memory now (VmRSS), in KiB.
+    var daemonResidentKiB: Int? {
+        guard let daemon, let status = try? String(contentsOfFile: "/proc/\(daemon.pid)/status", encoding: .utf8) else { return nil }
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
+        return line.flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") }
+    }
+
     /// The daemon's peak resident memory so far (VmHWM), in KiB.
     var daemonPeakKiB: Int? {
         guard let daemon, let status = try? String(contentsOfFile: "/proc/\(daemon.pid)/status", encoding: .utf8) else { return nil }
