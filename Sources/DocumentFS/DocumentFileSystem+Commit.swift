@@ -163,6 +163,11 @@ extension DocumentFileSystem {
     ) throws(FUSEError) {
         guard let stage = slot.stage else { return }
         try packages.withPackage(member.root) { () throws(FUSEError) in
+            if let outcome = try packages.commitWriteInPlace(member.member, staging: stage.file, root: member.root, claim: member.claim, durable: durable) {
+                slot.stage = nil
+                memberCommitted(node, installed: stage.file, outcome: outcome, path: path)
+                return
+            }
             let file = closing ? stage.file : try copyOfStage(stage, for: path)
             if durable { try storeCall { try FileIO.synchronize(file.descriptor.rawValue, dataOnly: true, path: file.path) } }
             let outcome: PackageCoordinator.Outcome
@@ -181,21 +186,27 @@ extension DocumentFileSystem {
             }
             if !closing { store.discard(stage.file) }
             slot.stage = nil
-            node.state.withLock { state in
-                switch outcome {
-                case .asApplied: state.live = file.descriptor
-                case .reencoded: state.live = try? store.openForReading(path)
-                }
-                state.decodedVersion = nil
-                state.cachedVersion = nil
-                state.stagedFile = nil
-                state.commits += 1
-                state.lastRewrite = state.commits
-            }
-            notifier.invalidateAttributes(of: node.inode)
-            notifier.invalidateContent(of: node.inode)
+            memberCommitted(node, installed: file, outcome: outcome, path: path)
         }
         rewatchPackage(member.root)
+    }
+
+    /// The member's bookkeeping once its package took the write (`installed`: the staging file that
+    /// became the member, when it went in as written).
+    private func memberCommitted(_ node: Node, installed: StagingFile, outcome: PackageCoordinator.Outcome, path: String) {
+        node.state.withLock { state in
+            switch outcome {
+            case .asApplied: state.live = installed.descriptor
+            case .reencoded: state.live = try? store.openForReading(path)
+            }
+            state.decodedVersion = nil
+            state.cachedVersion = nil
+            state.stagedFile = nil
+            state.commits += 1
+            state.lastRewrite = state.commits
+        }
+        notifier.invalidateAttributes(of: node.inode)
+        notifier.invalidateContent(of: node.inode)
     }
 }
 

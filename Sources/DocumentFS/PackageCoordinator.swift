@@ -8,8 +8,10 @@ import SystemSupport
 
 /// Keeps packages whole. Decides whether a package is valid, a draft or corrupt; decodes it once
 /// per stored version; and commits changes inside it: a draft takes changes as they come, a
-/// package that decodes takes them only through a private clone that is decoded, re-encoded with
-/// `existingFile` set, and swapped in whole with RENAME_EXCHANGE — or refused and quarantined.
+/// package that decodes takes them only once the changed package decodes — a write to one member
+/// by renaming its stage into place, any other change through a private clone that is decoded,
+/// re-encoded with `existingFile` set, and swapped in whole with RENAME_EXCHANGE — or refused and
+/// quarantined.
 /// Whether a package has ever decoded is kept with it (`PackageMarker`).
 final class PackageCoordinator: Sendable {
     enum State: Sendable {
@@ -123,6 +125,50 @@ final class PackageCoordinator: Sendable {
         }
         if let status = try? store.status(of: root) { decodedVersions.withLock { $0[root] = status.version } }
         return result === file ? .asApplied : .reencoded
+    }
+
+    /// A write to one member of a package that decodes needs no clone: the stored package, with the
+    /// staged bytes in the member's place, is decoded as a tree of wrappers, and when the type keeps
+    /// it as it is, moving the stage over the member is the whole commit — one file changes, so a
+    /// reader sees the old package or the new one. The stage is consumed only when this returns an
+    /// outcome. Returns nil to leave the write to `commit` (its clone path): for a draft, a member
+    /// that is not where it was, or a package that would not decode (`commit` judges it again and
+    /// keeps the refused package whole in the quarantine). Call with the package's lock held.
+    func commitWriteInPlace(
+        _ member: String, staging: StagingFile, root: String, claim: DocumentClaim, durable: Bool
+    ) throws(FUSEError) -> Outcome? {
+        guard case .valid = state(of: root, claim: claim), let package = try? store.fileWrapper(at: root) else { return nil }
+        let components = member.split(separator: "/").map(String.init)
+        var directory = package
+        for component in components.dropLast() {
+            guard let next = directory.fileWrappers?[component], next.isDirectory else { return nil }
+            directory = next
+        }
+        guard let name = components.last, let old = directory.fileWrappers?[name], old.isRegularFile,
+              let staged = try? codec.wrapper(for: staging.descriptor, name: name)
+        else { return nil }
+        directory.removeFileWrapper(old)
+        directory.addFileWrapper(staged)
+        let result: FileWrapper
+        do {
+            let document = try codec.decode(package, claim: claim)
+            result = try codec.encode(document, claim: claim, existingFile: try? store.fileWrapper(at: root))
+        } catch {
+            return nil
+        }
+        do {
+            if result === package {
+                try store.install(staging, at: root + "/" + member, durable: durable)
+            } else {
+                try store.persist(result, at: root, durable: durable)
+                store.discard(staging)
+                try? PackageMarker.mark(root, in: store)
+            }
+        } catch {
+            throw FUSEError(error)
+        }
+        if let status = try? store.status(of: root) { decodedVersions.withLock { $0[root] = status.version } }
+        return result === package ? .asApplied : .reencoded
     }
 
     private func stateAfterRemoval(_ root: String, claim: DocumentClaim) -> State {
