@@ -9,11 +9,12 @@ import SystemSupport
 extension DocumentFileSystem {
     func openDirectory(inode: Inode, flags: Int32, context: RequestContext) throws(FUSEError) -> OpenReply {
         let path = try path(of: inode)
-        let descriptor = try storeCall { try store.openDirectory(path) }
         // With the store watched, the kernel may keep a directory's listing: its own changes update
-        // it, and a change beside DocFS drops it (see `storeChanged`).
+        // it, and a change beside DocFS drops it (see `storeChanged`). Most opens are then answered
+        // from that cache, so the stored directory is opened only when a listing is taken.
         let cached = watcher != nil
-        return OpenReply(handle: directories.insert(DirectoryListing(path: path, entries: [], descriptor: descriptor)), keepCache: cached, cacheDirectory: cached)
+        if !cached { _ = try storeCall { try store.status(of: path) } }
+        return OpenReply(handle: directories.insert(DirectoryListing(path: path, entries: [], descriptor: nil)), keepCache: cached, cacheDirectory: cached)
     }
 
     func readDirectory(inode: Inode, handle: UInt64, offset: Int64, plus: Bool, add: (DirectoryEntry) -> Bool) throws(FUSEError) {
@@ -21,6 +22,7 @@ extension DocumentFileSystem {
         if offset == 0 {
             // The first read, or a rewinddir(3): the directory as it is now, not as it was at opendir.
             listing.entries = try storeCall { try store.list(listing.path) }
+            if plus, listing.descriptor == nil { listing.descriptor = try? store.openDirectory(listing.path) }
             directories.replace(handle, with: listing)
         }
         // Offsets: 0 is ".", 1 is "..", 2 + i is entries[i]; each entry's cookie is its offset + 1.

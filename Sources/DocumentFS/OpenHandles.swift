@@ -57,8 +57,9 @@ final class ReadView: Sendable {
 struct DirectoryListing: Sendable {
     let path: String
     var entries: [StoreDirectoryEntry]
-    /// The directory, open while the listing is, so readdirplus stats entries relative to it.
-    let descriptor: OwnedDescriptor?
+    /// The directory, opened at the first listing and kept while the handle is, so readdirplus stats
+    /// entries relative to it. An open whose listing the kernel has cached never opens it.
+    var descriptor: OwnedDescriptor?
 }
 
 /// Handles by number. Numbers are never reused within a mount.
