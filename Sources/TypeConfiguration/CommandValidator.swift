@@ -49,7 +49,8 @@ public struct CommandValidator: Sendable {
         return trimmed.isEmpty ? "" : ": " + trimmed
     }
 
-    static func seconds(_ value: Double) -> String {
+    /// A time limit as messages show it: "5 s", "0.5 s".
+    public static func seconds(_ value: Double) -> String {
         value == value.rounded() ? "\(Int(value)) s" : "\(value) s"
     }
 }

@@ -70,7 +70,7 @@ struct TypesCommand: ParsableCommand {
         } + configuration.commandTypes.sorted { $0.key < $1.key }.map { name, validator in
             let extensions = table.configuredExtensions.filter { $0.value.name == name }.keys.sorted()
             return .init(name: name, reads: extensions.map { "." + $0 }, kind: "file",
-                         validator: "command: " + validator.command.joined(separator: " ") + " (time limit \(Int(validator.timeout)) s)")
+                         validator: "command: " + validator.command.joined(separator: " ") + " (time limit \(CommandValidator.seconds(validator.timeout)))")
         }
         let patterns: [Table.PatternRow] = table.patterns.map { pattern in
             switch pattern.target {
