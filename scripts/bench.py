@@ -281,9 +281,16 @@ def main():
             mounts.append(Mount('passthrough_ll', sources['passthrough_ll'], os.path.join(work, 'passthrough_ll'), passthrough))
             targets['passthrough_ll'] = mounts[-1].mountpoint
         if args.scale:
+            # The scale case only reads: native walks DocFS's store itself, so the N documents are
+            # made once for the two.
             scale(args, targets, sources, mounts[0])
             if args.scale_only:
                 return
+        # Every other case writes: native gets a directory of its own beside the store, or its
+        # files would be the ones DocFS then rewrites (or finds already unlinked).
+        sources['native'] = targets['native'] = os.path.join(work, 'native')
+        os.makedirs(targets['native'])
+        sources['docfs'] = store
         # The big tree is made in the stores directly, as a store that already exists would be.
         if args.big_tree:
             for source in sources.values():
