@@ -57,7 +57,9 @@ struct TypesCommand: ParsableCommand {
     func run() throws {
         let configuration = try typeConfiguration.load(storePath: nil)
         let table = DocumentTypeTable(rules: configuration.rules)
-        let fileNames = names.isEmpty ? UTType.knownFilenameExtensions.map { "*." + $0 } : names
+        // Without names: every extension a content type or the configuration knows.
+        let knownExtensions = Set(UTType.knownFilenameExtensions).union(configuration.rules.extensions.keys)
+        let fileNames = names.isEmpty ? knownExtensions.sorted().map { "*." + $0 } : names
         let files: [Table.FileRow] = fileNames.map { name in
             // A row for an extension is the verdict on a file with that extension.
             let file = name.hasPrefix("*.") ? "x" + name.dropFirst() : name
