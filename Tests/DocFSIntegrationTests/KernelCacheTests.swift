@@ -40,4 +40,32 @@ struct KernelCacheTests {
         #expect(bytesCopied < 8_000_000, "the daemon read \(bytesCopied) bytes through read calls")
         #expect(ioAfter.storageBytesWritten - ioBefore.storageBytesWritten < 8_000_000)
     }
+
+    @Test func theDaemonGivesMemoryBackWhenTheKernelForgetsItsInodes() throws {
+        let mount = try MountedStore(texts: [:])
+        defer { mount.unmount() }
+        try MountedStore.run(["python3", "-c", """
+            import os
+            for d in range(40):
+                os.makedirs('\(mount.store)/dir%d' % d, exist_ok=True)
+                for f in range(500):
+                    with open('\(mount.store)/dir%d/note%d.txt' % (d, f), 'w') as out: out.write('note\\n')
+            """], timeout: 120)
+        let before = try #require(mount.daemonResidentKiB)
+        #expect(try mount.shell("find . -printf '%s\\n' | wc -l", timeout: 240).output == "20041\n", "every file stat-ed")
+        let held = try #require(Int(try mount.run(["getfattr", "--only-values", "-n", "user.docfs.inodes", "."]).output))
+        let grown = try #require(mount.daemonResidentKiB)
+        #expect(held > 20_000, "the walk made the kernel hold every inode: \(held)")
+
+        // Evicting dentries and inodes makes the kernel FORGET them; the daemon drops its records.
+        var remaining = held
+        for _ in 0..<50 where remaining > 100 {
+            try "2\n".write(toFile: "/proc/sys/vm/drop_caches", atomically: false, encoding: .utf8)
+            usleep(200_000)
+            remaining = Int(try mount.run(["getfattr", "--only-values", "-n", "user.docfs.inodes", "."]).output) ?? remaining
+        }
+        #expect(remaining <= 100, "the kernel forgot the walk's inodes: \(remaining) held")
+        let after = try #require(mount.daemonResidentKiB)
+        #expect(after < before + (grown - before) / 2, "resident \(before) KiB before, \(grown) KiB after the walk, \(after) KiB once forgotten")
+    }
 }
