@@ -22,12 +22,6 @@ int docfs_clone_file(int destfd, int srcfd) {
     return ioctl(destfd, FICLONE, srcfd);
 }
 
-int docfs_is_only_open_file(int fd) {
-    if (fcntl(fd, F_SETLEASE, F_WRLCK) != 0) return -1;
-    fcntl(fd, F_SETLEASE, F_UNLCK);
-    return 0;
-}
-
 int docfs_openat(int dirfd, const char *path, int flags, mode_t mode) {
     return openat(dirfd, path, flags, mode);
 }

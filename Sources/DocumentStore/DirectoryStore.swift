@@ -18,9 +18,6 @@ public final class DirectoryStore: DocumentStore {
     private let temporaryDirectory: String
     public let quarantineDirectory: String
     private let counter = Atomic<UInt64>(0)
-    /// Empty drafts that first commits swapped out, kept to become staging files (`keepEmptyDraft`).
-    private let spareFiles = Mutex<[String]>([])
-    private static let spareLimit = 256
     /// Whether new items may be given to their requester (only root may chown).
     private let canChangeOwner = geteuid() == 0
     /// How much the quarantine may keep before the oldest items are pruned.
@@ -143,8 +140,7 @@ public final class DirectoryStore: DocumentStore {
     public func makeStagingFile(seededFrom source: OwnedDescriptor?, for document: String) throws -> StagingFile {
         // The name carries the document's path, so a stage a crash leaves behind can say whose it was.
         let stagingPath = stagingDirectory + "/" + uniqueName("stage") + "-" + StagingName.encode(document)
-        let descriptor = try reusedSpareFile(as: stagingPath)
-            ?? OwnedDescriptor(try FileIO.open(stagingPath, O_RDWR | O_CREAT | O_EXCL, mode: 0o600))
+        let descriptor = OwnedDescriptor(try FileIO.open(stagingPath, O_RDWR | O_CREAT | O_EXCL, mode: 0o600))
         if let source {
             do {
                 try FileIO.copyContents(from: source.rawValue, to: descriptor.rawValue, path: stagingPath)
@@ -170,60 +166,12 @@ public final class DirectoryStore: DocumentStore {
             // existing file makes ext4 (auto_da_alloc) start writing the new data back before the
             // rename returns, a third of a small file's commit. That heuristic guards the old
             // content against a crash; an empty draft has none to guard.
-            keepEmptyDraft(at: staging.path)
+            try? Paths.removeFile(staging.path)
         } else {
             try FileIO.rename(staging.path, destination)
         }
         if durable { try FileIO.synchronizeDirectory(containing: destination) }
         return try staging.status()
-    }
-
-    /// Keeps the empty draft a first commit swapped out, to become a later staging file, instead of
-    /// deleting it. A create that frees an inode for every one it makes slows ext4's allocator: it
-    /// passes over every inode freed in the last 30 seconds (`recently_deleted`), which profiling
-    /// found to be half of a small file's create.
-    private func keepEmptyDraft(at path: String) {
-        let spare = temporaryDirectory + "/" + uniqueName("spare")
-        guard (try? FileIO.rename(path, spare)) != nil else {
-            Paths.remove(path)
-            return
-        }
-        let dropped = spareFiles.withLock { spares -> String? in
-            spares.append(spare)
-            return spares.count > Self.spareLimit ? spares.removeFirst() : nil
-        }
-        if let dropped { Paths.remove(dropped) }
-    }
-
-    /// A kept draft made into the staging file at `path`; nil when none is free. A draft may still be
-    /// open — a reader that opened the new document before its first commit keeps reading that
-    /// inode — and must never show it another document's bytes: a spare is reused only once a write
-    /// lease on it is granted, which the kernel does only while no other open file, in any process
-    /// (this one's included), refers to the inode. One that is still open, or no longer an empty
-    /// file with one link and no extended attributes, is deleted instead.
-    private func reusedSpareFile(as path: String) -> OwnedDescriptor? {
-        // The oldest spare: the likeliest to have been let go by whoever still had it open.
-        guard let spare = spareFiles.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { return nil }
-        guard let opened = try? FileIO.open(spare, O_RDWR | O_NOFOLLOW) else {
-            Paths.remove(spare)
-            return nil
-        }
-        let descriptor = OwnedDescriptor(opened)
-        guard docfs_is_only_open_file(opened) == 0 else {
-            // Still open somewhere: try it again later (the queue is bounded; the oldest go first).
-            spareFiles.withLock { $0.append(spare) }
-            return nil
-        }
-        guard let status = try? descriptor.status(), status.kind == .regular, status.size == 0, status.linkCount == 1,
-              flistxattr(opened, nil, 0) == 0, (try? FileIO.rename(spare, path)) != nil
-        else {
-            Paths.remove(spare)
-            return nil
-        }
-        if status.permissions != 0o600 { fchmod(opened, 0o600) }
-        if canChangeOwner, status.userID != geteuid() || status.groupID != getegid() { fchown(opened, geteuid(), getegid()) }
-        futimens(opened, nil)
-        return descriptor
     }
 
     public func synchronize(_ path: String) throws {

@@ -47,40 +47,28 @@ struct WriteIntegrityTests {
 
     /// A close by the writer itself that sees invalid bytes reports EIO but keeps them: its later
     /// writes complete the document.
-    @Test func theEmptyFileACreateMadeIsReusedOnlyWhenNothingHoldsItOpen() throws {
-        // A create makes an empty draft in the store; the first commit swaps it out, and DocFS keeps
-        // it to become a later staging file rather than deleting it. A reader that opened the new
-        // document before that commit still holds the draft: it must never see another document's
-        // bytes in it.
+    @Test func aReaderOfANewDocumentNeverSeesAnotherDocumentsBytes() throws {
+        // A reader that opens a new document while its creator is still writing holds the empty
+        // draft the create made; whatever DocFS does with that file after the first commit swaps
+        // it out, the reader must never see another document's bytes in it. (Reusing swapped-out
+        // drafts as staging files was tried to spare ext4 its inode churn: without a check that
+        // nothing held them, this test saw "SECRET".)
         let mount = try MountedStore(texts: [:])
         defer { mount.unmount() }
         let result = try mount.python("""
             import os
-            store = '\(mount.store)'
-            def draft_inode(name):
-                return os.stat(os.path.join(store, name)).st_ino
-            # Without a reader: the first document's draft becomes a later document's file.
-            w = os.open('first.txt', os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            first_draft = draft_inode('first.txt')
-            os.write(w, b'first\\n'); os.close(w)
-            # With a reader that opened the new document while it was being written.
             w = os.open('held.txt', os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            held_draft = draft_inode('held.txt')
             r = os.open('held.txt', os.O_RDONLY)
             os.write(w, b'mine\\n'); os.close(w)
             for i in range(200):
                 fd = os.open('other%d.txt' % i, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
                 os.write(fd, b'SECRET %d\\n' % i); os.close(fd)
-            stored = {draft_inode('other%d.txt' % i) for i in range(200)} | {draft_inode('held.txt')}
             seen = os.pread(r, 4096, 0)
             os.close(r)
-            print('reused' if first_draft in stored else 'not reused')
-            print('held reused' if held_draft in stored else 'held kept apart')
             print('leak' if b'SECRET' in seen else 'no leak')
             """)
-        #expect(result.output == "reused\nheld kept apart\nno leak\n", "\(result.output)\(result.error)")
-        let reread = try mount.read("held.txt")
-        #expect(reread == "mine\n")
+        #expect(result.output == "no leak\n", "\(result.output)\(result.error)")
+        #expect(try mount.read("held.txt") == "mine\n")
     }
 
     @Test func aRefusedCloseKeepsTheStageForTheWritersLaterWrites() throws {

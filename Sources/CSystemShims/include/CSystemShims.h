@@ -12,11 +12,6 @@ int docfs_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char 
 /// ioctl(FICLONE): share the extents of `srcfd` into `destfd` where the filesystem can (btrfs, xfs).
 int docfs_clone_file(int destfd, int srcfd);
 
-/// Whether `fd` is the only open file on its inode anywhere: takes a write lease (F_SETLEASE,
-/// F_WRLCK), which the kernel grants only then, and gives it back. Returns 0 if so, -1 otherwise
-/// (EAGAIN: open elsewhere; EINVAL: the file system has no leases).
-int docfs_is_only_open_file(int fd);
-
 /// copy_file_range(2), declared by glibc only under _GNU_SOURCE.
 ssize_t docfs_copy_file_range(int infd, off_t *inoffset, int outfd, off_t *outoffset, size_t length);
 
