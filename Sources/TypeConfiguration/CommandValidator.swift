@@ -173,6 +173,9 @@ private final class ValidatorRun {
     private func kill() -> Outcome {
         Glibc.kill(-pid, SIGKILL)
         _ = reap()
+        // What the validator started dies with it, but only once scheduled: wait (a little) until
+        // its process group is empty, so a refusal at the time limit leaves nothing running.
+        for _ in 0..<200 where Glibc.kill(-pid, 0) == 0 { usleep(5_000) }
         return .timedOut
     }
 
