@@ -131,6 +131,7 @@ def format_samples(size):
         'text (.txt)': ('txt', grow(lambda i: f'line {i}: the quick brown fox jumps over the lazy dog\n')),
         'json': ('json', json.dumps(rows[: size // 60]).encode()),
         'yaml': ('yaml', grow(lambda i: f'- name: item {i}\n  value: {i}\n  tags: [a, b]\n')),
+        'yaml (one mapping)': ('yaml', grow(lambda i: f'key{i}: value {i}\n')),
         'toml': ('toml', grow(lambda i: f'[[items]]\nname = "item {i}"\nvalue = {i}\n\n')),
         'xml': ('xml', b'<items>\n' + grow(lambda i: f'  <item id="{i}">item {i} &amp; more</item>\n') + b'</items>\n'),
         'plist (binary)': ('plist', plistlib.dumps(rows[: size // 45], fmt=plistlib.FMT_BINARY)),

@@ -75,6 +75,8 @@ struct YAMLValidator {
     /// scalar value must be new) or a value. Returns the message for a repeated key.
     private static func nodeEnded(in open: inout [Open], key: [UInt8]?) -> String? {
         guard case .mapping(var keys, let expectingKey)? = open.last else { return nil }
+        // Leave `keys` the set's only owner, or every insertion would copy a mapping's keys whole.
+        open[open.count - 1] = .sequence
         if expectingKey, let key {
             guard keys.insert(key).inserted else {
                 return "the key \(String(decoding: key, as: UTF8.self)) appears twice in one mapping"
