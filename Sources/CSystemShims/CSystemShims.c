@@ -40,23 +40,23 @@ int docfs_fallocate(int fd, int mode, off_t offset, off_t length) {
 
 extern char **environ;
 
-pid_t docfs_spawn_detached(const char *path, char *const argv[], int keep_fd) {
-    posix_spawn_file_actions_t actions;
-    posix_spawnattr_t attributes;
-    pid_t pid = -1;
-    if (posix_spawn_file_actions_init(&actions) != 0) return -1;
-    if (posix_spawnattr_init(&attributes) != 0) {
-        posix_spawn_file_actions_destroy(&actions);
+/// File actions and attributes for one posix_spawn: both made, or neither (-1).
+static int spawn_begin(posix_spawn_file_actions_t *actions, posix_spawnattr_t *attributes) {
+    if (posix_spawn_file_actions_init(actions) != 0) return -1;
+    if (posix_spawnattr_init(attributes) != 0) {
+        posix_spawn_file_actions_destroy(actions);
         return -1;
     }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, keep_fd, 2);
-    posix_spawn_file_actions_adddup2(&actions, keep_fd, 3);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSID);
-    int result = posix_spawn(&pid, path, &actions, &attributes, argv, environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attributes);
+    return 0;
+}
+
+/// Spawns with what `spawn_begin` made and frees it. Returns the pid, or -1 with errno set.
+static pid_t spawn_finish(const char *path, char *const argv[], char *const envp[],
+                          posix_spawn_file_actions_t *actions, posix_spawnattr_t *attributes) {
+    pid_t pid = -1;
+    int result = posix_spawn(&pid, path, actions, attributes, argv, envp);
+    posix_spawn_file_actions_destroy(actions);
+    posix_spawnattr_destroy(attributes);
     if (result != 0) {
         errno = result;
         return -1;
@@ -64,15 +64,22 @@ pid_t docfs_spawn_detached(const char *path, char *const argv[], int keep_fd) {
     return pid;
 }
 
+pid_t docfs_spawn_detached(const char *path, char *const argv[], int keep_fd) {
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attributes;
+    if (spawn_begin(&actions, &attributes) != 0) return -1;
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, keep_fd, 2);
+    posix_spawn_file_actions_adddup2(&actions, keep_fd, 3);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSID);
+    return spawn_finish(path, argv, environ, &actions, &attributes);
+}
+
 pid_t docfs_spawn_validator(const char *path, char *const argv[], char *const envp[], int stdin_fd, int stdout_fd, int stderr_fd) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;
-    pid_t pid = -1;
-    if (posix_spawn_file_actions_init(&actions) != 0) return -1;
-    if (posix_spawnattr_init(&attributes) != 0) {
-        posix_spawn_file_actions_destroy(&actions);
-        return -1;
-    }
+    if (spawn_begin(&actions, &attributes) != 0) return -1;
     posix_spawn_file_actions_adddup2(&actions, stdin_fd, 0);
     posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
     posix_spawn_file_actions_adddup2(&actions, stderr_fd, 2);
@@ -85,14 +92,7 @@ pid_t docfs_spawn_validator(const char *path, char *const argv[], char *const en
     posix_spawnattr_setsigmask(&attributes, &empty);
     posix_spawnattr_setpgroup(&attributes, 0);
     posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-    int result = posix_spawn(&pid, path, &actions, &attributes, argv, envp);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attributes);
-    if (result != 0) {
-        errno = result;
-        return -1;
-    }
-    return pid;
+    return spawn_finish(path, argv, envp, &actions, &attributes);
 }
 
 int docfs_pidfd_open(pid_t pid) {

@@ -123,18 +123,17 @@ extension DocumentFileSystem {
     /// (moved there when closing, copied while the writer may still complete them).
     private func refuse(_ slot: inout StageSlot, node: Node, path: String, reason: String, closing: Bool) throws(FUSEError) -> Never {
         guard var stage = slot.stage else { throw .ioError }
-        if stage.quarantinedGeneration != stage.generation {
+        if stage.refusal?.generation != stage.generation {
             let kept = closing
                 ? try? store.quarantine(stage.file, for: path, reason: reason)
                 : try? store.quarantineCopy(of: stage.file, for: path, reason: reason)
             let later = closing ? "" : " The staged bytes are kept: later writes to the open file still land on them."
             logger.error("refused a write to \(path): \(reason). The stored document is unchanged; the refused bytes are in \(kept ?? "(could not be kept)").\(later)")
-            stage.quarantinedGeneration = stage.generation
-            stage.refusal = (stage.generation, path, reason)
         } else if closing {
             store.discard(stage.file)
             logger.notice("refused \(path) again at its last close, unchanged since it was quarantined")
         }
+        stage.refusal = (stage.generation, path, reason)
         slot.stage = closing ? nil : stage
         let dropPages = node.state.withLock { state in
             if closing { state.stagedFile = nil }

@@ -83,12 +83,12 @@ struct Stage {
     /// Threads whose writes it holds. A close by any other process (a child that inherited the
     /// descriptor, another opener) does not judge it: the writer is not done.
     var writers: Set<pid_t> = []
-    /// Counts changes, so a refused version already copied to the quarantine is not kept twice.
+    /// Counts changes, so a refused version is neither quarantined twice nor judged twice.
     var generation: UInt64 = 0
-    var quarantinedGeneration: UInt64?
-    /// The last refusal: of which generation, at which path, why. The same bytes at the same name
-    /// are refused again without decoding them again (a close that was refused is followed by the
-    /// last release, which would otherwise run a large decode, or a slow validator, twice).
+    /// The last refusal: of which generation (that version is in the quarantine), at which path,
+    /// why. The same bytes at the same name are refused again without decoding them again (a close
+    /// that was refused is followed by the last release, which would otherwise run a large decode,
+    /// or a slow validator, twice).
     var refusal: (generation: UInt64, path: String, reason: String)?
     /// The lowest offset written or truncated to since the stage was seeded: a stage that changed
     /// nothing below `baseSize` only appends.

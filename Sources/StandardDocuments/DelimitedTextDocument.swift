@@ -11,14 +11,9 @@ public struct DelimitedTextDocument: FileDocument {
     public init(configuration: ReadConfiguration) throws {
         let isTabSeparated = configuration.contentType.conforms(to: .tabSeparatedText)
         let format = isTabSeparated ? "tab-separated values" : "comma-separated values"
-        let data = try configuration.regularFileBytes()
+        let data = try configuration.utf8Bytes(format: format)
         let validator = DelimitedValuesValidator(dialect: isTabSeparated ? .tabSeparated : .commaSeparated)
-        let problem = data.withUnsafeBytes { bytes -> String? in
-            if let offset = firstInvalidUTF8(bytes) {
-                return "\(TextPosition(of: offset, in: bytes)): \(describeByte(at: offset, in: bytes)) is not UTF-8"
-            }
-            return validator.validate(bytes)?.description
-        }
+        let problem = data.withUnsafeBytes { validator.validate($0)?.description }
         if let problem { throw refusal("not valid \(format): \(problem)") }
         contents = data
     }

@@ -85,9 +85,10 @@ struct MountCommand: ParsableCommand {
             let storePath = try checkedStore()
             let mountPath = try checkedMountPoint()
             // Read before daemonizing, so a bad configuration fails the command that was typed.
-            let types = try typeConfiguration.load(storePath: storePath, fallback: try MountOptions(mountOptions).configPath)
+            let parsed = try MountOptions(mountOptions)
+            let types = try typeConfiguration.load(storePath: storePath, fallback: parsed.configPath)
             if foreground || debug || readyDescriptor != nil {
-                try serve(storePath: storePath, mountPath: mountPath, types: types)
+                try serve(storePath: storePath, mountPath: mountPath, options: parsed, types: types)
             } else {
                 try daemonize()
             }
@@ -148,8 +149,7 @@ struct MountCommand: ParsableCommand {
         return String(cString: resolved)
     }
 
-    private func serve(storePath: String, mountPath: String, types: TypeConfiguration) throws {
-        let parsed = try MountOptions(mountOptions)
+    private func serve(storePath: String, mountPath: String, options parsed: MountOptions, types: TypeConfiguration) throws {
         let daemonized = readyDescriptor != nil
         // A daemon must not keep the caller's directory busy (umount of a mount below it says
         // "target is busy"); paths are absolute by now.
