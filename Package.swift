@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "DocumentFS", targets: ["DocumentFS"]),
         .library(name: "StandardDocuments", targets: ["StandardDocuments"]),
         .library(name: "TypeConfiguration", targets: ["TypeConfiguration"]),
+        .library(name: "PostgresDocumentStore", targets: ["PostgresDocumentStore"]),
         .executable(name: "docfs", targets: ["docfs"]),
     ],
     dependencies: [
@@ -38,6 +39,14 @@ let package = Package(
         .systemLibrary(name: "CFUSE", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
         .target(name: "FUSE", dependencies: ["CFUSE", "SystemSupport"]),
         .target(name: "DocumentStore", dependencies: ["DocumentModel", "SystemSupport", "CSystemShims"]),
+        .systemLibrary(name: "CPostgreSQL", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // A store kept in PostgreSQL and shared by several mounts: a local mirror serves the kernel,
+        // the database holds the truth, and commits from other mounts arrive by LISTEN/NOTIFY.
+        .target(name: "PostgresDocumentStore", dependencies: [
+            "DocumentStore", "DocumentModel", "SystemSupport", "CSystemShims", "CPostgreSQL", "CCrypto",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .target(name: "DocumentFS", dependencies: [
             "FUSE", "DocumentStore", "DocumentModel", "SystemSupport", "CSystemShims",
             .product(name: "Logging", package: "swift-log"),
@@ -57,7 +66,7 @@ let package = Package(
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
         .executableTarget(name: "docfs", dependencies: [
-            "DocumentFS", "StandardDocuments", "TypeConfiguration", "CSystemShims",
+            "DocumentFS", "StandardDocuments", "TypeConfiguration", "CSystemShims", "PostgresDocumentStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

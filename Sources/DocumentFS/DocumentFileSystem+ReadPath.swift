@@ -46,7 +46,7 @@ extension DocumentFileSystem {
             let status = try storeCall { try store.status(of: path) }
             guard status.kind == .regular else { throw .isDirectory }
             let role = role(forPath: path)
-            if case .raw = role {
+            if case .raw = role, store.writesInPlace {
                 // Raw data: opened in place. O_APPEND is the kernel's to apply (it sends the offset),
                 // and O_TRUNC arrives here because the mount negotiated atomic O_TRUNC.
                 let descriptor = try storeCall { try store.openInPlace(path, flags: flags & (O_ACCMODE | O_TRUNC), mode: 0, owner: nil) }

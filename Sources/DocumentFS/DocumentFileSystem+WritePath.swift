@@ -31,7 +31,7 @@ extension DocumentFileSystem {
             return try openCreated(parent: parent, name: name, path: path, flags: flags, context: context)
         }
         try requireClaimedIfStrict(path, isDirectory: false)
-        guard claim(forPath: path, isDirectory: false) != nil else {
+        guard claim(forPath: path, isDirectory: false) != nil || !store.writesInPlace else {
             let descriptor = try storeCall {
                 try store.openInPlace(path, flags: (flags & (O_ACCMODE | O_TRUNC | O_EXCL)) | O_CREAT, mode: mode & 0o7777, owner: owner(context))
             }

@@ -38,7 +38,10 @@ final class DocumentFileSystem: FileSystemOperations {
         self.packages = PackageCoordinator(store: store, codec: codec, logger: options.logger)
         let rootPath = store.localPath(of: "")
         let watcher = rootPath == nil ? nil : StoreWatcher()
-        if let watcher, let rootPath, let root = try? store.status(of: ""), watcher.watch(.root, absolutePath: rootPath, storedAs: root.inode) {
+        if store.hasChangeFeed {
+            self.watcher = nil
+            cacheTimeout = options.cacheTimeout ?? 86400
+        } else if let watcher, let rootPath, let root = try? store.status(of: ""), watcher.watch(.root, absolutePath: rootPath, storedAs: root.inode) {
             self.watcher = watcher
             cacheTimeout = options.cacheTimeout ?? 86400
         } else {
@@ -53,6 +56,15 @@ final class DocumentFileSystem: FileSystemOperations {
     /// Starts telling the kernel about changes made in the store beside DocFS.
     func startWatching() {
         watcher?.start { [weak self] change in self?.storeChanged(change) }
+        if store.hasChangeFeed {
+            store.startChangeFeed { [weak self] changes in
+                guard let self else { return }
+                for case .entry(let folder, let name) in changes {
+                    guard let parent = nodes.existingInode(atPath: folder) else { continue }
+                    storeChanged(.entry(parent: parent, name: name))
+                }
+            }
+        }
     }
 
     /// A change another process made in the store: the kernel forgets the entry and what it named.

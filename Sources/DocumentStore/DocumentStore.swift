@@ -92,6 +92,27 @@ public protocol DocumentStore: AnyObject, Sendable {
     func removeExtendedAttribute(_ path: String, name: String) throws
 
     func statistics() throws -> statvfs
+
+    /// Whether raw files (no document type claims them) are opened and written in place. A store
+    /// that must see every change whole (a database) says no: raw writes are then staged and
+    /// installed at close, as documents are.
+    var writesInPlace: Bool { get }
+    /// Whether the store reports changes made elsewhere (other mounts of a shared store) through
+    /// `startChangeFeed`; a local directory has none and is watched through `localPath` instead.
+    var hasChangeFeed: Bool { get }
+    /// Starts delivering changes made elsewhere, on a thread of the store's, until the process ends.
+    func startChangeFeed(_ handler: @escaping @Sendable ([StoreChange]) -> Void)
+}
+
+extension DocumentStore {
+    public var writesInPlace: Bool { true }
+    public var hasChangeFeed: Bool { false }
+    public func startChangeFeed(_ handler: @escaping @Sendable ([StoreChange]) -> Void) {}
+}
+
+/// A change made to the store elsewhere: the entry `name` of `folder` (`"."` for the folder itself).
+public enum StoreChange: Sendable, Equatable {
+    case entry(folder: String, name: String)
 }
 
 /// One name in a stored directory.

@@ -5,6 +5,7 @@ import DocumentStore
 import Foundation
 import Glibc
 import Logging
+import PostgresDocumentStore
 import StandardDocuments
 import TypeConfiguration
 
@@ -18,7 +19,7 @@ struct MountCommand: ParsableCommand {
             lines) does the same as `docfs mount`.
             """)
 
-    @Argument(help: "The store: a directory of documents.")
+    @Argument(help: "The store: a directory of documents, or a PostgreSQL store: postgresql://USER@HOST[:PORT]/DB[?store=NAME] (the password from PGPASSWORD or ~/.pgpass).")
     var store: String
 
     @Argument(help: "An existing empty directory to mount on.")
@@ -61,6 +62,9 @@ struct MountCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Days a quarantined item is kept.", valueName: "days"))
     var quarantineDays = 30.0
 
+    @Option(help: ArgumentHelp("For a PostgreSQL store: the local mirror the mount serves from (default: /var/cache/docfs/…, one per store and mount point).", valueName: "directory"))
+    var cacheDirectory: String?
+
     /// Set by the daemonizing parent: the descriptor to report readiness on.
     @Option(help: .hidden)
     var readyDescriptor: Int32?
@@ -86,7 +90,8 @@ struct MountCommand: ParsableCommand {
             let mountPath = try checkedMountPoint()
             // Read before daemonizing, so a bad configuration fails the command that was typed.
             let parsed = try MountOptions(mountOptions)
-            let types = try typeConfiguration.load(storePath: storePath, fallback: parsed.configPath)
+            let localStore = try postgresLocation.map { mirrorDirectory($0, mountPath: mountPath) } ?? storePath
+            let types = try typeConfiguration.load(storePath: localStore, fallback: parsed.configPath)
             if foreground || debug || readyDescriptor != nil {
                 try serve(storePath: storePath, mountPath: mountPath, options: parsed, types: types)
             } else {
@@ -109,7 +114,30 @@ struct MountCommand: ParsableCommand {
         }
     }
 
+    private var postgresLocation: PostgresLocation? {
+        get throws {
+            guard PostgresLocation.isPostgresLocation(store) else { return nil }
+            do {
+                return try PostgresLocation(store)
+            } catch {
+                throw CommandFailure(message: "store \(error)", status: ExitStatus.badStore)
+            }
+        }
+    }
+
+    /// Where a PostgreSQL store's mirror lives: given, or one folder per store and mount point.
+    private func mirrorDirectory(_ location: PostgresLocation, mountPath: String) -> String {
+        if let cacheDirectory { return absolutePath(cacheDirectory.hasPrefix("/") ? cacheDirectory : FileManager.default.currentDirectoryPath + "/" + cacheDirectory) }
+        let base = geteuid() == 0
+            ? "/var/cache/docfs"
+            : (ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] ?? NSHomeDirectory() + "/.cache") + "/docfs"
+        let name = (location.description.drop { $0 != "/" }.dropFirst(2) + mountPath)
+            .map { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" ? $0 : "_" }
+        return base + "/" + String(name)
+    }
+
     private func checkedStore() throws -> String {
+        if try postgresLocation != nil { return store }
         var status = stat()
         guard stat(store, &status) == 0 else {
             throw CommandFailure(message: "store \(store): \(String(cString: strerror(errno)))", status: ExitStatus.badStore)
@@ -137,7 +165,7 @@ struct MountCommand: ParsableCommand {
         if MountTable.isMountPoint(path) {
             throw CommandFailure(message: "mount point \(mountPoint) is busy: something is already mounted there", status: ExitStatus.badMountPoint)
         }
-        if path == absolutePath(store) || path.hasPrefix(absolutePath(store) + "/") {
+        if !PostgresLocation.isPostgresLocation(store), path == absolutePath(store) || path.hasPrefix(absolutePath(store) + "/") {
             throw CommandFailure(message: "mount point \(mountPoint) is inside the store \(store)", status: ExitStatus.badMountPoint)
         }
         return path
@@ -155,19 +183,39 @@ struct MountCommand: ParsableCommand {
         // "target is busy"); paths are absolute by now.
         if daemonized { _ = chdir("/") }
         let limits = QuarantineLimits(maximumBytes: ByteCount.parse(quarantineLimit) ?? 1 << 30, maximumAge: quarantineDays * 24 * 3600)
-        let directoryStore: DirectoryStore
-        do {
-            directoryStore = try DirectoryStore(path: storePath, quarantineLimits: limits)
-        } catch {
-            throw CommandFailure(message: "cannot open store \(store): \(error)", status: ExitStatus.badStore)
+        let documentStore: any DocumentStore
+        let destination: LogSetup.Destination
+        if let location = try postgresLocation {
+            let mirror = mirrorDirectory(location, mountPath: mountPath)
+            do {
+                try FileManager.default.createDirectory(atPath: mirror, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw CommandFailure(message: "cannot make the mirror directory \(mirror): \(error)", status: ExitStatus.badStore)
+            }
+            destination = LogSetup.destination(
+                foreground: !daemonized, logFile: logFile, store: mirror, level: Logger.Level(rawValue: logLevel) ?? .info)
+            do {
+                documentStore = try PostgresStore(location: location, cacheDirectory: mirror, quarantineLimits: limits, logger: destination.logger)
+            } catch {
+                throw CommandFailure(message: "cannot open store \(store): \(error)", status: ExitStatus.badStore)
+            }
+            destination.logger.info("PostgreSQL store \(location.storeName) mirrored in \(mirror)")
+        } else {
+            let directoryStore: DirectoryStore
+            do {
+                directoryStore = try DirectoryStore(path: storePath, quarantineLimits: limits)
+            } catch {
+                throw CommandFailure(message: "cannot open store \(store): \(error)", status: ExitStatus.badStore)
+            }
+            // After the store: its private area holds the log when there is no syslog.
+            destination = LogSetup.destination(
+                foreground: !daemonized, logFile: logFile, store: storePath, level: Logger.Level(rawValue: logLevel) ?? .info)
+            for recovered in directoryStore.recoverInterruptedWrites() {
+                destination.logger.warning("a write interrupted by a crash or a kill was kept in \(recovered)")
+            }
+            documentStore = directoryStore
         }
-        // After the store: its private area holds the log when there is no syslog.
-        let destination = LogSetup.destination(
-            foreground: !daemonized, logFile: logFile, store: storePath, level: Logger.Level(rawValue: logLevel) ?? .info)
         let logger = destination.logger
-        for recovered in directoryStore.recoverInterruptedWrites() {
-            logger.warning("a write interrupted by a crash or a kill was kept in \(recovered)")
-        }
         var options = DocumentFSOptions()
         options.readOnly = parsed.readOnly
         options.allowOther = parsed.allowOther
@@ -181,7 +229,7 @@ struct MountCommand: ParsableCommand {
         options.cacheTimeout = cacheTimeout
         options.logger = logger
         if let file = types.path { logger.info("document types from \(file): \(types.rules.patterns.count) patterns, \(types.commandTypes.count) command types") }
-        let mount = DocumentMount(store: directoryStore, rules: types.rules, options: options)
+        let mount = DocumentMount(store: documentStore, rules: types.rules, options: options)
         let readOnly = options.readOnly
         signal(SIGPIPE, SIG_IGN)
         if !parsed.ignored.isEmpty { logger.debug("ignored mount(8) and systemd options: \(parsed.ignored.joined(separator: ","))") }
@@ -235,13 +283,15 @@ struct MountCommand: ParsableCommand {
         var pipeEnds: [Int32] = [0, 0]
         // The read end must not leak into the daemon; the write end becomes its descriptors 2 and 3.
         guard docfs_pipe_cloexec(&pipeEnds) == 0 else { throw CommandFailure(message: "pipe: \(String(cString: strerror(errno)))", status: ExitStatus.failure) }
-        var arguments = [CommandLine.arguments.first ?? "docfs", "mount", absolutePath(store), absolutePath(mountPoint), "--ready-descriptor", "3",
+        let storeArgument = PostgresLocation.isPostgresLocation(store) ? store : absolutePath(store)
+        var arguments = [CommandLine.arguments.first ?? "docfs", "mount", storeArgument, absolutePath(mountPoint), "--ready-descriptor", "3",
                          "--threads", String(threads), "--log-level", logLevel,
                          "--quarantine-limit", quarantineLimit, "--quarantine-days", String(quarantineDays)]
         for option in mountOptions { arguments += ["-o", option] }
         if strict { arguments.append("--strict") }
         if let path = typeConfiguration.path { arguments += ["--config", absolutePath(path)] }
         if let cacheTimeout { arguments += ["--cache-timeout", String(cacheTimeout)] }
+        if let cacheDirectory { arguments += ["--cache-directory", cacheDirectory.hasPrefix("/") ? cacheDirectory : FileManager.default.currentDirectoryPath + "/" + cacheDirectory] }
         if let logFile { arguments += ["--log-file", absolutePath(logFile.hasPrefix("/") ? logFile : FileManager.default.currentDirectoryPath + "/" + logFile)] }
         let cArguments = arguments.map { strdup($0) } + [nil]
         defer { cArguments.forEach { free($0) } }

@@ -1,0 +1,53 @@
+import Foundation
+import Glibc
+
+/// Brings other mounts' commits to this one: a connection that LISTENs on the store's channel
+/// (PostgreSQL's LISTEN/NOTIFY) wakes the feed as soon as a commit lands, and the change log is read
+/// at least every second as well, so an engine without notifications, or a notification lost with
+/// a dropped connection, delays a change by a second at most. When the database goes away the feed
+/// reconnects by itself, once a second, and reads the log from where it stopped.
+final class ChangeFeed: Sendable {
+    private let store: PostgresStore
+    static let pollMilliseconds: Int32 = 1000
+
+    init(store: PostgresStore) {
+        self.store = store
+    }
+
+    func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "docfs-change-feed"
+        thread.start()
+    }
+
+    private func run() {
+        var listener: PostgresConnection?
+        var outage: String?
+        while true {
+            do {
+                if listener?.isHealthy != true {
+                    let connection = try PostgresConnection(parameters: store.pool.parameters)
+                    try connection.execute("LISTEN \(store.queries.channel)")
+                    listener = connection
+                }
+                try store.catchUp()
+                if let cause = outage {
+                    store.logger.notice("the database answers again (it was unreachable: \(cause)); changes made meanwhile are applied")
+                    outage = nil
+                }
+                guard let listener else { continue }
+                var descriptor = pollfd(fd: listener.socket, events: Int16(POLLIN), revents: 0)
+                _ = poll(&descriptor, 1, Self.pollMilliseconds)
+                _ = try listener.notifications()
+            } catch {
+                if outage == nil {
+                    outage = "\(error)"
+                    store.logger.error("cannot read other mounts' changes: \(error); retrying every second")
+                }
+                listener = nil
+                store.pool.dropIdle()
+                sleep(1)
+            }
+        }
+    }
+}

@@ -1,0 +1,42 @@
+import Synchronization
+
+/// Connections to one database, each used by one thread at a time. A connection that failed is
+/// dropped, and the next call connects anew: after the server restarts or the network comes back,
+/// the mount goes on without being remounted.
+final class ConnectionPool: Sendable {
+    let parameters: String
+    private let idle = Mutex<[PostgresConnection]>([])
+
+    init(parameters: String) {
+        self.parameters = parameters
+    }
+
+    func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        let connection = try idle.withLock { $0.popLast() } ?? PostgresConnection(parameters: parameters)
+        do {
+            let value = try body(connection)
+            giveBack(connection)
+            return value
+        } catch {
+            giveBack(connection)
+            throw error
+        }
+    }
+
+    /// Runs `body` in a transaction on a pooled connection.
+    func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try withConnection { try $0.transaction(body) }
+    }
+
+    private func giveBack(_ connection: PostgresConnection) {
+        guard connection.isHealthy else { return }
+        idle.withLock { idle in
+            if idle.count < 8 { idle.append(connection) }
+        }
+    }
+
+    /// Drops every idle connection (after a failure, so none of them is tried again).
+    func dropIdle() {
+        idle.withLock { $0.removeAll() }
+    }
+}

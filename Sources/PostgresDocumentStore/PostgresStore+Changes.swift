@@ -1,0 +1,371 @@
+import DocumentModel
+import DocumentStore
+import Foundation
+import Glibc
+import SystemSupport
+
+/// Local changes: each one transaction, recorded in the change log for the other mounts.
+extension PostgresStore {
+    // MARK: Commits of content
+
+    public func install(_ staging: StagingFile, at path: String, durable: Bool) throws -> FileStatus {
+        if Self.isPrivate(path) { return try mirror.install(staging, at: path, durable: false) }
+        let (parentPath, name) = StorePath.split(path)
+        let status = try staging.status()
+        let content = try FileIO.contents(of: staging.descriptor.rawValue, size: Int(status.size), path: staging.path)
+        let base = state.withLock { state in state.bases[staging.path].map { $0.base } ?? state[path] }
+        var installed: FileStatus?
+        try change(path, { db -> KnownItem in
+            let parent = try knownItem(parentPath, operation: "install")
+            let stored = try queries.lockedItem(db, parent: parent.id, name: name)
+            try checkConflict(path, stored: stored, base: base)
+            let chunks = try content.withUnsafeBytes { try queries.upload(db, $0) }
+            let item: KnownItem
+            if let stored, let updated = try queries.updateContent(db, id: stored.id, status: status, chunks: chunks) {
+                item = updated
+            } else {
+                var new = status
+                new.mode = UInt32(S_IFREG) | status.permissions
+                item = try queries.insert(db, parent: parent.id, name: name, status: new, chunks: chunks)
+            }
+            try queries.recordChange(db, folders: [parent.id])
+            return item
+        }, then: { item in
+            installed = try mirror.install(staging, at: path, durable: false)
+            forgetBase(staging.path)
+            state.withLock { $0.set(path, item) }
+        })
+        return try installed ?? mirror.status(of: path)
+    }
+
+    public func persist(_ wrapper: FileWrapper, at path: String, durable: Bool) throws -> FileStatus {
+        if Self.isPrivate(path) { return try mirror.persist(wrapper, at: path, durable: false) }
+        let base = state.withLock { state in state.base(forDocument: path) ?? state[path] }
+        let prepared = DirectoryStore.privateAreaName + "/tmp/persist-\(UInt64.random(in: 0...UInt64.max))"
+        _ = try mirror.persist(wrapper, at: prepared, durable: false)
+        do {
+            // A file keeps the permissions, owner and extended attributes of the one it replaces.
+            if let current = try? mirror.status(of: path), current.kind == .regular, wrapper.isRegularFile {
+                try mirror.setPermissions(prepared, mode_t(current.permissions))
+                if canChangeOwner { try? mirror.setOwner(prepared, Ownership(userID: current.userID, groupID: current.groupID)) }
+                for name in (try? mirror.extendedAttributeNames(path)) ?? [] {
+                    guard let value = try? mirror.extendedAttribute(path, name: name) else { continue }
+                    try value.withUnsafeBytes { try mirror.setExtendedAttribute(prepared, name: name, value: $0, flags: 0) }
+                }
+            }
+            try replace(path, with: prepared, base: base)
+        } catch {
+            mirror.removePrivateItem(prepared)
+            throw error
+        }
+        return try mirror.status(of: path)
+    }
+
+    public func replaceDirectory(at path: String, with prepared: String) throws {
+        if Self.isPrivate(path) { return try mirror.replaceDirectory(at: path, with: prepared) }
+        let base = state.withLock { state in state.bases[prepared].map { $0.base } ?? state[path] }
+        try replace(path, with: prepared, base: base)
+    }
+
+    /// Puts the prepared private item (a file or a folder tree) in the place of `path`: in the
+    /// database in one transaction, then in the mirror in one rename.
+    private func replace(_ path: String, with prepared: String, base: KnownItem?) throws {
+        let (parentPath, name) = StorePath.split(path)
+        try change(path, { db -> [(String, KnownItem)] in
+            let parent = try knownItem(parentPath, operation: "replace")
+            let stored = try queries.lockedItem(db, parent: parent.id, name: name)
+            try checkConflict(path, stored: stored, base: base)
+            let status = try mirror.status(of: prepared)
+            var published: [(String, KnownItem)]
+            if status.kind == .directory {
+                let root: KnownItem
+                if let stored, let replaced = try queries.replaceFolder(db, id: stored.id, status: status) {
+                    root = replaced
+                } else {
+                    if let stored { try db.execute("DELETE FROM docfs_items WHERE id = $1", [.integer(stored.id)]) }
+                    root = try queries.insert(db, parent: parent.id, name: name, status: status)
+                }
+                try publishExtendedAttributes(db, of: prepared, id: root.id)
+                published = [(path, root)]
+                published += try publishChildren(db, of: prepared, parentID: root.id, as: path)
+            } else {
+                let descriptor = try mirror.openForReading(prepared)
+                let content = try FileIO.contents(of: descriptor.rawValue, size: Int(status.size), path: prepared)
+                let chunks = try content.withUnsafeBytes { try queries.upload(db, $0) }
+                if let stored { try db.execute("DELETE FROM docfs_items WHERE id = $1", [.integer(stored.id)]) }
+                let item = try queries.insert(db, parent: parent.id, name: name, status: status, chunks: chunks)
+                try publishExtendedAttributes(db, of: prepared, id: item.id)
+                published = [(path, item)]
+            }
+            try queries.recordChange(db, folders: [parent.id])
+            return published
+        }, then: { published in
+            try mirror.replaceDirectory(at: path, with: prepared)
+            forgetBase(prepared)
+            state.withLock { state in
+                state.removeSubtree(path)
+                for (itemPath, item) in published { state.set(itemPath, item) }
+            }
+        })
+    }
+
+    /// Inserts the items under the private folder `source` as children of `parentID`.
+    private func publishChildren(_ db: PostgresConnection, of source: String, parentID: Int64, as path: String) throws -> [(String, KnownItem)] {
+        var published: [(String, KnownItem)] = []
+        for entry in try mirror.list(source) {
+            let child = source + "/" + entry.name
+            let status = try mirror.status(of: child)
+            let item: KnownItem
+            switch status.kind {
+            case .regular:
+                let descriptor = try mirror.openForReading(child)
+                let content = try FileIO.contents(of: descriptor.rawValue, size: Int(status.size), path: child)
+                let chunks = try content.withUnsafeBytes { try queries.upload(db, $0) }
+                item = try queries.insert(db, parent: parentID, name: entry.name, status: status, chunks: chunks)
+            case .symbolicLink:
+                item = try queries.insert(db, parent: parentID, name: entry.name, status: status, target: try mirror.symbolicLinkTarget(child))
+            case .directory, .other:
+                item = try queries.insert(db, parent: parentID, name: entry.name, status: status)
+            }
+            try publishExtendedAttributes(db, of: child, id: item.id)
+            let itemPath = path + "/" + entry.name
+            published.append((itemPath, item))
+            if status.kind == .directory { published += try publishChildren(db, of: child, parentID: item.id, as: itemPath) }
+        }
+        return published
+    }
+
+    private func publishExtendedAttributes(_ db: PostgresConnection, of path: String, id: Int64) throws {
+        for name in (try? mirror.extendedAttributeNames(path)) ?? [] {
+            guard let value = try? mirror.extendedAttribute(path, name: name) else { continue }
+            try queries.setExtendedAttribute(db, id: id, name: name, value: value)
+        }
+    }
+
+    /// The conflict rule: a save replaces the stored content only if that content is the version
+    /// the write began from (same row, same content version), or, for a new document, if the name
+    /// is still free. Attribute changes (chmod, times, xattrs) are not content: they never conflict.
+    func checkConflict(_ path: String, stored: KnownItem?, base: KnownItem?) throws {
+        switch (stored, base) {
+        case (nil, nil):
+            return
+        case (nil, .some):
+            throw PostgresStoreError.conflict(path: path, detail: "was removed or renamed by another mount since this write began")
+        case (.some(let stored), nil):
+            throw PostgresStoreError.conflict(path: path, detail: "was created by another mount (content version \(stored.contentVersion)) since this write began")
+        case (.some(let stored), .some(let base)):
+            if stored.id != base.id {
+                throw PostgresStoreError.conflict(path: path, detail: "was replaced by another mount since this write began")
+            }
+            if stored.contentVersion != base.contentVersion {
+                throw PostgresStoreError.conflict(
+                    path: path, detail: "was saved by another mount since this write began (stored content version \(stored.contentVersion), this save is based on \(base.contentVersion))")
+            }
+        }
+    }
+
+    public func truncate(_ path: String, size: Int64) throws {
+        let current = try mirror.openForReading(path)
+        let staging = try makeStagingFile(seededFrom: current, for: path)
+        do {
+            try retryingOnInterrupt("ftruncate", path: path) { ftruncate(staging.descriptor.rawValue, off_t(size)) }
+            _ = try install(staging, at: path, durable: false)
+        } catch {
+            discard(staging)
+            throw error
+        }
+    }
+
+    // MARK: New items
+
+    @discardableResult
+    public func createEmptyFile(_ path: String, mode: mode_t, owner: Ownership?) throws -> OwnedDescriptor {
+        if Self.isPrivate(path) { return try mirror.createEmptyFile(path, mode: mode, owner: owner) }
+        return try createItem(path, operation: "create") { try mirror.createEmptyFile(path, mode: mode, owner: owner) }
+    }
+
+    public func makeSpecialFile(_ path: String, mode: mode_t, device: dev_t, owner: Ownership?) throws {
+        if Self.isPrivate(path) { return try mirror.makeSpecialFile(path, mode: mode, device: device, owner: owner) }
+        try createItem(path, operation: "mknod") { try mirror.makeSpecialFile(path, mode: mode, device: device, owner: owner) }
+    }
+
+    public func makeDirectory(_ path: String, mode: mode_t, owner: Ownership?) throws {
+        if Self.isPrivate(path) { return try mirror.makeDirectory(path, mode: mode, owner: owner) }
+        try createItem(path, operation: "mkdir") { try mirror.makeDirectory(path, mode: mode, owner: owner) }
+    }
+
+    public func makeSymbolicLink(_ path: String, target: String, owner: Ownership?) throws {
+        if Self.isPrivate(path) { return try mirror.makeSymbolicLink(path, target: target, owner: owner) }
+        try createItem(path, operation: "symlink", target: target) { try mirror.makeSymbolicLink(path, target: target, owner: owner) }
+    }
+
+    /// Items are rows named by parent and name; a second name for one row is not modelled.
+    public func makeHardLink(_ path: String, to existing: String) throws {
+        if Self.isPrivate(path) && Self.isPrivate(existing) { return try mirror.makeHardLink(path, to: existing) }
+        throw SystemCallError(errno: EPERM, operation: "link (a PostgreSQL store has no hard links)", path: path)
+    }
+
+    /// Makes the item in the mirror (which decides EEXIST and the rest) and inserts its row with the
+    /// attributes the mirror gave it; a row the mirror did not know of (made by another mount a
+    /// moment ago) turns the create into EEXIST.
+    @discardableResult
+    private func createItem<T>(_ path: String, operation: String, target: String? = nil, _ make: () throws -> T) throws -> T {
+        let (parentPath, name) = StorePath.split(path)
+        return try change(path, { db -> (T, KnownItem) in
+            let parent = try knownItem(parentPath, operation: operation)
+            let made = try make()
+            do {
+                let item = try queries.insert(db, parent: parent.id, name: name, status: try mirror.status(of: path), target: target)
+                try queries.recordChange(db, folders: [parent.id])
+                return (made, item)
+            } catch {
+                if let full = mirror.localPath(of: path) { try? FileIO.removeItem(full) }
+                if let database = error as? PostgresError, database.isUniqueViolation {
+                    throw SystemCallError(errno: EEXIST, operation: operation, path: path)
+                }
+                throw error
+            }
+        }, then: { made in
+            state.withLock { $0.set(path, made.1) }
+        }).0
+    }
+
+    // MARK: Removing and renaming
+
+    public func removeFile(_ path: String) throws {
+        if Self.isPrivate(path) { return try mirror.removeFile(path) }
+        try remove(path, directory: false)
+    }
+
+    public func removeDirectory(_ path: String) throws {
+        if Self.isPrivate(path) { return try mirror.removeDirectory(path) }
+        try remove(path, directory: true)
+    }
+
+    private func remove(_ path: String, directory: Bool) throws {
+        let (parentPath, name) = StorePath.split(path)
+        try change(path, { db in
+            let parent = try knownItem(parentPath, operation: "remove")
+            if let item = state.withLock({ $0[path] }) {
+                let removed = try db.execute(
+                    """
+                    DELETE FROM docfs_items WHERE id = $1 AND parent = $2 AND name = $3
+                    AND NOT EXISTS (SELECT 1 FROM docfs_items c WHERE c.parent = $1) RETURNING id
+                    """,
+                    [.integer(item.id), .integer(parent.id), .bytes(FileSystemPath.bytes(of: name))])
+                if removed.count == 0, directory, try queries.hasChildren(db, item.id) {
+                    throw SystemCallError(errno: ENOTEMPTY, operation: "rmdir", path: path)
+                }
+                try queries.recordChange(db, folders: [parent.id])
+            }
+            if directory { try mirror.removeDirectory(path) } else { try mirror.removeFile(path) }
+        }, then: { _ in
+            state.withLock { $0.removeSubtree(path) }
+        })
+    }
+
+    public func rename(_ source: String, to destination: String, flags: UInt32) throws {
+        switch (Self.isPrivate(source), Self.isPrivate(destination)) {
+        case (true, true): return try mirror.rename(source, to: destination, flags: flags)
+        case (false, false): break
+        default: throw SystemCallError(errno: EXDEV, operation: "rename", path: source)
+        }
+        let exchange = flags & 2 != 0
+        let (sourceParentPath, sourceName) = StorePath.split(source)
+        let (destinationParentPath, destinationName) = StorePath.split(destination)
+        try change(source, { db in
+            let item = try knownItem(source, operation: "rename")
+            let sourceParent = try knownItem(sourceParentPath, operation: "rename")
+            let destinationParent = try knownItem(destinationParentPath, operation: "rename")
+            let replaced = try queries.lockedItem(db, parent: destinationParent.id, name: destinationName)
+            func move(_ id: Int64, to parent: Int64, _ name: String) throws {
+                try db.execute("UPDATE docfs_items SET parent = $2, name = $3 WHERE id = $1", [.integer(id), .integer(parent), .bytes(FileSystemPath.bytes(of: name))])
+            }
+            if let replaced, replaced.id != item.id {
+                if exchange {
+                    // The unique (parent, name) index allows no moment with two rows at one name.
+                    try move(replaced.id, to: destinationParent.id, "\u{0}docfs-exchange-\(replaced.id)")
+                    try move(item.id, to: destinationParent.id, destinationName)
+                    try move(replaced.id, to: sourceParent.id, sourceName)
+                } else {
+                    if flags & 1 != 0 { throw SystemCallError(errno: EEXIST, operation: "rename", path: destination) }
+                    if try queries.hasChildren(db, replaced.id) { throw SystemCallError(errno: ENOTEMPTY, operation: "rename", path: destination) }
+                    try db.execute("DELETE FROM docfs_items WHERE id = $1", [.integer(replaced.id)])
+                    try move(item.id, to: destinationParent.id, destinationName)
+                }
+            } else if replaced == nil {
+                if exchange { throw SystemCallError(errno: ENOENT, operation: "rename", path: destination) }
+                try move(item.id, to: destinationParent.id, destinationName)
+            }
+            try queries.recordChange(db, folders: [sourceParent.id, destinationParent.id])
+            try mirror.rename(source, to: destination, flags: flags)
+        }, then: { _ in
+            state.withLock { state in
+                if exchange {
+                    let parked = "\u{0}exchange"
+                    state.moveSubtree(from: destination, to: parked)
+                    state.moveSubtree(from: source, to: destination)
+                    state.moveSubtree(from: parked, to: source)
+                } else if source != destination {
+                    state.removeSubtree(destination)
+                    state.moveSubtree(from: source, to: destination)
+                }
+            }
+        })
+    }
+
+    // MARK: Attributes
+
+    public func setPermissions(_ path: String, _ mode: mode_t) throws {
+        if Self.isPrivate(path) { return try mirror.setPermissions(path, mode) }
+        try changeAttributes(path) { try mirror.setPermissions(path, mode) }
+    }
+
+    public func setOwner(_ path: String, _ owner: Ownership) throws {
+        if Self.isPrivate(path) { return try mirror.setOwner(path, owner) }
+        try changeAttributes(path) { try mirror.setOwner(path, owner) }
+    }
+
+    public func setTimes(_ path: String, access: timespec, modification: timespec) throws {
+        if Self.isPrivate(path) { return try mirror.setTimes(path, access: access, modification: modification) }
+        try changeAttributes(path) { try mirror.setTimes(path, access: access, modification: modification) }
+    }
+
+    public func setExtendedAttribute(_ path: String, name: String, value: UnsafeRawBufferPointer, flags: Int32) throws {
+        if Self.isPrivate(path) { return try mirror.setExtendedAttribute(path, name: name, value: value, flags: flags) }
+        let bytes = Array(value)
+        try changeAttributes(path) { db, item in
+            try bytes.withUnsafeBytes { try mirror.setExtendedAttribute(path, name: name, value: $0, flags: flags) }
+            try queries.setExtendedAttribute(db, id: item.id, name: name, value: bytes)
+        }
+    }
+
+    public func removeExtendedAttribute(_ path: String, name: String) throws {
+        if Self.isPrivate(path) { return try mirror.removeExtendedAttribute(path, name: name) }
+        try changeAttributes(path) { db, item in
+            try mirror.removeExtendedAttribute(path, name: name)
+            try queries.removeExtendedAttribute(db, id: item.id, name: name)
+        }
+    }
+
+    private func changeAttributes(_ path: String, _ apply: () throws -> Void) throws {
+        try changeAttributes(path) { _, _ in try apply() }
+    }
+
+    /// Changes an item's attributes in the mirror, then records what the mirror has in its row.
+    private func changeAttributes(_ path: String, _ apply: (PostgresConnection, KnownItem) throws -> Void) throws {
+        let parentPath = StorePath.split(path).parent
+        try change(path, { db -> KnownItem in
+            let item = try knownItem(path, operation: "setattr")
+            let folder = path.isEmpty ? item.id : try knownItem(parentPath, operation: "setattr").id
+            try apply(db, item)
+            guard let version = try queries.updateAttributes(db, id: item.id, status: try mirror.status(of: path)) else {
+                throw SystemCallError(errno: ENOENT, operation: "setattr", path: path)
+            }
+            try queries.recordChange(db, folders: [folder])
+            return KnownItem(id: item.id, version: version, contentVersion: item.contentVersion)
+        }, then: { item in
+            state.withLock { $0.set(path, item) }
+        })
+    }
+}

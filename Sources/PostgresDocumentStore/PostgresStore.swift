@@ -1,0 +1,222 @@
+import DocumentModel
+import DocumentStore
+import Foundation
+import Glibc
+import Logging
+import Synchronization
+import SystemSupport
+
+/// A document store kept in PostgreSQL, which several mounts (on several machines) share.
+///
+/// The database holds the truth: items by parent and name, their attributes and extended
+/// attributes, and content as content-addressed chunks. Each mount keeps a local mirror of the
+/// store (a `DirectoryStore` in its cache directory) that serves the kernel — descriptors, pages,
+/// staging and the quarantine stay local — and changes it only in step with the database:
+///
+/// - a commit (a document saved, a package changed) is one transaction, made before the mirror
+///   shows the new version; other mounts read the old or the new version, never a mix;
+/// - a save based on a content version that is no longer the stored one (another mount saved the
+///   document since this write began) is refused as a conflict, never written over it;
+/// - names, attributes and extended attributes change in the mirror inside the transaction that
+///   records them, so the mirror's refusal (EEXIST, ENOTEMPTY…) rolls the database back;
+/// - commits of other mounts arrive by the change log and LISTEN/NOTIFY (`ChangeFeed`) and are
+///   applied to the mirror, which tells the kernel what to forget.
+public final class PostgresStore: DocumentStore {
+    public let rootURL: URL
+    public let location: PostgresLocation
+    /// The local mirror: what the kernel is served from.
+    public let mirror: DirectoryStore
+    let pool: ConnectionPool
+    let queries: StoreQueries
+    let rootID: Int64
+    let logger: Logger
+    let state = Mutex(MirrorState())
+    /// Local changes take it shared; applying another mount's changes to the mirror takes it
+    /// exclusively, so the two never interleave on one path.
+    let applying = ReadWriteLock()
+    let changeHandler = Mutex<(@Sendable ([StoreChange]) -> Void)?>(nil)
+    /// Whether new items may be given to their requester (only root may chown).
+    let canChangeOwner = geteuid() == 0
+
+    /// Connects, migrates the schema, creates the store `location.storeName` if it is new, and
+    /// brings the mirror in `cacheDirectory` up to date with the database.
+    public init(location: PostgresLocation, cacheDirectory: String, quarantineLimits: QuarantineLimits = QuarantineLimits(), logger: Logger) throws {
+        self.location = location
+        self.logger = logger
+        rootURL = URL(string: location.description) ?? URL(fileURLWithPath: "/")
+        pool = ConnectionPool(parameters: location.connectionParameters)
+        if (try? Paths.makeDirectory(cacheDirectory, mode: 0o700)) == nil && errno != EEXIST {
+            throw SystemCallError.last("mkdir", path: cacheDirectory)
+        }
+        mirror = try DirectoryStore(path: cacheDirectory, quarantineLimits: quarantineLimits)
+        let origin = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+        let (storeID, rootID) = try pool.withConnection { db in
+            try StoreSchema.migrate(db)
+            return try Self.openStore(named: location.storeName, db)
+        }
+        self.rootID = rootID
+        queries = StoreQueries(storeID: storeID, origin: origin)
+        _ = mirror.recoverInterruptedWrites()
+        try clearMirror()
+        try synchronizeEverything()
+    }
+
+    /// The store's id and root folder, both created when the store is new.
+    private static func openStore(named name: String, _ db: PostgresConnection) throws -> (Int64, Int64) {
+        try db.transaction { db in
+            try db.execute("INSERT INTO docfs_stores (name) VALUES ($1) ON CONFLICT (name) DO NOTHING", [.text(name)])
+            let rows = try db.execute("SELECT id, root FROM docfs_stores WHERE name = $1 FOR UPDATE", [.text(name)])
+            guard rows.count == 1, let id = rows.integer(0, 0) else { throw PostgresStoreError.unavailable("the store \(name) could not be created") }
+            if let root = rows.integer(0, 1) { return (id, root) }
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            let nanoseconds = StoredItem.nanoseconds(now)
+            let root = try db.execute(
+                """
+                INSERT INTO docfs_items (store, parent, name, mode, uid, gid, atime_ns, mtime_ns, version, content_version)
+                VALUES ($1, NULL, '', $2, $3, $4, $5, $5, nextval('docfs_versions'), currval('docfs_versions')) RETURNING id
+                """,
+                [.integer(id), .integer(Int64(S_IFDIR | 0o755)), .integer(Int64(geteuid())), .integer(Int64(getegid())), .integer(nanoseconds)])
+            let rootID = root.integer(0, 0) ?? 0
+            try db.execute("UPDATE docfs_stores SET root = $2 WHERE id = $1", [.integer(id), .integer(rootID)])
+            return (id, rootID)
+        }
+    }
+
+    /// The mirror is rebuilt from the database at each mount: whatever it held is not known to
+    /// match. Its private area (the quarantine) stays.
+    private func clearMirror() throws {
+        for entry in try mirror.list("") {
+            guard let full = mirror.localPath(of: entry.name) else { continue }
+            try FileIO.removeItem(full)
+        }
+    }
+
+    // MARK: What DocumentFS asks of a store that is not a local directory
+
+    /// Not a local directory that other programs write in: changes come from the change feed.
+    public func localPath(of path: String) -> String? { nil }
+
+    public var writesInPlace: Bool { false }
+
+    public var hasChangeFeed: Bool { true }
+
+    // MARK: Reading: served by the mirror
+
+    public func status(of path: String) throws -> FileStatus { try mirror.status(of: path) }
+    public func status(of name: String, in directory: OwnedDescriptor) throws -> FileStatus { try mirror.status(of: name, in: directory) }
+    public func openDirectory(_ path: String) throws -> OwnedDescriptor { try mirror.openDirectory(path) }
+    public func list(_ path: String) throws -> [StoreDirectoryEntry] { try mirror.list(path) }
+    public func openForReading(_ path: String) throws -> OwnedDescriptor { try mirror.openForReading(path) }
+    public func fileWrapper(at path: String) throws -> FileWrapper { try mirror.fileWrapper(at: path) }
+    public func symbolicLinkTarget(_ path: String) throws -> String { try mirror.symbolicLinkTarget(path) }
+    public func extendedAttribute(_ path: String, name: String) throws -> [UInt8] { try mirror.extendedAttribute(path, name: name) }
+    public func extendedAttributeNames(_ path: String) throws -> [String] { try mirror.extendedAttributeNames(path) }
+    public func statistics() throws -> statvfs { try mirror.statistics() }
+
+    /// Raw files are staged and installed like documents (see `writesInPlace`); an in-place open
+    /// is for reading only.
+    public func openInPlace(_ path: String, flags: Int32, mode: mode_t, owner: Ownership?) throws -> OwnedDescriptor {
+        guard flags & O_ACCMODE == O_RDONLY, flags & (O_CREAT | O_TRUNC) == 0 else {
+            throw SystemCallError(errno: EROFS, operation: "open in place", path: path)
+        }
+        return try mirror.openInPlace(path, flags: flags, mode: mode, owner: owner)
+    }
+
+    // MARK: Private items: the mirror's own
+
+    static func isPrivate(_ path: String) -> Bool {
+        path == DirectoryStore.privateAreaName || path.hasPrefix(DirectoryStore.privateAreaName + "/")
+    }
+
+    public func makeStagingFile(seededFrom source: OwnedDescriptor?, for document: String) throws -> StagingFile {
+        let staging = try mirror.makeStagingFile(seededFrom: source, for: document)
+        state.withLock { $0.bases[staging.path] = (document, $0[document]) }
+        return staging
+    }
+
+    public func cloneDirectory(_ path: String) throws -> String {
+        let clone = try mirror.cloneDirectory(path)
+        state.withLock { $0.bases[clone] = (path, $0[path]) }
+        return clone
+    }
+
+    public func quarantine(_ staging: StagingFile, for path: String, reason: String) throws -> String {
+        forgetBase(staging.path)
+        return try mirror.quarantine(staging, for: path, reason: reason)
+    }
+
+    public func quarantineCopy(of staging: StagingFile, for path: String, reason: String) throws -> String {
+        try mirror.quarantineCopy(of: staging, for: path, reason: reason)
+    }
+
+    public func quarantineItem(_ item: String, for path: String, reason: String) throws -> String {
+        forgetBase(item)
+        return try mirror.quarantineItem(item, for: path, reason: reason)
+    }
+
+    public func removePrivateItem(_ item: String) {
+        forgetBase(item)
+        mirror.removePrivateItem(item)
+    }
+
+    public func discard(_ staging: StagingFile) {
+        forgetBase(staging.path)
+        mirror.discard(staging)
+    }
+
+    public func releaseSpace(of staging: StagingFile) { mirror.releaseSpace(of: staging) }
+
+    func forgetBase(_ path: String) {
+        state.withLock { _ = $0.bases.removeValue(forKey: path) }
+    }
+
+    /// A commit is durable once its transaction is: the database syncs it. The mirror can be
+    /// rebuilt from the database, so it is not synced.
+    public func synchronize(_ path: String) throws {}
+
+    // MARK: Helpers for changes
+
+    /// The row the mirrored `path` holds, or ENOENT.
+    func knownItem(_ path: String, operation: String) throws -> KnownItem {
+        if path.isEmpty { return state.withLock { $0[""] } ?? KnownItem(id: rootID, version: 0, contentVersion: 0) }
+        guard let item = state.withLock({ $0[path] }) else { throw SystemCallError(errno: ENOENT, operation: operation, path: path) }
+        return item
+    }
+
+    /// Runs a local change: `body` in one transaction, shared with other local changes, exclusive
+    /// of applying other mounts' changes. A database that cannot be reached fails the change with
+    /// EIO (the connection is made anew by the next change). A failure after the mirror changed
+    /// (the commit itself failed) may leave the mirror showing what the database does not hold:
+    /// after any database failure the mirror is compared whole with the database once it answers.
+    /// `then` runs after the commit, under the same shared lock: the mirror's part of a change that
+    /// must not show before the database holds it.
+    @discardableResult
+    func change<T>(_ path: String, _ body: (PostgresConnection) throws -> T, then apply: (T) throws -> Void = { _ in }) throws -> T {
+        try applying.reading {
+            let value: T
+            do {
+                value = try pool.transaction(body)
+            } catch let error as PostgresError {
+                if error.isConnectionFailure { pool.dropIdle() }
+                state.withLock { $0.needsFullSynchronization = true }
+                logger.error("\(path): the database refused or could not take the change: \(error)")
+                throw PostgresStoreError.unavailable(error.description)
+            }
+            do {
+                try apply(value)
+            } catch {
+                state.withLock { $0.needsFullSynchronization = true }
+                logger.error("\(path): committed to the database, but the local mirror could not follow (\(error)); it is compared with the database again")
+                throw error
+            }
+            return value
+        }
+    }
+
+    func currentTimes() -> timespec {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return now
+    }
+}

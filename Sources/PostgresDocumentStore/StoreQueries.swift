@@ -1,0 +1,214 @@
+import Foundation
+import Glibc
+import SystemSupport
+
+/// The statements a store runs, for one store of the database.
+struct StoreQueries: Sendable {
+    let storeID: Int64
+    /// This mount's name in `docfs_changes.origin`, so its own changes are not applied twice.
+    let origin: String
+
+    var channel: String { "docfs_store_\(storeID)" }
+
+    // MARK: Reading items
+
+    /// The whole store (`root` nil) or the subtree under `root`, with extended attributes.
+    func tree(_ db: PostgresConnection, root: Int64? = nil) throws -> ItemTree {
+        var tree = ItemTree()
+        let rows: PostgresRows
+        let attributes: PostgresRows
+        if let root {
+            let subtree = "WITH RECURSIVE t AS (SELECT * FROM docfs_items WHERE id = $1 UNION ALL SELECT i.* FROM docfs_items i JOIN t ON i.parent = t.id)"
+            rows = try db.execute("\(subtree) SELECT \(StoredItem.columns) FROM t", [.integer(root)])
+            attributes = try db.execute("\(subtree) SELECT x.item, x.name, x.value FROM docfs_xattrs x JOIN t ON x.item = t.id", [.integer(root)])
+        } else {
+            rows = try db.execute("SELECT \(StoredItem.columns) FROM docfs_items WHERE store = $1", [.integer(storeID)])
+            attributes = try db.execute(
+                "SELECT x.item, x.name, x.value FROM docfs_xattrs x JOIN docfs_items i ON x.item = i.id WHERE i.store = $1", [.integer(storeID)])
+        }
+        for row in 0..<rows.count { tree.add(StoredItem(rows, row)) }
+        for row in 0..<attributes.count {
+            guard let item = attributes.integer(row, 0) else { continue }
+            tree.items[item]?.extendedAttributes.append((FileSystemPath.string(fromBytes: attributes.bytes(row, 1)), attributes.bytes(row, 2)))
+        }
+        return tree
+    }
+
+    /// A folder and its children (not their children), with extended attributes.
+    func directory(_ db: PostgresConnection, _ id: Int64) throws -> ItemTree {
+        var tree = ItemTree()
+        let rows = try db.execute("SELECT \(StoredItem.columns) FROM docfs_items WHERE id = $1 OR parent = $1", [.integer(id)])
+        for row in 0..<rows.count { tree.add(StoredItem(rows, row)) }
+        let attributes = try db.execute(
+            "SELECT x.item, x.name, x.value FROM docfs_xattrs x JOIN docfs_items i ON x.item = i.id WHERE i.id = $1 OR i.parent = $1", [.integer(id)])
+        for row in 0..<attributes.count {
+            guard let item = attributes.integer(row, 0) else { continue }
+            tree.items[item]?.extendedAttributes.append((FileSystemPath.string(fromBytes: attributes.bytes(row, 1)), attributes.bytes(row, 2)))
+        }
+        return tree
+    }
+
+    /// The item named `name` in `parent`, locked until the transaction ends.
+    func lockedItem(_ db: PostgresConnection, parent: Int64, name: String) throws -> KnownItem? {
+        let rows = try db.execute(
+            "SELECT id, version, content_version FROM docfs_items WHERE parent = $1 AND name = $2 FOR UPDATE",
+            [.integer(parent), .bytes(FileSystemPath.bytes(of: name))])
+        guard rows.count > 0, let id = rows.integer(0, 0) else { return nil }
+        return KnownItem(id: id, version: rows.integer(0, 1) ?? 0, contentVersion: rows.integer(0, 2) ?? 0)
+    }
+
+    func hasChildren(_ db: PostgresConnection, _ id: Int64) throws -> Bool {
+        try db.execute("SELECT 1 FROM docfs_items WHERE parent = $1 LIMIT 1", [.integer(id)]).count > 0
+    }
+
+    // MARK: Writing items
+
+    /// Inserts an item with the attributes of `status`; returns what the mount should know of it.
+    func insert(
+        _ db: PostgresConnection, parent: Int64, name: String, status: FileStatus, chunks: [UInt8] = [], target: String? = nil
+    ) throws -> KnownItem {
+        let rows = try db.execute(
+            """
+            INSERT INTO docfs_items (store, parent, name, mode, uid, gid, rdev, atime_ns, mtime_ns, size, chunks, target, version, content_version)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, nextval('docfs_versions'), currval('docfs_versions'))
+            RETURNING id, version
+            """,
+            [
+                .integer(storeID), .integer(parent), .bytes(FileSystemPath.bytes(of: name)), .integer(Int64(status.mode)),
+                .integer(Int64(status.userID)), .integer(Int64(status.groupID)), .integer(Int64(bitPattern: status.specialDevice)),
+                .integer(StoredItem.nanoseconds(status.accessTime)), .integer(StoredItem.nanoseconds(status.modificationTime)),
+                .integer(status.kind == .regular ? status.size : 0), .bytes(chunks), target.map { .bytes(FileSystemPath.bytes(of: $0)) } ?? .null,
+            ])
+        let version = rows.integer(0, 1) ?? 0
+        return KnownItem(id: rows.integer(0, 0) ?? 0, version: version, contentVersion: version)
+    }
+
+    /// Sets an item's attributes (mode, owner, times) from `status`; a new version, same content.
+    func updateAttributes(_ db: PostgresConnection, id: Int64, status: FileStatus) throws -> Int64? {
+        let rows = try db.execute(
+            """
+            UPDATE docfs_items SET mode = $2, uid = $3, gid = $4, atime_ns = $5, mtime_ns = $6, version = nextval('docfs_versions')
+            WHERE id = $1 RETURNING version
+            """,
+            [
+                .integer(id), .integer(Int64(status.mode)), .integer(Int64(status.userID)), .integer(Int64(status.groupID)),
+                .integer(StoredItem.nanoseconds(status.accessTime)), .integer(StoredItem.nanoseconds(status.modificationTime)),
+            ])
+        return rows.count > 0 ? rows.integer(0, 0) : nil
+    }
+
+    /// Sets a file's content (and its times from `status`); a new content version.
+    func updateContent(_ db: PostgresConnection, id: Int64, status: FileStatus, chunks: [UInt8]) throws -> KnownItem? {
+        let rows = try db.execute(
+            """
+            UPDATE docfs_items SET size = $2, chunks = $3, atime_ns = $4, mtime_ns = $5,
+                version = nextval('docfs_versions'), content_version = currval('docfs_versions')
+            WHERE id = $1 RETURNING version
+            """,
+            [
+                .integer(id), .integer(status.size), .bytes(chunks), .integer(StoredItem.nanoseconds(status.accessTime)),
+                .integer(StoredItem.nanoseconds(status.modificationTime)),
+            ])
+        guard rows.count > 0, let version = rows.integer(0, 0) else { return nil }
+        return KnownItem(id: id, version: version, contentVersion: version)
+    }
+
+    /// A new version of a folder replaced whole (a package commit), its attributes from `status`.
+    func replaceFolder(_ db: PostgresConnection, id: Int64, status: FileStatus) throws -> KnownItem? {
+        try db.execute("DELETE FROM docfs_items WHERE parent = $1", [.integer(id)])
+        let rows = try db.execute(
+            """
+            UPDATE docfs_items SET mode = $2, uid = $3, gid = $4, atime_ns = $5, mtime_ns = $6,
+                version = nextval('docfs_versions'), content_version = currval('docfs_versions')
+            WHERE id = $1 RETURNING version
+            """,
+            [
+                .integer(id), .integer(Int64(status.mode)), .integer(Int64(status.userID)), .integer(Int64(status.groupID)),
+                .integer(StoredItem.nanoseconds(status.accessTime)), .integer(StoredItem.nanoseconds(status.modificationTime)),
+            ])
+        guard rows.count > 0, let version = rows.integer(0, 0) else { return nil }
+        try db.execute("DELETE FROM docfs_xattrs WHERE item = $1", [.integer(id)])
+        return KnownItem(id: id, version: version, contentVersion: version)
+    }
+
+    func bumpVersion(_ db: PostgresConnection, id: Int64) throws -> Int64? {
+        let rows = try db.execute("UPDATE docfs_items SET version = nextval('docfs_versions') WHERE id = $1 RETURNING version", [.integer(id)])
+        return rows.count > 0 ? rows.integer(0, 0) : nil
+    }
+
+    func setExtendedAttribute(_ db: PostgresConnection, id: Int64, name: String, value: [UInt8]) throws {
+        try db.execute(
+            "INSERT INTO docfs_xattrs (item, name, value) VALUES ($1, $2, $3) ON CONFLICT (item, name) DO UPDATE SET value = excluded.value",
+            [.integer(id), .bytes(FileSystemPath.bytes(of: name)), .bytes(value)])
+    }
+
+    func removeExtendedAttribute(_ db: PostgresConnection, id: Int64, name: String) throws {
+        try db.execute("DELETE FROM docfs_xattrs WHERE item = $1 AND name = $2", [.integer(id), .bytes(FileSystemPath.bytes(of: name))])
+    }
+
+    // MARK: Content
+
+    /// Stores the content's chunks the database does not hold yet; returns the chunk list.
+    func upload(_ db: PostgresConnection, _ bytes: UnsafeRawBufferPointer) throws -> [UInt8] {
+        let ranges = ContentChunks.boundaries(of: bytes)
+        guard !ranges.isEmpty else { return [] }
+        var list: [UInt8] = []
+        list.reserveCapacity(ranges.count * ContentChunks.hashLength)
+        for range in ranges { list += ContentChunks.sha256(UnsafeRawBufferPointer(rebasing: bytes[range])) }
+        let present = try db.execute(
+            "SELECT c.hash FROM generate_series(0, $2::int - 1) AS i JOIN docfs_chunks c ON c.hash = substring($1::bytea FROM i * 32 + 1 FOR 32)",
+            [.bytes(list), .integer(Int64(ranges.count))])
+        var stored = Set<[UInt8]>()
+        for row in 0..<present.count { stored.insert(present.bytes(row, 0)) }
+        for (index, range) in ranges.enumerated() {
+            let hash = Array(list[index * 32..<(index + 1) * 32])
+            guard stored.insert(hash).inserted else { continue }
+            try db.execute(
+                "INSERT INTO docfs_chunks (hash, data) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING",
+                [.bytes(hash), .bytes(Array(UnsafeRawBufferPointer(rebasing: bytes[range])))])
+        }
+        return list
+    }
+
+    /// Writes the content a chunk list names to `descriptor`, a batch of chunks per query.
+    func download(_ db: PostgresConnection, chunks: [UInt8], to descriptor: Int32, path: String) throws {
+        let count = chunks.count / ContentChunks.hashLength
+        var offset: Int64 = 0
+        var first = 0
+        while first < count {
+            let last = min(first + 64, count) - 1
+            let rows = try db.execute(
+                """
+                SELECT c.data FROM generate_series($2::int, $3::int) AS i
+                JOIN docfs_chunks c ON c.hash = substring($1::bytea FROM i * 32 + 1 FOR 32) ORDER BY i
+                """,
+                [.bytes(chunks), .integer(Int64(first)), .integer(Int64(last))])
+            guard rows.count == last - first + 1 else {
+                throw PostgresStoreError.missingContent(path: path)
+            }
+            for row in 0..<rows.count {
+                try rows.withBytes(row, 0) { bytes in
+                    try FileIO.writeAll(descriptor, bytes, offset: offset, path: path)
+                    offset += Int64(bytes.count)
+                }
+            }
+            first = last + 1
+        }
+    }
+
+    // MARK: Changes
+
+    /// Records that the listed folders changed, for the other mounts: a number from the store's
+    /// counter (its row stays locked until the commit, so numbers are committed in order and a
+    /// mount reading past number N never misses one below it) and a notification at commit.
+    func recordChange(_ db: PostgresConnection, folders: [Int64]) throws {
+        let rows = try db.execute("UPDATE docfs_stores SET last_change = last_change + 1 WHERE id = $1 RETURNING last_change", [.integer(storeID)])
+        let sequence = rows.integer(0, 0) ?? 0
+        for folder in Set(folders) {
+            try db.execute(
+                "INSERT INTO docfs_changes (store, seq, directory, origin) VALUES ($1, $2, $3, $4)",
+                [.integer(storeID), .integer(sequence), .integer(folder), .text(origin)])
+        }
+        try db.execute("SELECT pg_notify($1, $2)", [.text(channel), .text(String(sequence))])
+    }
+}

@@ -1,0 +1,75 @@
+/// The database schema, created on first mount and migrated forward: each migration runs once, in
+/// order, in one transaction with the schema's version. Plain SQL that PostgreSQL-compatible
+/// engines share (no extensions, no stored procedures); what is PostgreSQL's own is named where used
+/// (advisory locks here, LISTEN/NOTIFY in `ChangeFeed`).
+enum StoreSchema {
+    static let migrations: [String] = [
+        """
+        CREATE TABLE docfs_stores (
+            id bigserial PRIMARY KEY,
+            name text NOT NULL UNIQUE,
+            root bigint,
+            last_change bigint NOT NULL DEFAULT 0
+        );
+        CREATE SEQUENCE docfs_versions;
+        CREATE TABLE docfs_items (
+            id bigserial PRIMARY KEY,
+            store bigint NOT NULL REFERENCES docfs_stores (id),
+            parent bigint REFERENCES docfs_items (id) ON DELETE CASCADE,
+            name bytea NOT NULL,
+            mode integer NOT NULL,
+            uid bigint NOT NULL,
+            gid bigint NOT NULL,
+            rdev bigint NOT NULL DEFAULT 0,
+            atime_ns bigint NOT NULL,
+            mtime_ns bigint NOT NULL,
+            size bigint NOT NULL DEFAULT 0,
+            chunks bytea NOT NULL DEFAULT '',
+            target bytea,
+            version bigint NOT NULL,
+            content_version bigint NOT NULL,
+            UNIQUE (parent, name)
+        );
+        CREATE INDEX docfs_items_by_store ON docfs_items (store);
+        CREATE TABLE docfs_xattrs (
+            item bigint NOT NULL REFERENCES docfs_items (id) ON DELETE CASCADE,
+            name bytea NOT NULL,
+            value bytea NOT NULL,
+            PRIMARY KEY (item, name)
+        );
+        CREATE TABLE docfs_chunks (
+            hash bytea PRIMARY KEY,
+            data bytea NOT NULL
+        );
+        CREATE TABLE docfs_changes (
+            store bigint NOT NULL,
+            seq bigint NOT NULL,
+            directory bigint NOT NULL,
+            origin text NOT NULL
+        );
+        CREATE INDEX docfs_changes_by_seq ON docfs_changes (store, seq);
+        """,
+    ]
+
+    /// Brings the database to the latest schema. Refuses a database a newer DocFS migrated.
+    static func migrate(_ connection: PostgresConnection) throws {
+        try connection.transaction { db in
+            // Two first mounts at once: one migrates, the other waits and finds it done.
+            try db.execute("SELECT pg_advisory_xact_lock(7164919253386240001)")
+            try db.execute("CREATE TABLE IF NOT EXISTS docfs_schema (version integer NOT NULL)")
+            let rows = try db.execute("SELECT version FROM docfs_schema")
+            let current: Int
+            if rows.count == 0 {
+                try db.execute("INSERT INTO docfs_schema (version) VALUES (0)")
+                current = 0
+            } else {
+                current = Int(rows.integer(0, 0) ?? 0)
+            }
+            guard current <= migrations.count else {
+                throw PostgresStoreError.schemaTooNew(found: current, known: migrations.count)
+            }
+            for migration in migrations[current...] { try db.executeScript(migration) }
+            try db.execute("UPDATE docfs_schema SET version = $1", [.integer(Int64(migrations.count))])
+        }
+    }
+}

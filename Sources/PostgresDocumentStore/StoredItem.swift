@@ -1,0 +1,77 @@
+import Foundation
+import Glibc
+import SystemSupport
+
+/// One row of `docfs_items`: a folder, file, symbolic link or special file, by parent and name.
+struct StoredItem: Sendable {
+    var id: Int64
+    var parent: Int64?
+    var name: String
+    var mode: UInt32
+    var userID: UInt32
+    var groupID: UInt32
+    var device: UInt64
+    var accessNanoseconds: Int64
+    var modificationNanoseconds: Int64
+    var size: Int64
+    /// The content's chunk hashes, 32 bytes each, in order.
+    var chunks: [UInt8]
+    var target: String?
+    /// Changes with anything about the item (attributes, extended attributes, content).
+    var version: Int64
+    /// Changes with the content only: a file's bytes, or a package folder replaced whole. A save
+    /// based on an older content version than the stored one is a conflict.
+    var contentVersion: Int64
+    var extendedAttributes: [(name: String, value: [UInt8])] = []
+
+    var isDirectory: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFDIR) }
+    var isRegular: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFREG) }
+    var isSymbolicLink: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFLNK) }
+
+    static let columns = "id, parent, name, mode, uid, gid, rdev, atime_ns, mtime_ns, size, chunks, target, version, content_version"
+
+    init(_ rows: borrowing PostgresRows, _ row: Int) {
+        id = rows.integer(row, 0) ?? 0
+        parent = rows.integer(row, 1)
+        name = FileSystemPath.string(fromBytes: rows.bytes(row, 2))
+        mode = UInt32(truncatingIfNeeded: rows.integer(row, 3) ?? 0)
+        userID = UInt32(truncatingIfNeeded: rows.integer(row, 4) ?? 0)
+        groupID = UInt32(truncatingIfNeeded: rows.integer(row, 5) ?? 0)
+        device = UInt64(bitPattern: rows.integer(row, 6) ?? 0)
+        accessNanoseconds = rows.integer(row, 7) ?? 0
+        modificationNanoseconds = rows.integer(row, 8) ?? 0
+        size = rows.integer(row, 9) ?? 0
+        chunks = rows.bytes(row, 10)
+        target = rows.isNull(row, 11) ? nil : FileSystemPath.string(fromBytes: rows.bytes(row, 11))
+        version = rows.integer(row, 12) ?? 0
+        contentVersion = rows.integer(row, 13) ?? 0
+    }
+
+    var times: [timespec] { [Self.timespec(accessNanoseconds), Self.timespec(modificationNanoseconds)] }
+
+    static func timespec(_ nanoseconds: Int64) -> Glibc.timespec {
+        Glibc.timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+    }
+
+    static func nanoseconds(_ time: Glibc.timespec) -> Int64 { Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec) }
+}
+
+/// What the mount knows of a stored item it mirrors: which row, at which versions.
+struct KnownItem: Sendable, Equatable {
+    var id: Int64
+    var version: Int64
+    var contentVersion: Int64
+}
+
+/// The items a query returned, by parent, for walking a subtree.
+struct ItemTree: Sendable {
+    var items: [Int64: StoredItem] = [:]
+    var children: [Int64: [Int64]] = [:]
+
+    mutating func add(_ item: StoredItem) {
+        items[item.id] = item
+        if let parent = item.parent { children[parent, default: []].append(item.id) }
+    }
+
+    func childItems(of id: Int64) -> [StoredItem] { (children[id] ?? []).compactMap { items[$0] } }
+}
