@@ -49,16 +49,27 @@ extension DocumentFileSystem {
             if case .refused(let reason) = verdict {
                 try refuse(&slot, node: node, path: path, reason: reason, closing: closing)
             }
+            var refusedByStore: String?
             let stored = try namespace.reading { () throws(FUSEError) -> FileStatus? in
                 guard let now = nodes.path(of: node.inode), FileSystemPath.same(now, path) else { return nil }
                 let status: FileStatus
-                if case .reencoded(let wrapper) = verdict {
-                    status = try storeCall { try store.persist(wrapper, at: path, durable: durable) }
-                } else {
-                    status = try storeCall { try store.install(stage.file, at: path, durable: durable) }
+                do {
+                    if case .reencoded(let wrapper) = verdict {
+                        status = try store.persist(wrapper, at: path, durable: durable)
+                    } else {
+                        status = try store.install(stage.file, at: path, durable: durable)
+                    }
+                } catch let refusal as StoreRefusal {
+                    refusedByStore = refusal.reason
+                    return nil
+                } catch {
+                    throw FUSEError(error)
                 }
                 installed(node, stage: stage, status: status, verdict: verdict, path: path)
                 return status
+            }
+            if let reason = refusedByStore {
+                try refuse(&slot, node: node, path: path, reason: reason, closing: closing)
             }
             if stored != nil {
                 slot.stage = nil

@@ -131,17 +131,23 @@ extension DocumentFileSystem {
             }
         }
         let writeOnly = flags & O_ACCMODE == O_WRONLY
-        return node.state.withLock { state in
+        let reply = node.state.withLock { state in
             let directIO = writing ? writeOnly : state.isBeingWritten
             let keepCache = !directIO && state.stagedFile == nil && state.cachedVersion == liveVersion
+            // A version that replaced the one the kernel last cached, by a change made elsewhere:
+            // the kernel may still hold the old size (the change's invalidation can trail this
+            // open), and would cut reads at it. Attributes only; the next read fetches them anew.
+            let staleSize = !writing && !keepCache && (state.cachedVersion != nil || store.hasChangeFeed)
             if !directIO {
                 // A cached reader fills the page cache with this version; a cached writer with its writes.
                 state.cachedVersion = writing ? nil : liveVersion
                 state.pageCacheInUse = true
             }
             let view = writing ? nil : ReadView(live, commit: state.commits)
-            return register(OpenFile(node: node, access: .staged, flags: flags, view: view), keepCache: keepCache, directIO: directIO)
+            return (register(OpenFile(node: node, access: .staged, flags: flags, view: view), keepCache: keepCache, directIO: directIO), staleSize)
         }
+        if reply.1 { notifier.invalidateAttributes(of: node.inode) }
+        return reply.0
     }
 
     /// O_TRUNC: the write starts from nothing. Whatever was staged is dropped, as a truncation on a

@@ -110,6 +110,15 @@ extension DocumentStore {
     public func startChangeFeed(_ handler: @escaping @Sendable ([StoreChange]) -> Void) {}
 }
 
+/// A commit the store refused on grounds of its own (a shared store: another mount saved the
+/// document since this write began). DocFS treats it as a refused save: EIO to the program, the
+/// staged bytes in the quarantine with `reason`.
+public struct StoreRefusal: Error, CustomStringConvertible, Sendable {
+    public let reason: String
+    public init(reason: String) { self.reason = reason }
+    public var description: String { reason }
+}
+
 /// A change made to the store elsewhere: the entry `name` of `folder` (`"."` for the folder itself).
 public enum StoreChange: Sendable, Equatable {
     case entry(folder: String, name: String)

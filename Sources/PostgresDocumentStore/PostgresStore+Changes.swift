@@ -150,18 +150,23 @@ extension PostgresStore {
         case (nil, nil):
             return
         case (nil, .some):
-            throw PostgresStoreError.conflict(path: path, detail: "was removed or renamed by another mount since this write began")
+            throw conflict(path, "was removed or renamed by another mount since this write began")
         case (.some(let stored), nil):
-            throw PostgresStoreError.conflict(path: path, detail: "was created by another mount (content version \(stored.contentVersion)) since this write began")
+            throw conflict(path, "was created by another mount (content version \(stored.contentVersion)) since this write began")
         case (.some(let stored), .some(let base)):
             if stored.id != base.id {
-                throw PostgresStoreError.conflict(path: path, detail: "was replaced by another mount since this write began")
+                throw conflict(path, "was replaced by another mount since this write began")
             }
             if stored.contentVersion != base.contentVersion {
-                throw PostgresStoreError.conflict(
-                    path: path, detail: "was saved by another mount since this write began (stored content version \(stored.contentVersion), this save is based on \(base.contentVersion))")
+                throw conflict(path, "was saved by another mount since this write began (stored content version \(stored.contentVersion), this save is based on \(base.contentVersion))")
             }
         }
+    }
+
+    private func conflict(_ path: String, _ detail: String) -> StoreRefusal {
+        let refusal = StoreRefusal(reason: PostgresStoreError.conflict(path: path, detail: detail).description)
+        logger.error("\(refusal.reason)")
+        return refusal
     }
 
     public func truncate(_ path: String, size: Int64) throws {

@@ -17,6 +17,15 @@ final class MountedStore {
     private var unmounted = false
     /// Whether the store is a tmpfs of the test's own (for full-disk tests).
     private let storeIsTmpfs: Bool
+    /// A PostgreSQL store's location; `store` is then the mount's local mirror.
+    let storeLocation: String?
+    /// The PostgreSQL server this mount made for itself (`DOCFS_TEST_BACKEND=postgres`).
+    private(set) var cluster: PostgresCluster?
+
+    /// `DOCFS_TEST_BACKEND=postgres` runs the tests that seed their store through `init(files:)` on
+    /// a PostgreSQL store of their own instead of a directory (scripts/test runs the real-program
+    /// suite so).
+    static var backendIsPostgres: Bool { ProcessInfo.processInfo.environment["DOCFS_TEST_BACKEND"] == "postgres" }
 
     /// The `docfs` built beside the test bundle (or `$DOCFS_BINARY`).
     static var binary: String {
@@ -39,6 +48,21 @@ final class MountedStore {
         mountPoint = root.appendingPathComponent("mnt").path
         logFile = root.appendingPathComponent("docfs.log").path
         storeIsTmpfs = tmpfsSize != nil
+        if Self.backendIsPostgres && tmpfsSize == nil {
+            let cluster = try PostgresCluster()
+            self.cluster = cluster
+            storeLocation = cluster.location(store: "test")
+            try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+            try mount(arguments: arguments, launcher: launcher)
+            // The store is seeded through the mount: the database is the store.
+            for (path, contents) in files {
+                let url = URL(fileURLWithPath: inMount(path))
+                try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try contents.write(to: url)
+            }
+            return
+        }
+        storeLocation = nil
         try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
         if let tmpfsSize {
@@ -53,9 +77,23 @@ final class MountedStore {
         try self.init(files: texts.mapValues { Data($0.utf8) }, arguments: arguments, launcher: launcher, tmpfsSize: tmpfsSize)
     }
 
+    /// Mounts the PostgreSQL store at `location` (another mount of a store some test made), with a
+    /// mirror of its own.
+    init(postgres location: String, arguments: [String] = []) throws {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-pg-\(UUID().uuidString.prefix(8))")
+        store = root.appendingPathComponent("mirror").path
+        mountPoint = root.appendingPathComponent("mnt").path
+        logFile = root.appendingPathComponent("docfs.log").path
+        storeIsTmpfs = false
+        storeLocation = location
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        try mount(arguments: arguments)
+    }
+
     func mount(arguments: [String] = [], launcher: [String] = []) throws {
+        let storeArguments = storeLocation.map { [$0, mountPoint, "--cache-directory", store] } ?? [store, mountPoint]
         let process = try ChildProcess(
-            launcher + [Self.binary, "mount", store, mountPoint, "-f", "--log-file", logFile, "--log-level", "debug"] + arguments,
+            launcher + [Self.binary, "mount"] + storeArguments + ["-f", "--log-file", logFile, "--log-level", "debug"] + arguments,
             capture: false)
         daemon = process
         unmounted = false

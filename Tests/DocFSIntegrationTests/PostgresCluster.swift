@@ -1,0 +1,92 @@
+import Foundation
+import Glibc
+
+/// A throwaway PostgreSQL server for one test: `initdb` in a temporary folder, `pg_ctl` on a free
+/// port of 127.0.0.1, run as the unprivileged user `nobody` when the tests run as root (PostgreSQL
+/// refuses to run as root). Stopped (immediately) and removed on deinit.
+final class PostgresCluster {
+    let directory: String
+    let port: Int
+    private var running = false
+
+    static var binaries: String? {
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []).sorted { (Int($0) ?? 0) > (Int($1) ?? 0) }
+        return versions.map { "/usr/lib/postgresql/\($0)/bin" }.first { FileManager.default.isExecutableFile(atPath: $0 + "/initdb") }
+    }
+
+    /// A store location in this cluster's database; each name is a separate store.
+    func location(store: String) -> String { "postgresql://docfs@127.0.0.1:\(port)/docfs?store=\(store)" }
+
+    init() throws {
+        guard let binaries = Self.binaries else { throw Failure(message: "PostgreSQL is not installed (scripts/install-deps installs it)") }
+        directory = "/tmp/docfs-pg-\(UUID().uuidString.prefix(8))"
+        port = Self.freePort()
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        if geteuid() == 0 { _ = try MountedStore.run(["chown", "nobody", directory], timeout: 10) }
+        try runAsServerUser([binaries + "/initdb", "-D", directory + "/data", "-A", "trust", "-U", "docfs", "--no-sync"], timeout: 60)
+        try start()
+        try runAsServerUser([binaries + "/createdb", "-h", "127.0.0.1", "-p", String(port), "-U", "docfs", "docfs"], timeout: 30)
+    }
+
+    func start() throws {
+        guard let binaries = Self.binaries else { return }
+        try runAsServerUser([
+            binaries + "/pg_ctl", "-D", directory + "/data", "-l", directory + "/server.log", "-w", "-t", "30",
+            "-o", "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off", "start",
+        ], timeout: 40)
+        running = true
+    }
+
+    /// `mode`: smart, fast or immediate (a crash, as far as clients can tell).
+    func stop(mode: String = "fast") {
+        guard running, let binaries = Self.binaries else { return }
+        _ = try? runAsServerUser([binaries + "/pg_ctl", "-D", directory + "/data", "-m", mode, "-w", "-t", "30", "stop"], timeout: 40)
+        running = false
+    }
+
+    /// Runs SQL with psql against the store's database; returns its output (unaligned, tuples only).
+    func query(_ sql: String) throws -> String {
+        guard let binaries = Self.binaries else { return "" }
+        let result = try MountedStore.run(
+            [binaries + "/psql", "-h", "127.0.0.1", "-p", String(port), "-U", "docfs", "-d", "docfs", "-At", "-c", sql], timeout: 30)
+        guard result.succeeded else { throw Failure(message: "psql: \(result.error)") }
+        return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    deinit {
+        stop(mode: "immediate")
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    private func runAsServerUser(_ arguments: [String], timeout: Int) throws {
+        let command = geteuid() == 0 ? ["runuser", "-u", "nobody", "--"] + arguments : arguments
+        let result = try MountedStore.run(command, timeout: timeout, in: "/")
+        guard result.succeeded else {
+            let log = (try? String(contentsOfFile: directory + "/server.log", encoding: .utf8)) ?? ""
+            throw Failure(message: "\(arguments.joined(separator: " ")): \(result.output)\(result.error)\(log)")
+        }
+    }
+
+    /// A port nothing listens on now: the kernel's pick for a socket bound to port 0.
+    private static func freePort() -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let port = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic -> Int in
+                guard bind(descriptor, generic, length) == 0, getsockname(descriptor, generic, &length) == 0 else { return 0 }
+                return Int(UInt16(bigEndian: pointer.pointee.sin_port))
+            }
+        }
+        return port == 0 ? Int.random(in: 20000...60000) : port
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let message: String
+        var description: String { message }
+    }
+}

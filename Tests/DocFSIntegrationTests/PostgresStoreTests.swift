@@ -1,0 +1,212 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Two mounts of one PostgreSQL store on one machine, standing in for two machines: each test
+/// starts its own PostgreSQL server and stops it at the end.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+final class PostgresStoreTests {
+    let cluster: PostgresCluster
+    let location: String
+
+    init() throws {
+        cluster = try PostgresCluster()
+        location = cluster.location(store: "shared")
+    }
+
+    /// Polls `condition` every 20 ms for up to `seconds`; returns how long it took, or nil.
+    private func within(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> Double? {
+        let start = Date()
+        while Date().timeIntervalSince(start) < seconds {
+            if try condition() { return Date().timeIntervalSince(start) }
+            usleep(20_000)
+        }
+        return nil
+    }
+
+    private func contents(_ path: String) -> String? {
+        (try? Data(contentsOf: URL(fileURLWithPath: path))).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    @Test func aSaveThroughOneMountIsReadThroughTheOtherWithinASecond() throws {
+        let first = try MountedStore(postgres: location)
+        let second = try MountedStore(postgres: location)
+        defer { first.unmount(); second.unmount() }
+        #expect(try first.save("notes.json", Data(#"{"v": 1}"#.utf8)) == "ok")
+        let seen = within(1.0) { contents(second.inMount("notes.json")) == #"{"v": 1}"# }
+        #expect(seen != nil, "mount B did not show A's save within 1 s")
+        // Names, folders, links, modes and extended attributes travel too.
+        try first.shell("mkdir -p a/b && printf 'x\\n' > a/b/x.txt && ln -s x.txt a/b/link && chmod 640 a/b/x.txt && setfattr -n user.tag -v blue a/b/x.txt && mv a/b/x.txt a/y.txt")
+        let moved = within(1.0) { contents(second.inMount("a/y.txt")) == "x\n" && !FileManager.default.fileExists(atPath: second.inMount("a/b/x.txt")) }
+        #expect(moved != nil)
+        #expect(try second.run(["stat", "-c", "%a", second.inMount("a/y.txt")]).output == "640\n")
+        #expect(try second.run(["getfattr", "--only-values", "-n", "user.tag", second.inMount("a/y.txt")]).output == "blue")
+        #expect(try second.run(["readlink", second.inMount("a/b/link")]).output == "x.txt\n")
+        // A save over a version the other mount has cached: the new one is read there.
+        #expect(try first.save("notes.json", Data(#"{"v": 2}"#.utf8)) == "ok")
+        #expect(within(1.0) { (try? second.read("notes.json")) == #"{"v": 2}"# } != nil)
+        try first.shell("rm -r a")
+        #expect(within(1.0) { !FileManager.default.fileExists(atPath: second.inMount("a")) } != nil)
+        // Both mounts' mirrors now hold the same tree, and a third mount built from the database too.
+        let third = try MountedStore(postgres: location)
+        defer { third.unmount() }
+        #expect(try third.read("notes.json") == #"{"v": 2}"#)
+        #expect(try third.run(["ls", "-A", third.mountPoint]).output == "notes.json\n")
+    }
+
+    @Test func aPackageEditThroughOneMountAppearsWholeInTheOther() throws {
+        let first = try MountedStore(postgres: location)
+        let second = try MountedStore(postgres: location)
+        defer { first.unmount(); second.unmount() }
+        let source = first.root.appendingPathComponent("Draft.textbundle").path
+        try first.shell("""
+            mkdir -p \(source)/assets && printf '{"version": 2, "type": "net.daringfireball.markdown"}' > \(source)/info.json \
+            && printf '# Draft\\n' > \(source)/text.md && head -c 200000 /dev/urandom > \(source)/assets/image.bin
+            """)
+        #expect(try first.run(["cp", "-r", source, first.inMount("Draft.textbundle")]).succeeded)
+        #expect(within(2.0) { (try? second.run(["diff", "-r", source, second.inMount("Draft.textbundle")]))?.succeeded == true } != nil)
+        // While A saves the text again and again, every read in B is one whole version.
+        let versions = (1...15).map { "# Version \($0)\n" + String(repeating: "line \($0)\n", count: $0 * 500) }
+        let reader = try ChildProcess(["timeout", "30", "python3", "-c", """
+            import sys, time
+            seen = set()
+            end = time.time() + 6
+            while time.time() < end:
+                try:
+                    with open(sys.argv[1]) as f: text = f.read()
+                except OSError as e:
+                    print('error', e); continue
+                first = text.split('\\n', 1)[0]
+                seen.add(first)
+                if first.startswith('# Version '):
+                    n = int(first[10:])
+                    if text != first + '\\n' + ('line %d\\n' % n) * (n * 500): print('torn', n, len(text)); sys.exit(1)
+            print('ok', len(seen))
+            """, second.inMount("Draft.textbundle/text.md")], capture: true)
+        for version in versions {
+            #expect(try first.save("Draft.textbundle/text.md", Data(version.utf8)) == "ok")
+            usleep(150_000)
+        }
+        let status = reader.wait()
+        let output = String(decoding: reader.output, as: UTF8.self)
+        #expect(status == 0 && output.hasPrefix("ok"), "\(output)\(String(decoding: reader.error, as: UTF8.self))")
+        #expect(within(1.0) { contents(second.inMount("Draft.textbundle/text.md")) == versions.last } != nil)
+    }
+
+    @Test func anInvalidSaveThroughOneMountIsRefusedAndTheOtherKeepsTheOldVersion() throws {
+        let first = try MountedStore(postgres: location)
+        let second = try MountedStore(postgres: location)
+        defer { first.unmount(); second.unmount() }
+        #expect(try first.save("config.json", Data(#"{"ok": true}"#.utf8)) == "ok")
+        #expect(within(1.0) { contents(second.inMount("config.json")) == #"{"ok": true}"# } != nil)
+        #expect(try first.save("config.json", Data(#"{"ok": tru"#.utf8)) == "EIO")
+        usleep(1_200_000)
+        #expect(contents(second.inMount("config.json")) == #"{"ok": true}"#)
+        #expect(contents(first.inMount("config.json")) == #"{"ok": true}"#)
+        #expect(try cluster.query("SELECT count(*) FROM docfs_items WHERE name = 'config.json'::bytea") == "1")
+        #expect(first.quarantined.contains { $0.contains("config.json") })
+    }
+
+    @Test func concurrentSavesOfOneDocumentOneWinsTheOtherIsRefusedAndQuarantined() throws {
+        let first = try MountedStore(postgres: location)
+        let second = try MountedStore(postgres: location)
+        defer { first.unmount(); second.unmount() }
+        #expect(try first.save("shared.json", Data(#"{"version": 0}"#.utf8)) == "ok")
+        #expect(within(1.0) { contents(second.inMount("shared.json")) == #"{"version": 0}"# } != nil)
+        // Both programs begin their save from version 0; A closes first, B after A's save reached B.
+        let script = """
+            import errno, os, sys, time
+            a = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
+            b = os.open(sys.argv[2], os.O_WRONLY | os.O_TRUNC)
+            os.write(a, b'{"version": "from A"}'); os.close(a)
+            time.sleep(1.5)
+            os.write(b, b'{"version": "from B"}')
+            try:
+                os.close(b); print('B ok')
+            except OSError as e:
+                print('B', errno.errorcode.get(e.errno))
+            """
+        let saves = try MountedStore.run(["python3", "-c", script, first.inMount("shared.json"), second.inMount("shared.json")], timeout: 30)
+        #expect(saves.output == "B EIO\n", "\(saves.output)\(saves.error)")
+        #expect(contents(first.inMount("shared.json")) == #"{"version": "from A"}"#)
+        #expect(within(1.0) { contents(second.inMount("shared.json")) == #"{"version": "from A"}"# } != nil)
+        // B's bytes are kept in B's quarantine, with a note that says it was a conflict.
+        let kept = second.quarantined.filter { $0.contains("shared.json") }
+        #expect(kept.contains { contents(second.inStore(".docfs/quarantine/" + $0)) == #"{"version": "from B"}"# }, "\(kept)")
+        #expect(second.quarantineReasons.contains { $0.contains("conflict") && $0.contains("another mount") }, "\(second.quarantineReasons)")
+    }
+
+    @Test func killingAMountDuringAStreamOfCommitsLeavesWholeVersions() throws {
+        let first = try MountedStore(postgres: location)
+        let second = try MountedStore(postgres: location)
+        defer { first.unmount(); second.unmount() }
+        let writer = try ChildProcess(["timeout", "30", "python3", "-c", """
+            import json, sys
+            n = 0
+            while True:
+                n += 1
+                data = json.dumps({"n": n, "fill": ["x" * 100] * 5000}).encode()
+                try:
+                    with open(sys.argv[1], 'wb') as f: f.write(data)
+                except OSError:
+                    break
+            """, first.inMount("stream.json")], capture: true)
+        #expect(within(10.0) { contents(second.inMount("stream.json")) != nil } != nil)
+        usleep(500_000)
+        first.crash()
+        _ = writer.wait()
+        // Every version B shows parses whole, and so does what the database holds.
+        for _ in 0..<20 {
+            let text = contents(second.inMount("stream.json")) ?? ""
+            let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+            #expect(object?["n"] != nil, "a torn version: \(text.prefix(60))… (\(text.count) bytes)")
+            usleep(50_000)
+        }
+        let third = try MountedStore(postgres: location)
+        defer { third.unmount() }
+        let stored = contents(third.inMount("stream.json")) ?? ""
+        #expect((try? JSONSerialization.jsonObject(with: Data(stored.utf8))) != nil)
+    }
+
+    @Test func theServerStoppingFailsChangesCleanlyAndTheMountRecoversWithoutRemounting() throws {
+        let first = try MountedStore(postgres: location)
+        let second = try MountedStore(postgres: location)
+        defer { first.unmount(); second.unmount() }
+        #expect(try first.save("before.json", Data("[1]".utf8)) == "ok")
+        #expect(within(1.0) { contents(second.inMount("before.json")) == "[1]" } != nil)
+        cluster.stop(mode: "fast")
+        // Reads go on from the mirror; changes fail with an error, and nothing is half applied.
+        #expect(contents(first.inMount("before.json")) == "[1]")
+        #expect(try first.save("before.json", Data("[2]".utf8)) == "EIO")
+        #expect(try first.run(["mkdir", first.inMount("during")]).succeeded == false)
+        #expect(contents(first.inMount("before.json")) == "[1]")
+        try cluster.start()
+        // The next change connects anew; the other mount's feed reconnects by itself.
+        let recovered = within(10.0) { (try? first.save("after.json", Data("[3]".utf8))) == "ok" }
+        #expect(recovered != nil)
+        #expect(within(5.0) { contents(second.inMount("after.json")) == "[3]" } != nil)
+        #expect(contents(second.inMount("before.json")) == "[1]")
+        #expect(!FileManager.default.fileExists(atPath: first.inMount("during")), "a change that failed must not show in the mirror")
+        #expect(!FileManager.default.fileExists(atPath: second.inMount("during")))
+    }
+
+    @Test func rsyncFromADirectoryStoreIntoAPostgresStore() throws {
+        let directory = try MountedStore(texts: [
+            "a.txt": "alpha\n", "docs/b.json": #"{"b": [1, 2]}"#, "docs/c.md": "# c\n", "Notes.textbundle/info.json": #"{"version": 2}"#,
+            "Notes.textbundle/text.md": "# Notes\n",
+        ])
+        let postgres = try MountedStore(postgres: location)
+        defer { directory.unmount(); postgres.unmount() }
+        try directory.shell("mkdir -p empty && ln -s a.txt link && chmod 600 docs/c.md")
+        let copy = try MountedStore.run(["rsync", "-a", directory.mountPoint + "/", postgres.mountPoint + "/"], timeout: 60)
+        #expect(copy.succeeded, "\(copy.error)")
+        let diff = try MountedStore.run(["diff", "-r", "--no-dereference", directory.mountPoint, postgres.mountPoint], timeout: 30)
+        #expect(diff.succeeded, "\(diff.output)\(diff.error)")
+        // And from the database again, through a fresh mount.
+        let other = try MountedStore(postgres: location)
+        defer { other.unmount() }
+        let again = try MountedStore.run(["diff", "-r", "--no-dereference", directory.mountPoint, other.mountPoint], timeout: 30)
+        #expect(again.succeeded, "\(again.output)\(again.error)")
+        #expect(try other.run(["stat", "-c", "%a", other.inMount("docs/c.md")]).output == "600\n")
+    }
+}
