@@ -254,7 +254,13 @@ struct RealProgramTests {
         #expect(try mount.run(["ln", "-s", "hello.txt", "greeting"]).succeeded)
         #expect(try mount.read("greeting") == "Hello from DocFS.\n")
         #expect(try mount.run(["readlink", "greeting"]).output == "hello.txt\n")
-        #expect(try mount.run(["ln", "hello.txt", "hard.txt"]).succeeded)
+        let link = try mount.run(["ln", "hello.txt", "hard.txt"])
+        if MountedStore.backendIsPostgres {
+            // A PostgreSQL store names each item once: link(2) fails as on file systems without links.
+            #expect(!link.succeeded && link.error.contains("Operation not permitted"), "\(link.error)")
+            return
+        }
+        #expect(link.succeeded)
         #expect(try mount.run(["stat", "-c", "%h", "hello.txt"]).output == "2\n")
         #expect(try mount.read("hard.txt") == "Hello from DocFS.\n")
     }
