@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """DocFS benchmarks: each case on the native store directory, through DocFS, and through bindfs,
 measured in the same run and reported as medians with ratios to native."""
-import argparse, os, resource, shutil, statistics, subprocess, sys, tempfile, time
+import argparse, json, os, pwd, resource, shutil, statistics, subprocess, sys, tempfile, time
 
 def drop_caches():
     """Cold-cache runs need root and a writable /proc/sys/vm/drop_caches."""
@@ -62,6 +62,61 @@ class Mount:
             self.process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.process.kill()
+
+class PostgresServer:
+    """A throwaway PostgreSQL cluster (initdb + pg_ctl in `work`, a free port on 127.0.0.1, as the
+    user nobody when run as root), for `--store postgres`."""
+    def __init__(self, work):
+        versions = sorted(os.listdir('/usr/lib/postgresql'), key=lambda v: int(v) if v.isdigit() else 0)
+        self.bin = f'/usr/lib/postgresql/{versions[-1]}/bin'
+        self.dir = os.path.join(work, 'postgres')
+        os.makedirs(self.dir)
+        import socket
+        with socket.socket() as probe:
+            probe.bind(('127.0.0.1', 0))
+            self.port = probe.getsockname()[1]
+        self.prefix = ['runuser', '-u', 'nobody', '--'] if os.geteuid() == 0 else []
+        if os.geteuid() == 0:
+            os.chown(self.dir, pwd.getpwnam('nobody').pw_uid, -1)
+            os.chmod(work, 0o755)
+        run(*self.prefix, f'{self.bin}/initdb', '-D', f'{self.dir}/data', '-A', 'trust', '-U', 'docfs', stdout=subprocess.DEVNULL)
+        run(*self.prefix, f'{self.bin}/pg_ctl', '-D', f'{self.dir}/data', '-l', f'{self.dir}/log', '-w', '-o',
+            f'-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1', 'start', stdout=subprocess.DEVNULL)
+        run(*self.prefix, f'{self.bin}/createdb', '-h', '127.0.0.1', '-p', str(self.port), '-U', 'docfs', 'docfs')
+
+    def location(self, store):
+        return f'postgresql://docfs@127.0.0.1:{self.port}/docfs?store={store}'
+
+    def stop(self):
+        subprocess.run([*self.prefix, f'{self.bin}/pg_ctl', '-D', f'{self.dir}/data', '-m', 'immediate', 'stop'],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+def commit_visibility(args, work, server, count=20):
+    """How long mount B takes to show a save made through mount A of one PostgreSQL store."""
+    a = Mount('docfs', server.location('visibility'), os.path.join(work, 'visibility-a'), args.docfs, ['--cache-directory', os.path.join(work, 'visibility-cache-a')])
+    b = Mount('docfs', server.location('visibility'), os.path.join(work, 'visibility-b'), args.docfs, ['--cache-directory', os.path.join(work, 'visibility-cache-b')])
+    delays = []
+    try:
+        for index in range(count):
+            text = json.dumps({'save': index})
+            with open(os.path.join(a.mountpoint, 'seen.json'), 'w') as f:
+                f.write(text)
+            start = time.perf_counter()
+            while True:
+                try:
+                    with open(os.path.join(b.mountpoint, 'seen.json')) as f:
+                        if f.read() == text:
+                            break
+                except OSError:
+                    pass
+                if time.perf_counter() - start > 10:
+                    raise SystemExit('mount B did not show a save within 10 s')
+                time.sleep(0.002)
+            delays.append(time.perf_counter() - start)
+    finally:
+        a.close()
+        b.close()
+    print(f'postgres: mount B shows a save made through mount A after {statistics.median(delays) * 1000:.0f} ms (median of {count}; max {max(delays) * 1000:.0f} ms)')
 
 def write_large(path, size_mb):
     block = (b'All work and no play makes Jack a dull boy.\n' * 24000)[:1 << 20]
@@ -254,6 +309,8 @@ def main():
     parser.add_argument('--validation-only', action='store_true', help='run only the validation-cost case')
     parser.add_argument('--no-bindfs', action='store_true')
     parser.add_argument('--no-passthrough', action='store_true', help='leave out libfuse\'s passthrough_ll')
+    parser.add_argument('--store', choices=['directory', 'postgres'], default='directory',
+                        help='postgres: also run every case on a PostgreSQL store (a throwaway server), with ratios to the directory store, and time how soon a second mount shows a save')
     args = parser.parse_args()
 
     work = tempfile.mkdtemp(prefix='docfs-bench-', dir=args.dir)
@@ -261,6 +318,7 @@ def main():
     os.makedirs(store)
     targets = {'native': store}
     mounts = []
+    server = None
     try:
         if args.validation_mb and not args.scale_only:
             validation_cost(args, work)
@@ -281,6 +339,12 @@ def main():
             os.makedirs(sources['passthrough_ll'])
             mounts.append(Mount('passthrough_ll', sources['passthrough_ll'], os.path.join(work, 'passthrough_ll'), passthrough))
             targets['passthrough_ll'] = mounts[-1].mountpoint
+        if args.store == 'postgres':
+            server = PostgresServer(work)
+            commit_visibility(args, work, server)
+            mounts.append(Mount('docfs', server.location('bench'), os.path.join(work, 'docfs-pg'), args.docfs,
+                                ['--cache-directory', os.path.join(work, 'docfs-pg-cache')]))
+            targets['docfs-pg'] = mounts[-1].mountpoint
         if args.scale:
             # The scale case only reads: native walks DocFS's store itself, so the N documents are
             # made once for the two.
@@ -292,6 +356,9 @@ def main():
         sources['native'] = targets['native'] = os.path.join(work, 'native')
         os.makedirs(targets['native'])
         sources['docfs'] = store
+        if 'docfs-pg' in targets:
+            # A PostgreSQL store has no directory to fill beside the mount: its tree is made through it.
+            sources['docfs-pg'] = targets['docfs-pg']
         # The big tree is made in the stores directly, as a store that already exists would be.
         if args.big_tree:
             for source in sources.values():
@@ -325,6 +392,8 @@ def main():
         ]
         print(f'DocFS benchmark: {args.runs} runs per case, medians; store in {args.dir}; cold cache {"available" if cold else "not available"}')
         header = f'{"case":<20} {"what":<36}' + ''.join(f'{name:>16}' for name in targets) + ''.join(f'{name + "/native":>22}' for name in targets if name != 'native')
+        if 'docfs-pg' in targets:
+            header += f'{"docfs-pg/docfs":>22}'
         print(header)
         results = {}
         for label, what, body, amount, unit in cases:
@@ -348,6 +417,8 @@ def main():
                 return f'{"-":>22}' if medians[name] is None or medians['native'] is None else f'{medians["native"] / medians[name]:>22.2f}'
             line = f'{label:<20} {what:<36}' + ''.join(cell(n) for n in targets)
             line += ''.join(ratio(n) for n in targets if n != 'native')
+            if 'docfs-pg' in targets:
+                line += f'{"-":>22}' if not medians.get('docfs-pg') or not medians.get('docfs') else f'{medians["docfs"] / medians["docfs-pg"]:>22.2f}'
             print(line, flush=True)
             results[label] = medians
         if 'package edit' in results and 'flat edit' in results and results['package edit']['docfs'] and results['flat edit']['docfs']:
@@ -356,6 +427,8 @@ def main():
     finally:
         for mount in mounts:
             mount.close()
+        if server:
+            server.stop()
         shutil.rmtree(work, ignore_errors=True)
 
 if __name__ == '__main__':
