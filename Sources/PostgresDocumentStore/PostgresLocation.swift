@@ -45,6 +45,7 @@ public enum PostgresStoreError: Error, CustomStringConvertible, Sendable {
     case conflict(path: String, detail: String)
     case missingContent(path: String)
     case unavailable(String)
+    case noSuchStore(String)
 
     public var description: String {
         switch self {
@@ -55,6 +56,7 @@ public enum PostgresStoreError: Error, CustomStringConvertible, Sendable {
             "conflict: \(path) \(detail); this save is refused so as not to overwrite that version"
         case .missingContent(let path): "the database lacks content chunks of \(path)"
         case .unavailable(let reason): "the database is not reachable: \(reason)"
+        case .noSuchStore(let name): "the database holds no DocFS store named \(name)"
         }
     }
 }

@@ -39,8 +39,12 @@ public final class PostgresStore: DocumentStore {
     let canChangeOwner = geteuid() == 0
 
     /// Connects, migrates the schema, creates the store `location.storeName` if it is new, and
-    /// brings the mirror in `cacheDirectory` up to date with the database.
-    public init(location: PostgresLocation, cacheDirectory: String, quarantineLimits: QuarantineLimits = QuarantineLimits(), logger: Logger) throws {
+    /// brings the mirror in `cacheDirectory` up to date with the database. `readOnly` (for `docfs
+    /// check` and `status`) writes nothing to the database: a missing store or schema is an error.
+    public init(
+        location: PostgresLocation, cacheDirectory: String, quarantineLimits: QuarantineLimits = QuarantineLimits(), readOnly: Bool = false,
+        logger: Logger
+    ) throws {
         self.location = location
         self.logger = logger
         rootURL = URL(string: location.description) ?? URL(fileURLWithPath: "/")
@@ -51,6 +55,7 @@ public final class PostgresStore: DocumentStore {
         mirror = try DirectoryStore(path: cacheDirectory, quarantineLimits: quarantineLimits)
         let origin = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
         let (storeID, rootID) = try pool.withConnection { db in
+            if readOnly { return try Self.existingStore(named: location.storeName, db) }
             try StoreSchema.migrate(db)
             return try Self.openStore(named: location.storeName, db)
         }
@@ -59,6 +64,14 @@ public final class PostgresStore: DocumentStore {
         _ = mirror.recoverInterruptedWrites()
         try clearMirror()
         try synchronizeEverything()
+    }
+
+    private static func existingStore(named name: String, _ db: PostgresConnection) throws -> (Int64, Int64) {
+        let found = try? db.execute("SELECT id, root FROM docfs_stores WHERE name = $1", [.text(name)])
+        guard let found, found.count == 1, let id = found.integer(0, 0), let root = found.integer(0, 1) else {
+            throw PostgresStoreError.noSuchStore(name)
+        }
+        return (id, root)
     }
 
     /// The store's id and root folder, both created when the store is new.

@@ -47,9 +47,13 @@ struct StatusCommand: ParsableCommand {
     }
 
     func run() throws {
-        let types = try typeConfiguration.load(storePath: try store.path())
-        let directoryStore = try store.openStore()
-        let library = DocumentLibrary(store: directoryStore, rules: types.rules, readOnly: true)
+        // A PostgreSQL store: its packages from the database; the quarantine is each mount's own,
+        // in its mirror directory (`docfs status MIRROR`).
+        let postgres = store.postgresLocation
+        let types = try typeConfiguration.load(storePath: postgres == nil ? try store.path() : NSTemporaryDirectory())
+        let postgresStore = try postgres.map { try store.openPostgresStore($0) }
+        let directoryStore = try postgresStore?.mirror ?? store.openStore()
+        let library = DocumentLibrary(store: postgresStore ?? directoryStore, rules: types.rules, readOnly: true)
         let packages: [Status.Package] = library.packageReports().compactMap { report in
             switch report.state {
             case .valid: all ? .init(path: report.path, state: "valid", reason: nil) : nil

@@ -3,6 +3,8 @@ import DocumentFS
 import DocumentStore
 import Foundation
 import Glibc
+import Logging
+import PostgresDocumentStore
 
 /// A store named on the command line, directly or by a DocFS mount point that serves it; opened
 /// read-only, so commands that only look never write (and work on read-only stores and mounts).
@@ -10,8 +12,16 @@ struct StoreArgument: ParsableArguments {
     @Argument(help: ArgumentHelp("The store, or a DocFS mount point serving it.", valueName: "store"))
     var location: String
 
+    /// The PostgreSQL store named directly or by the mount point serving it (its fsname).
+    var postgresLocation: PostgresLocation? {
+        let named = PostgresLocation.isPostgresLocation(location) ? location : (try? path())
+        guard let named, PostgresLocation.isPostgresLocation(named) else { return nil }
+        return try? PostgresLocation(named)
+    }
+
     /// The store's directory.
     func path() throws -> String {
+        if PostgresLocation.isPostgresLocation(location) { return location }
         let absolute = realpath(location, nil).map { pointer in
             defer { free(pointer) }
             return String(cString: pointer)
@@ -31,8 +41,27 @@ struct StoreArgument: ParsableArguments {
     }
 
     func openLibrary(configuration: ConfigurationOption) throws -> DocumentLibrary {
+        if let postgres = postgresLocation {
+            let types = try configuration.load(storePath: NSTemporaryDirectory())
+            return DocumentLibrary(store: try openPostgresStore(postgres), rules: types.rules, readOnly: true)
+        }
         let types = try configuration.load(storePath: try path())
         return DocumentLibrary(store: try openStore(), rules: types.rules, readOnly: true)
+    }
+
+    /// A PostgreSQL store read into a temporary mirror, removed when the command ends (the
+    /// database is not written).
+    func openPostgresStore(_ postgres: PostgresLocation) throws -> PostgresStore {
+        let mirror = NSTemporaryDirectory() + "docfs-\(getpid())-mirror"
+        atexit { _ = try? FileManager.default.removeItem(atPath: NSTemporaryDirectory() + "docfs-\(getpid())-mirror") }
+        var logger = Logger(label: "docfs") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = .warning
+        do {
+            return try PostgresStore(location: postgres, cacheDirectory: mirror, readOnly: true, logger: logger)
+        } catch {
+            FileHandle.standardError.write(Data("docfs: cannot open store \(location): \(error)\n".utf8))
+            throw ExitStatus.badStore
+        }
     }
 }
 

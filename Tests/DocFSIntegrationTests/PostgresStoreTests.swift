@@ -208,5 +208,12 @@ final class PostgresStoreTests {
         let again = try MountedStore.run(["diff", "-r", "--no-dereference", directory.mountPoint, other.mountPoint], timeout: 30)
         #expect(again.succeeded, "\(again.output)\(again.error)")
         #expect(try other.run(["stat", "-c", "%a", other.inMount("docs/c.md")]).output == "600\n")
+        // docfs check reads the store from the database, by location or by a mount point serving it.
+        for target in [location, other.mountPoint] {
+            let check = try MountedStore.run([MountedStore.binary, "check", target], timeout: 60)
+            #expect(check.succeeded && check.output.contains("4 decode, 0 do not"), "\(check.output)\(check.error)")
+        }
+        let missing = try MountedStore.run([MountedStore.binary, "check", cluster.location(store: "no-such-store")], timeout: 60)
+        #expect(missing.status == 3 && missing.error.contains("no DocFS store named no-such-store"), "\(missing.error)")
     }
 }
