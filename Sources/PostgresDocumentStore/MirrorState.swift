@@ -43,7 +43,9 @@ struct MirrorState {
         bases.values.first { $0.document == document }.map { $0.base }
     }
 
+    /// `path` and, for a folder, every path below it (a scan of what is known: folders only).
     private func keys(under path: String) -> [String] {
+        if !path.isEmpty, let item = known[path], !item.isFolder { return [path] }
         let prefix = path + "/"
         return known.keys.filter { $0 == path || path.isEmpty || $0.hasPrefix(prefix) }
     }

@@ -368,7 +368,9 @@ extension PostgresStore {
                 throw SystemCallError(errno: ENOENT, operation: "setattr", path: path)
             }
             try queries.recordChange(db, folders: [folder])
-            return KnownItem(id: item.id, version: version, contentVersion: item.contentVersion)
+            var changed = item
+            changed.version = version
+            return changed
         }, then: { item in
             state.withLock { $0.set(path, item) }
         })

@@ -191,6 +191,6 @@ extension PostgresStore {
 
 extension KnownItem {
     init(_ item: StoredItem) {
-        self.init(id: item.id, version: item.version, contentVersion: item.contentVersion)
+        self.init(id: item.id, version: item.version, contentVersion: item.contentVersion, isFolder: item.isDirectory)
     }
 }

@@ -192,7 +192,7 @@ public final class PostgresStore: DocumentStore {
 
     /// The row the mirrored `path` holds, or ENOENT.
     func knownItem(_ path: String, operation: String) throws -> KnownItem {
-        if path.isEmpty { return state.withLock { $0[""] } ?? KnownItem(id: rootID, version: 0, contentVersion: 0) }
+        if path.isEmpty { return state.withLock { $0[""] } ?? KnownItem(id: rootID, version: 0, contentVersion: 0, isFolder: true) }
         guard let item = state.withLock({ $0[path] }) else { throw SystemCallError(errno: ENOENT, operation: operation, path: path) }
         return item
     }

@@ -51,10 +51,11 @@ struct StoreQueries: Sendable {
     /// The item named `name` in `parent`, locked until the transaction ends.
     func lockedItem(_ db: PostgresConnection, parent: Int64, name: String) throws -> KnownItem? {
         let rows = try db.execute(
-            "SELECT id, version, content_version FROM docfs_items WHERE parent = $1 AND name = $2 FOR UPDATE",
+            "SELECT id, version, content_version, mode FROM docfs_items WHERE parent = $1 AND name = $2 FOR UPDATE",
             [.integer(parent), .bytes(FileSystemPath.bytes(of: name))])
         guard rows.count > 0, let id = rows.integer(0, 0) else { return nil }
-        return KnownItem(id: id, version: rows.integer(0, 1) ?? 0, contentVersion: rows.integer(0, 2) ?? 0)
+        let isFolder = UInt32(truncatingIfNeeded: rows.integer(0, 3) ?? 0) & UInt32(S_IFMT) == UInt32(S_IFDIR)
+        return KnownItem(id: id, version: rows.integer(0, 1) ?? 0, contentVersion: rows.integer(0, 2) ?? 0, isFolder: isFolder)
     }
 
     func hasChildren(_ db: PostgresConnection, _ id: Int64) throws -> Bool {
@@ -80,7 +81,7 @@ struct StoreQueries: Sendable {
                 .integer(status.kind == .regular ? status.size : 0), .bytes(chunks), target.map { .bytes(FileSystemPath.bytes(of: $0)) } ?? .null,
             ])
         let version = rows.integer(0, 1) ?? 0
-        return KnownItem(id: rows.integer(0, 0) ?? 0, version: version, contentVersion: version)
+        return KnownItem(id: rows.integer(0, 0) ?? 0, version: version, contentVersion: version, isFolder: status.kind == .directory)
     }
 
     /// Sets an item's attributes (mode, owner, times) from `status`; a new version, same content.
@@ -128,7 +129,7 @@ struct StoreQueries: Sendable {
             ])
         guard rows.count > 0, let version = rows.integer(0, 0) else { return nil }
         try db.execute("DELETE FROM docfs_xattrs WHERE item = $1", [.integer(id)])
-        return KnownItem(id: id, version: version, contentVersion: version)
+        return KnownItem(id: id, version: version, contentVersion: version, isFolder: true)
     }
 
     func bumpVersion(_ db: PostgresConnection, id: Int64) throws -> Int64? {

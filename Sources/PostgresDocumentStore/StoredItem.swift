@@ -61,6 +61,8 @@ struct KnownItem: Sendable, Equatable {
     var id: Int64
     var version: Int64
     var contentVersion: Int64
+    /// Only a folder has items under its path, which renames and removals must carry along.
+    var isFolder = false
 }
 
 /// The items a query returned, by parent, for walking a subtree.
