@@ -188,7 +188,9 @@ struct MountCommand: ParsableCommand {
         if let location = try postgresLocation {
             let mirror = mirrorDirectory(location, mountPath: mountPath)
             do {
-                try FileManager.default.createDirectory(atPath: mirror, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                // With its private area, which holds the log when there is no syslog.
+                try FileManager.default.createDirectory(
+                    atPath: mirror + "/" + DirectoryStore.privateAreaName, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             } catch {
                 throw CommandFailure(message: "cannot make the mirror directory \(mirror): \(error)", status: ExitStatus.badStore)
             }
