@@ -174,6 +174,9 @@ extension DocumentFileSystem {
         guard let stage = slot.stage else { return }
         try packages.withPackage(member.root) { () throws(FUSEError) in
             if let outcome = try packages.commitWriteInPlace(member.member, staging: stage.file, root: member.root, claim: member.claim, durable: durable) {
+                if case .refusedByStore(let reason) = outcome {
+                    try refuse(&slot, node: node, path: path, reason: reason, closing: closing)
+                }
                 slot.stage = nil
                 memberCommitted(node, installed: stage.file, outcome: outcome, path: path)
                 return
@@ -208,6 +211,7 @@ extension DocumentFileSystem {
             switch outcome {
             case .asApplied: state.live = installed.descriptor
             case .reencoded: state.live = try? store.openForReading(path)
+            case .refusedByStore: break
             }
             state.decodedVersion = nil
             state.cachedVersion = nil

@@ -71,6 +71,9 @@ final class PackageCoordinator: Sendable {
         case asApplied
         /// The type returned other bytes than were written: caches of the package must be dropped.
         case reencoded
+        /// The store refused the commit (a shared store: another mount changed the member since
+        /// this write began); nothing changed.
+        case refusedByStore(String)
     }
 
     /// Commits `change` to the package at `root`. Call with the package's lock held.
@@ -119,6 +122,12 @@ final class PackageCoordinator: Sendable {
                 store.removePrivateItem(clone)
                 try? PackageMarker.mark(root, in: store)
             }
+        } catch let refusal as StoreRefusal {
+            // The changed package is the user's work: kept whole, never dropped.
+            let kept = try? store.quarantineItem(clone, for: root, reason: "change to \(change.member): \(refusal.reason)")
+            logger.error("refused a change to \(change.member) in \(root): \(refusal.reason). The refused package is in \(kept ?? "(could not be kept)")")
+            if kept == nil { store.removePrivateItem(clone) }
+            throw .ioError
         } catch {
             store.removePrivateItem(clone)
             throw FUSEError(error)
@@ -164,6 +173,8 @@ final class PackageCoordinator: Sendable {
                 store.discard(staging)
                 try? PackageMarker.mark(root, in: store)
             }
+        } catch let refusal as StoreRefusal {
+            return .refusedByStore(refusal.reason)
         } catch {
             throw FUSEError(error)
         }

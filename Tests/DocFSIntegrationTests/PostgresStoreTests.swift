@@ -134,6 +134,17 @@ final class PostgresStoreTests {
         let kept = second.quarantined.filter { $0.contains("shared.json") }
         #expect(kept.contains { contents(second.inStore(".docfs/quarantine/" + $0)) == #"{"version": "from B"}"# }, "\(kept)")
         #expect(second.quarantineReasons.contains { $0.contains("conflict") && $0.contains("another mount") }, "\(second.quarantineReasons)")
+
+        // The same race on a member of a package.
+        try first.shell(#"mkdir P.textbundle && printf '{"version": 2}' > P.textbundle/info.json && printf '# 0\n' > P.textbundle/text.md"#)
+        #expect(within(2.0) { contents(second.inMount("P.textbundle/text.md")) == "# 0\n" } != nil)
+        let member = try MountedStore.run(
+            ["python3", "-c", script.replacingOccurrences(of: #"{"version": "from A"}"#, with: "# A").replacingOccurrences(of: #"{"version": "from B"}"#, with: "# B"),
+             first.inMount("P.textbundle/text.md"), second.inMount("P.textbundle/text.md")], timeout: 30)
+        #expect(member.output == "B EIO\n", "\(member.output)\(member.error)")
+        #expect(within(1.0) { contents(second.inMount("P.textbundle/text.md")) == "# A" } != nil)
+        #expect(contents(first.inMount("P.textbundle/text.md")) == "# A")
+        #expect(second.quarantined.contains { contents(second.inStore(".docfs/quarantine/" + $0)) == "# B" }, "\(second.quarantined)")
     }
 
     @Test func killingAMountDuringAStreamOfCommitsLeavesWholeVersions() throws {
