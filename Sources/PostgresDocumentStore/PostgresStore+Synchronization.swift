@@ -49,6 +49,13 @@ extension PostgresStore {
                     "SELECT seq, directory, origin FROM docfs_changes WHERE store = $1 AND seq > $2 ORDER BY seq",
                     [.integer(queries.storeID), .integer(since)])
                 guard rows.count > 0 else { return [] }
+                // Numbers are consecutive (each transaction takes the next and logs at least one
+                // folder): a gap means the log was pruned past this mount, which then compares its
+                // whole mirror instead.
+                if let first = rows.integer(0, 0), first > since + 1 {
+                    state.withLock { $0.needsFullSynchronization = true }
+                    return []
+                }
                 var folders: [Int64] = []
                 var last = since
                 for row in 0..<rows.count {
@@ -67,7 +74,25 @@ extension PostgresStore {
             }
         }
         deliver(changes)
+        if state.withLock({ $0.needsFullSynchronization }) {
+            logger.notice("the change log was pruned past this mount's last read: comparing the whole mirror with the database")
+            try synchronizeEverything()
+            return true
+        }
         return !changes.isEmpty
+    }
+
+    /// How many change numbers the log keeps behind the newest: a mount that falls further behind
+    /// (stopped for long, or disconnected) compares its whole mirror when it catches up.
+    static let changeLogLength: Int64 = 100_000
+
+    /// Drops the log's oldest entries (at each mount).
+    func pruneChangeLog() {
+        _ = try? pool.withConnection { db in
+            try db.execute(
+                "DELETE FROM docfs_changes WHERE store = $1 AND seq < (SELECT last_change FROM docfs_stores WHERE id = $1) - $2",
+                [.integer(queries.storeID), .integer(Self.changeLogLength)])
+        }
     }
 
     private func deliver(_ changes: [StoreChange]) {

@@ -64,6 +64,7 @@ public final class PostgresStore: DocumentStore {
         _ = mirror.recoverInterruptedWrites()
         try clearMirror()
         try synchronizeEverything()
+        if !readOnly { pruneChangeLog() }
     }
 
     private static func existingStore(named name: String, _ db: PostgresConnection) throws -> (Int64, Int64) {

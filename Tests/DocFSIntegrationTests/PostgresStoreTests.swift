@@ -201,6 +201,24 @@ final class PostgresStoreTests {
         #expect(!FileManager.default.fileExists(atPath: second.inMount("during")))
     }
 
+    @Test func aMountThatFindsTheChangeLogPrunedPastItComparesItsWholeMirror() throws {
+        let first = try MountedStore(postgres: location)
+        let second = try MountedStore(postgres: location)
+        defer { first.unmount(); second.unmount() }
+        // A change whose log entries are gone (pruned while B was away): the item is in the
+        // database, the change numbers moved on, the log does not say where.
+        _ = try cluster.query("""
+            INSERT INTO docfs_items (store, parent, name, mode, uid, gid, atime_ns, mtime_ns, version, content_version)
+            SELECT id, root, 'pruned.txt'::bytea, 33188, 0, 0, 0, 0, nextval('docfs_versions'), currval('docfs_versions')
+            FROM docfs_stores WHERE name = 'shared';
+            UPDATE docfs_stores SET last_change = last_change + 2 WHERE name = 'shared';
+            """)
+        #expect(try first.save("later.json", Data("[1]".utf8)) == "ok")
+        #expect(within(3.0) { contents(second.inMount("later.json")) == "[1]" } != nil)
+        #expect(within(1.0) { FileManager.default.fileExists(atPath: second.inMount("pruned.txt")) } != nil, "B read past the gap without comparing its mirror")
+        #expect(second.log.contains("pruned past this mount"))
+    }
+
     @Test func rsyncFromADirectoryStoreIntoAPostgresStore() throws {
         let directory = try MountedStore(texts: [
             "a.txt": "alpha\n", "docs/b.json": #"{"b": [1, 2]}"#, "docs/c.md": "# c\n", "Notes.textbundle/info.json": #"{"version": 2}"#,
