@@ -13,6 +13,9 @@ struct MirrorState {
 
     subscript(path: String) -> KnownItem? { known[path] }
 
+    /// What is known, for the manifest a clean unmount leaves.
+    var allKnown: [String: KnownItem] { known }
+
     func path(of id: Int64) -> String? { paths[id] }
 
     mutating func set(_ path: String, _ item: KnownItem) {

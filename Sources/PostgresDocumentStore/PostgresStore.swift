@@ -62,7 +62,14 @@ public final class PostgresStore: DocumentStore {
         self.rootID = rootID
         queries = StoreQueries(storeID: storeID, origin: origin)
         _ = mirror.recoverInterruptedWrites()
-        try clearMirror()
+        if let manifest = readOnly ? nil : takeManifest() {
+            // A clean unmount said what the mirror holds: only what changed since is fetched.
+            state.withLock { state in
+                for (path, item) in manifest { state.set(path, item) }
+            }
+        } else {
+            try clearMirror()
+        }
         try synchronizeEverything()
         if !readOnly { pruneChangeLog() }
     }
@@ -97,8 +104,34 @@ public final class PostgresStore: DocumentStore {
         }
     }
 
-    /// The mirror is rebuilt from the database at each mount: whatever it held is not known to
-    /// match. Its private area (the quarantine) stays.
+    private var manifestPath: String { (mirror.localPath(of: DirectoryStore.privateAreaName) ?? "") + "/postgres-manifest.json" }
+
+    /// Records what the mirror holds (each path's row and versions), so the next mount of this
+    /// mirror fetches only what changed. Call once the mount is gone and nothing changes the mirror.
+    public func saveManifest() {
+        applying.writing {
+            let known = state.withLock { $0.allKnown }
+            guard let data = try? JSONEncoder().encode(known) else { return }
+            let temporary = manifestPath + ".new"
+            do {
+                try data.write(to: URL(fileURLWithPath: temporary))
+                try FileIO.rename(temporary, manifestPath)
+            } catch {
+                logger.warning("could not record what the mirror holds (\(error)); the next mount rebuilds it from the database")
+            }
+        }
+    }
+
+    /// The manifest a clean unmount left, removed as it is read: a mount that ends without saving
+    /// one (a crash) leaves none, and the next mount rebuilds the mirror whole.
+    private func takeManifest() -> [String: KnownItem]? {
+        guard let data = try? Data(contentsOf: URL(fileURLWithPath: manifestPath)) else { return nil }
+        Paths.remove(manifestPath)
+        return try? JSONDecoder().decode([String: KnownItem].self, from: data)
+    }
+
+    /// Without a manifest the mirror is rebuilt from the database: whatever it held is not known
+    /// to match. Its private area (the quarantine) stays.
     private func clearMirror() throws {
         for entry in try mirror.list("") {
             guard let full = mirror.localPath(of: entry.name) else { continue }

@@ -57,7 +57,7 @@ struct StoredItem: Sendable {
 }
 
 /// What the mount knows of a stored item it mirrors: which row, at which versions.
-struct KnownItem: Sendable, Equatable {
+struct KnownItem: Sendable, Equatable, Codable {
     var id: Int64
     var version: Int64
     var contentVersion: Int64

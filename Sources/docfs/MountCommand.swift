@@ -259,6 +259,7 @@ struct MountCommand: ParsableCommand {
             throw CommandFailure(message: "cannot mount \(store) at \(mountPoint): \(error)", status: ExitStatus.failure)
         }
         SystemdNotification.send("STOPPING=1")
+        (documentStore as? PostgresStore)?.saveManifest()
         logger.info("unmounted \(mountPath)\(result > 0 ? " after signal \(result)" : "")")
     }
 

@@ -24,6 +24,15 @@ final class PostgresStoreTests {
         return nil
     }
 
+    private struct FileStatus {
+        let inode: UInt64
+        init(path: String) throws {
+            var status = stat()
+            guard stat(path, &status) == 0 else { throw CocoaError(.fileNoSuchFile) }
+            inode = UInt64(status.st_ino)
+        }
+    }
+
     private func contents(_ path: String) -> String? {
         (try? Data(contentsOf: URL(fileURLWithPath: path))).map { String(decoding: $0, as: UTF8.self) }
     }
@@ -91,6 +100,25 @@ final class PostgresStoreTests {
         let output = String(decoding: reader.output, as: UTF8.self)
         #expect(status == 0 && output.hasPrefix("ok"), "\(output)\(String(decoding: reader.error, as: UTF8.self))")
         #expect(within(1.0) { contents(second.inMount("Draft.textbundle/text.md")) == versions.last } != nil)
+    }
+
+    @Test func aRemountFetchesOnlyWhatChangedWhileItWasAway() throws {
+        let first = try MountedStore(postgres: location)
+        let second = try MountedStore(postgres: location)
+        defer { first.unmount(); second.unmount() }
+        try first.shell("mkdir -p kept && printf 'same\n' > kept/same.txt && printf 'old\n' > kept/changed.txt && printf 'x\n' > gone.txt")
+        #expect(within(1.0) { contents(second.inMount("gone.txt")) == "x\n" } != nil)
+        let before = try FileStatus(path: first.inStore("kept/same.txt"))
+        first.unmount()
+        #expect(FileManager.default.fileExists(atPath: first.inStore(".docfs/postgres-manifest.json")))
+        try second.shell("printf 'new\n' > kept/changed.txt && rm gone.txt && printf 'n\n' > added.txt")
+        try first.mount()
+        #expect(contents(first.inMount("kept/changed.txt")) == "new\n")
+        #expect(contents(first.inMount("added.txt")) == "n\n")
+        #expect(!FileManager.default.fileExists(atPath: first.inMount("gone.txt")))
+        #expect(contents(first.inMount("kept/same.txt")) == "same\n")
+        // The unchanged file is the same file in the mirror: not downloaded again.
+        #expect(try FileStatus(path: first.inStore("kept/same.txt")).inode == before.inode)
     }
 
     @Test func anInvalidSaveThroughOneMountIsRefusedAndTheOtherKeepsTheOldVersion() throws {
