@@ -12,14 +12,13 @@ extension PostgresStore {
         if Self.isPrivate(path) { return try mirror.install(staging, at: path, durable: false) }
         let (parentPath, name) = StorePath.split(path)
         let status = try staging.status()
-        let content = try FileIO.contents(of: staging.descriptor.rawValue, size: Int(status.size), path: staging.path)
         let base = state.withLock { state in state.bases[staging.path].map { $0.base } ?? state[path] }
         var installed: FileStatus?
         try change(path, { db -> KnownItem in
             let parent = try knownItem(parentPath, operation: "install")
             let stored = try queries.lockedItem(db, parent: parent.id, name: name)
             try checkConflict(path, stored: stored, base: base)
-            let chunks = try content.withUnsafeBytes { try queries.upload(db, $0) }
+            let chunks = try queries.upload(db, descriptor: staging.descriptor, size: status.size, path: staging.path)
             let item: KnownItem
             if let stored, let updated = try queries.updateContent(db, id: stored.id, status: status, chunks: chunks) {
                 item = updated
@@ -89,9 +88,7 @@ extension PostgresStore {
                 published = [(path, root)]
                 published += try publishChildren(db, of: prepared, parentID: root.id, as: path)
             } else {
-                let descriptor = try mirror.openForReading(prepared)
-                let content = try FileIO.contents(of: descriptor.rawValue, size: Int(status.size), path: prepared)
-                let chunks = try content.withUnsafeBytes { try queries.upload(db, $0) }
+                let chunks = try queries.upload(db, descriptor: try mirror.openForReading(prepared), size: status.size, path: prepared)
                 if let stored { try db.execute("DELETE FROM docfs_items WHERE id = $1", [.integer(stored.id)]) }
                 let item = try queries.insert(db, parent: parent.id, name: name, status: status, chunks: chunks)
                 try publishExtendedAttributes(db, of: prepared, id: item.id)
@@ -118,9 +115,7 @@ extension PostgresStore {
             let item: KnownItem
             switch status.kind {
             case .regular:
-                let descriptor = try mirror.openForReading(child)
-                let content = try FileIO.contents(of: descriptor.rawValue, size: Int(status.size), path: child)
-                let chunks = try content.withUnsafeBytes { try queries.upload(db, $0) }
+                let chunks = try queries.upload(db, descriptor: try mirror.openForReading(child), size: status.size, path: child)
                 item = try queries.insert(db, parent: parentID, name: entry.name, status: status, chunks: chunks)
             case .symbolicLink:
                 item = try queries.insert(db, parent: parentID, name: entry.name, status: status, target: try mirror.symbolicLinkTarget(child))

@@ -14,33 +14,25 @@ struct StoreQueries: Sendable {
 
     /// The whole store (`root` nil) or the subtree under `root`, with extended attributes.
     func tree(_ db: PostgresConnection, root: Int64? = nil) throws -> ItemTree {
-        var tree = ItemTree()
-        let rows: PostgresRows
-        let attributes: PostgresRows
-        if let root {
-            let subtree = "WITH RECURSIVE t AS (SELECT * FROM docfs_items WHERE id = $1 UNION ALL SELECT i.* FROM docfs_items i JOIN t ON i.parent = t.id)"
-            rows = try db.execute("\(subtree) SELECT \(StoredItem.columns) FROM t", [.integer(root)])
-            attributes = try db.execute("\(subtree) SELECT x.item, x.name, x.value FROM docfs_xattrs x JOIN t ON x.item = t.id", [.integer(root)])
-        } else {
-            rows = try db.execute("SELECT \(StoredItem.columns) FROM docfs_items WHERE store = $1", [.integer(storeID)])
-            attributes = try db.execute(
-                "SELECT x.item, x.name, x.value FROM docfs_xattrs x JOIN docfs_items i ON x.item = i.id WHERE i.store = $1", [.integer(storeID)])
+        guard let root else {
+            return try items(db, from: "docfs_items WHERE store = $1", [.integer(storeID)])
         }
-        for row in 0..<rows.count { tree.add(StoredItem(rows, row)) }
-        for row in 0..<attributes.count {
-            guard let item = attributes.integer(row, 0) else { continue }
-            tree.items[item]?.extendedAttributes.append((FileSystemPath.string(fromBytes: attributes.bytes(row, 1)), attributes.bytes(row, 2)))
-        }
-        return tree
+        let subtree = "WITH RECURSIVE t AS (SELECT * FROM docfs_items WHERE id = $1 UNION ALL SELECT i.* FROM docfs_items i JOIN t ON i.parent = t.id)"
+        return try items(db, with: subtree, from: "t", [.integer(root)])
     }
 
     /// A folder and its children (not their children), with extended attributes.
     func directory(_ db: PostgresConnection, _ id: Int64) throws -> ItemTree {
+        try items(db, from: "docfs_items WHERE id = $1 OR parent = $1", [.integer(id)])
+    }
+
+    /// The items `source` (a table with a condition) names, and their extended attributes.
+    private func items(_ db: PostgresConnection, with prefix: String = "", from source: String, _ parameters: [PostgresValue]) throws -> ItemTree {
         var tree = ItemTree()
-        let rows = try db.execute("SELECT \(StoredItem.columns) FROM docfs_items WHERE id = $1 OR parent = $1", [.integer(id)])
+        let rows = try db.execute("\(prefix) SELECT \(StoredItem.columns) FROM \(source)", parameters)
         for row in 0..<rows.count { tree.add(StoredItem(rows, row)) }
         let attributes = try db.execute(
-            "SELECT x.item, x.name, x.value FROM docfs_xattrs x JOIN docfs_items i ON x.item = i.id WHERE i.id = $1 OR i.parent = $1", [.integer(id)])
+            "\(prefix) SELECT x.item, x.name, x.value FROM docfs_xattrs x WHERE x.item IN (SELECT id FROM \(source))", parameters)
         for row in 0..<attributes.count {
             guard let item = attributes.integer(row, 0) else { continue }
             tree.items[item]?.extendedAttributes.append((FileSystemPath.string(fromBytes: attributes.bytes(row, 1)), attributes.bytes(row, 2)))
@@ -84,11 +76,13 @@ struct StoreQueries: Sendable {
         return KnownItem(id: rows.integer(0, 0) ?? 0, version: version, contentVersion: version, isFolder: status.kind == .directory)
     }
 
-    /// Sets an item's attributes (mode, owner, times) from `status`; a new version, same content.
-    func updateAttributes(_ db: PostgresConnection, id: Int64, status: FileStatus) throws -> Int64? {
+    /// Sets an item's attributes (mode, owner, times) from `status`; a new version, and with
+    /// `newContent` a new content version too. Returns the version, nil when the row is gone.
+    func updateAttributes(_ db: PostgresConnection, id: Int64, status: FileStatus, newContent: Bool = false) throws -> Int64? {
+        let content = newContent ? ", content_version = currval('docfs_versions')" : ""
         let rows = try db.execute(
             """
-            UPDATE docfs_items SET mode = $2, uid = $3, gid = $4, atime_ns = $5, mtime_ns = $6, version = nextval('docfs_versions')
+            UPDATE docfs_items SET mode = $2, uid = $3, gid = $4, atime_ns = $5, mtime_ns = $6, version = nextval('docfs_versions')\(content)
             WHERE id = $1 RETURNING version
             """,
             [
@@ -117,24 +111,9 @@ struct StoreQueries: Sendable {
     /// A new version of a folder replaced whole (a package commit), its attributes from `status`.
     func replaceFolder(_ db: PostgresConnection, id: Int64, status: FileStatus) throws -> KnownItem? {
         try db.execute("DELETE FROM docfs_items WHERE parent = $1", [.integer(id)])
-        let rows = try db.execute(
-            """
-            UPDATE docfs_items SET mode = $2, uid = $3, gid = $4, atime_ns = $5, mtime_ns = $6,
-                version = nextval('docfs_versions'), content_version = currval('docfs_versions')
-            WHERE id = $1 RETURNING version
-            """,
-            [
-                .integer(id), .integer(Int64(status.mode)), .integer(Int64(status.userID)), .integer(Int64(status.groupID)),
-                .integer(StoredItem.nanoseconds(status.accessTime)), .integer(StoredItem.nanoseconds(status.modificationTime)),
-            ])
-        guard rows.count > 0, let version = rows.integer(0, 0) else { return nil }
+        guard let version = try updateAttributes(db, id: id, status: status, newContent: true) else { return nil }
         try db.execute("DELETE FROM docfs_xattrs WHERE item = $1", [.integer(id)])
         return KnownItem(id: id, version: version, contentVersion: version, isFolder: true)
-    }
-
-    func bumpVersion(_ db: PostgresConnection, id: Int64) throws -> Int64? {
-        let rows = try db.execute("UPDATE docfs_items SET version = nextval('docfs_versions') WHERE id = $1 RETURNING version", [.integer(id)])
-        return rows.count > 0 ? rows.integer(0, 0) : nil
     }
 
     func setExtendedAttribute(_ db: PostgresConnection, id: Int64, name: String, value: [UInt8]) throws {
@@ -169,6 +148,12 @@ struct StoreQueries: Sendable {
                 [.bytes(hash), .bytes(Array(UnsafeRawBufferPointer(rebasing: bytes[range])))])
         }
         return list
+    }
+
+    /// Stores the content of the file open at `descriptor` (`size` bytes); returns the chunk list.
+    func upload(_ db: PostgresConnection, descriptor: OwnedDescriptor, size: Int64, path: String) throws -> [UInt8] {
+        let content = try FileIO.contents(of: descriptor.rawValue, size: Int(size), path: path)
+        return try content.withUnsafeBytes { try upload(db, $0) }
     }
 
     /// Writes the content a chunk list names to `descriptor`, a batch of chunks per query.
