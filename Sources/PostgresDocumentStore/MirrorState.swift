@@ -1,8 +1,15 @@
-/// What a mount knows of the database: which row and version each mirrored path holds, what each
-/// write in progress is based on, and how far the change log has been read.
+/// What a mount knows of the database: which row and version each mirrored path holds, which
+/// files' content the mirror holds (and how much), what each write in progress is based on, and how
+/// far the change log has been read.
 struct MirrorState {
     private(set) var known: [String: KnownItem] = [:]
     private var paths: [Int64: String] = [:]
+    /// The rows whose content the mirror holds, by content key: where a file with that content can
+    /// be copied from, and the candidates for eviction.
+    private var fetched: [ContentKey: Set<Int64>] = [:]
+    /// The bytes of content the mirror holds (placeholders take none).
+    private(set) var fetchedBytes: Int64 = 0
+    private var clock: UInt64 = 0
     /// The stored version each write in progress began from, by staging file or clone path.
     var bases: [String: (document: String, base: KnownItem?)] = [:]
     /// The last change number read from `docfs_changes`.
@@ -18,17 +25,82 @@ struct MirrorState {
 
     func path(of id: Int64) -> String? { paths[id] }
 
+    /// Records what `path` holds. A new version of the same content (an attribute change) keeps
+    /// whether its content was fetched, and when it was last used.
     mutating func set(_ path: String, _ item: KnownItem) {
-        if let old = known[path], old.id != item.id { paths[old.id] = nil }
+        var item = item
+        if let old = known[path] {
+            if old.id == item.id, old.contentVersion == item.contentVersion {
+                item.isFetched = old.isFetched
+                item.lastUse = old.lastUse
+            }
+            forget(old)
+        }
+        remember(path, item)
+    }
+
+    private mutating func remember(_ path: String, _ item: KnownItem) {
+        clock = max(clock, item.lastUse)
         known[path] = item
         paths[item.id] = path
+        guard item.isFetched, let key = item.contentKey else { return }
+        fetched[key, default: []].insert(item.id)
+        fetchedBytes += item.size
+    }
+
+    private mutating func forget(_ item: KnownItem) {
+        paths[item.id] = nil
+        guard item.isFetched, let key = item.contentKey else { return }
+        fetched[key]?.remove(item.id)
+        if fetched[key]?.isEmpty == true { fetched[key] = nil }
+        fetchedBytes -= item.size
     }
 
     /// Forgets `path` and everything under it.
     mutating func removeSubtree(_ path: String) {
         for key in keys(under: path) {
-            if let item = known.removeValue(forKey: key) { paths[item.id] = nil }
+            if let item = known.removeValue(forKey: key) { forget(item) }
         }
+    }
+
+    // MARK: The content cache
+
+    /// Marks the files at or under `path` used now; returns those whose content is not fetched.
+    mutating func use(under path: String) -> [String] {
+        clock += 1
+        var unfetched: [String] = []
+        for key in keys(under: path) where known[key]?.isFolder == false {
+            known[key]?.lastUse = clock
+            if known[key]?.isFetched == false { unfetched.append(key) }
+        }
+        return unfetched
+    }
+
+    /// The content of `path` is in the mirror now (or, `isFetched` false, a placeholder stands there).
+    mutating func setFetched(_ path: String, _ isFetched: Bool) {
+        guard var item = known[path] else { return }
+        forget(item)
+        item.isFetched = isFetched
+        clock += 1
+        item.lastUse = clock
+        remember(path, item)
+    }
+
+    /// A path in the mirror that holds content with `key`, to copy instead of fetching.
+    func fetchedPath(withKey key: ContentKey?) -> String? {
+        guard let key, let id = fetched[key]?.first else { return nil }
+        return paths[id]
+    }
+
+    /// Every path whose content is in the mirror, least recently used first.
+    func evictionOrder() -> [String] {
+        let items = fetched.values.flatMap { $0 }.compactMap { id in paths[id].flatMap { path in known[path].map { (path, $0.lastUse) } } }
+        return items.sorted { $0.1 < $1.1 }.map(\.0)
+    }
+
+    /// The regular files at or under `path` whose content is not in the mirror.
+    func unfetched(under path: String) -> [String] {
+        keys(under: path).filter { known[$0]?.isFetched == false }
     }
 
     /// `from` and everything under it now have `to` in its place.
@@ -39,6 +111,7 @@ struct MirrorState {
             known[renamed] = item
             paths[item.id] = renamed
         }
+        // `fetched` is by row, which a rename keeps.
     }
 
     /// The base of a write for `document`, when one is in progress.

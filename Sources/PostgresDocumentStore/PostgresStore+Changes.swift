@@ -34,6 +34,7 @@ extension PostgresStore {
             forgetBase(staging.path)
             state.withLock { $0.set(path, item) }
         })
+        evictIfNeeded()
         return try installed ?? mirror.status(of: path)
     }
 
@@ -41,7 +42,8 @@ extension PostgresStore {
         if Self.isPrivate(path) { return try mirror.persist(wrapper, at: path, durable: false) }
         let base = state.withLock { state in state.base(forDocument: path) ?? state[path] }
         let prepared = DirectoryStore.privateAreaName + "/tmp/persist-\(UInt64.random(in: 0...UInt64.max))"
-        _ = try mirror.persist(wrapper, at: prepared, durable: false)
+        // The wrapper's unchanged files are linked or copied from the mirror: no eviction meanwhile.
+        _ = try applying.reading { try mirror.persist(wrapper, at: prepared, durable: false) }
         do {
             // A file keeps the permissions, owner and extended attributes of the one it replaces.
             if let current = try? mirror.status(of: path), current.kind == .regular, wrapper.isRegularFile {
@@ -57,6 +59,7 @@ extension PostgresStore {
             mirror.removePrivateItem(prepared)
             throw error
         }
+        evictIfNeeded()
         return try mirror.status(of: path)
     }
 
@@ -64,6 +67,7 @@ extension PostgresStore {
         if Self.isPrivate(path) { return try mirror.replaceDirectory(at: path, with: prepared) }
         let base = state.withLock { state in state.bases[prepared].map { $0.base } ?? state[path] }
         try replace(path, with: prepared, base: base)
+        evictIfNeeded()
     }
 
     /// Puts the prepared private item (a file or a folder tree) in the place of `path`: in the
@@ -165,7 +169,7 @@ extension PostgresStore {
     }
 
     public func truncate(_ path: String, size: Int64) throws {
-        let current = try mirror.openForReading(path)
+        let current = try openForReading(path)
         let staging = try makeStagingFile(seededFrom: current, for: path)
         do {
             try retryingOnInterrupt("ftruncate", path: path) { ftruncate(staging.descriptor.rawValue, off_t(size)) }

@@ -4,9 +4,10 @@ import Glibc
 import SystemSupport
 
 /// Applying the database's state to the mirror: at mount (the whole tree), and for the folders
-/// other mounts' commits changed (read from the change log). A file arrives whole — downloaded into
-/// a staging file, then renamed into place — and a package folder replaced whole elsewhere is built
-/// beside its old version and swapped in, so readers here see whole versions only.
+/// other mounts' commits changed (read from the change log). A new or changed file arrives as a
+/// placeholder, renamed into place, whose content is fetched whole when it is opened (see
+/// `withContent`); a package folder replaced whole elsewhere is built beside its old version and
+/// swapped in, so readers here see whole versions only.
 extension PostgresStore {
     public func startChangeFeed(_ handler: @escaping @Sendable ([StoreChange]) -> Void) {
         changeHandler.withLock { $0 = handler }
@@ -133,7 +134,7 @@ extension PostgresStore {
                     }
                     descend = false
                 } else {
-                    try fetchFile(child, at: childPath, db)
+                    try placePlaceholder(at: childPath, size: child.size)
                     try applyAttributes(child, at: childPath)
                     state.withLock { $0.set(childPath, KnownItem(child)) }
                 }
@@ -154,7 +155,7 @@ extension PostgresStore {
             changes.append(.entry(folder: path, name: entry.name))
         }
         // The folder's own attributes; its times also moved with the entries changed here.
-        if changed || state.withLock({ $0[path] }) != KnownItem(folderItem) {
+        if changed || state.withLock({ $0[path] })?.isSameVersion(as: KnownItem(folderItem)) != true {
             try applyAttributes(folderItem, at: path)
             state.withLock { $0.set(path, KnownItem(folderItem)) }
             if path.isEmpty { changes.append(.entry(folder: "", name: ".")) }
@@ -172,7 +173,7 @@ extension PostgresStore {
                 try fetch(child, at: path + "/" + child.name, record: record + "/" + child.name, subtree, complete: true, db)
             }
         } else if item.isRegular {
-            try fetchFile(item, at: path, db)
+            try placePlaceholder(at: path, size: item.size)
         } else if item.isSymbolicLink {
             try mirror.makeSymbolicLink(path, target: item.target ?? "", owner: owner)
         } else {
@@ -180,18 +181,6 @@ extension PostgresStore {
         }
         try applyAttributes(item, at: path)
         state.withLock { $0.set(record, KnownItem(item)) }
-    }
-
-    /// Downloads a file's content into a staging file and renames it into place.
-    private func fetchFile(_ item: StoredItem, at path: String, _ db: PostgresConnection) throws {
-        let staging = try mirror.makeStagingFile(seededFrom: nil, for: path)
-        do {
-            try queries.download(db, chunks: item.chunks, to: staging.descriptor.rawValue, path: path)
-            _ = try mirror.install(staging, at: path, durable: false)
-        } catch {
-            mirror.discard(staging)
-            throw error
-        }
     }
 
     private func applyAttributes(_ item: StoredItem, at path: String) throws {
@@ -215,7 +204,10 @@ extension PostgresStore {
 }
 
 extension KnownItem {
+    /// A row as the mirror first holds it: a regular file with content is a placeholder.
     init(_ item: StoredItem) {
-        self.init(id: item.id, version: item.version, contentVersion: item.contentVersion, isFolder: item.isDirectory)
+        self.init(
+            id: item.id, version: item.version, contentVersion: item.contentVersion, isFolder: item.isDirectory,
+            size: item.isRegular ? item.size : 0, contentKey: item.isRegular ? item.contentKey : nil, isFetched: !item.isRegular || item.size == 0)
     }
 }

@@ -37,15 +37,21 @@ public final class PostgresStore: DocumentStore {
     let changeHandler = Mutex<(@Sendable ([StoreChange]) -> Void)?>(nil)
     /// Whether new items may be given to their requester (only root may chown).
     let canChangeOwner = geteuid() == 0
+    /// The most file content the mirror keeps (see `withContent`).
+    let contentCacheLimit: Int64
+    public static let defaultContentCacheLimit: Int64 = 1 << 30
 
     /// Connects, migrates the schema, creates the store `location.storeName` if it is new, and
-    /// brings the mirror in `cacheDirectory` up to date with the database. `readOnly` (for `docfs
-    /// check` and `status`) writes nothing to the database: a missing store or schema is an error.
+    /// brings the mirror in `cacheDirectory` up to date with the database: every name and
+    /// attribute, and of file content what a clean unmount left (at most `contentCacheLimit` bytes;
+    /// the rest is fetched as it is used). `readOnly` (for `docfs check` and `status`) writes nothing
+    /// to the database: a missing store or schema is an error.
     public init(
-        location: PostgresLocation, cacheDirectory: String, quarantineLimits: QuarantineLimits = QuarantineLimits(), readOnly: Bool = false,
-        logger: Logger
+        location: PostgresLocation, cacheDirectory: String, contentCacheLimit: Int64 = defaultContentCacheLimit,
+        quarantineLimits: QuarantineLimits = QuarantineLimits(), readOnly: Bool = false, logger: Logger
     ) throws {
         self.location = location
+        self.contentCacheLimit = contentCacheLimit
         self.logger = logger
         rootURL = URL(string: location.description) ?? URL(fileURLWithPath: "/")
         pool = ConnectionPool(parameters: location.connectionParameters)
@@ -71,6 +77,7 @@ public final class PostgresStore: DocumentStore {
             try clearMirror()
         }
         try synchronizeEverything()
+        evictIfNeeded()
         if !readOnly { pruneChangeLog() }
     }
 
@@ -148,14 +155,22 @@ public final class PostgresStore: DocumentStore {
 
     public var hasChangeFeed: Bool { true }
 
-    // MARK: Reading: served by the mirror
+    // MARK: Reading: served by the mirror, content fetched first when only its placeholder is there
 
-    public func status(of path: String) throws -> FileStatus { try mirror.status(of: path) }
-    public func status(of name: String, in directory: OwnedDescriptor) throws -> FileStatus { try mirror.status(of: name, in: directory) }
+    public func status(of path: String) throws -> FileStatus { Self.blocksAsFetched(try mirror.status(of: path)) }
+    public func status(of name: String, in directory: OwnedDescriptor) throws -> FileStatus {
+        Self.blocksAsFetched(try mirror.status(of: name, in: directory))
+    }
     public func openDirectory(_ path: String) throws -> OwnedDescriptor { try mirror.openDirectory(path) }
     public func list(_ path: String) throws -> [StoreDirectoryEntry] { try mirror.list(path) }
-    public func openForReading(_ path: String) throws -> OwnedDescriptor { try mirror.openForReading(path) }
-    public func fileWrapper(at path: String) throws -> FileWrapper { try mirror.fileWrapper(at: path) }
+    public func openForReading(_ path: String) throws -> OwnedDescriptor { try withContent(path) { try mirror.openForReading(path) } }
+
+    /// Read whole at once (not lazily, as a directory store's): a lazy wrapper would read its files
+    /// later by name, when eviction may have put placeholders there.
+    public func fileWrapper(at path: String) throws -> FileWrapper {
+        guard !Self.isPrivate(path), let local = mirror.localPath(of: path) else { return try mirror.fileWrapper(at: path) }
+        return try withContent(path) { try FileWrapper(url: URL(fileURLWithPath: local), options: .immediate) }
+    }
     public func symbolicLinkTarget(_ path: String) throws -> String { try mirror.symbolicLinkTarget(path) }
     public func extendedAttribute(_ path: String, name: String) throws -> [UInt8] { try mirror.extendedAttribute(path, name: name) }
     public func extendedAttributeNames(_ path: String) throws -> [String] { try mirror.extendedAttributeNames(path) }
@@ -167,7 +182,7 @@ public final class PostgresStore: DocumentStore {
         guard flags & O_ACCMODE == O_RDONLY, flags & (O_CREAT | O_TRUNC) == 0 else {
             throw SystemCallError(errno: EROFS, operation: "open in place", path: path)
         }
-        return try mirror.openInPlace(path, flags: flags, mode: mode, owner: owner)
+        return try withContent(path) { try mirror.openInPlace(path, flags: flags, mode: mode, owner: owner) }
     }
 
     // MARK: Private items: the mirror's own
@@ -182,8 +197,10 @@ public final class PostgresStore: DocumentStore {
         return staging
     }
 
+    /// The clone links the mirror's files, so their content is fetched first: a placeholder linked
+    /// into a clone would be committed as the package's content.
     public func cloneDirectory(_ path: String) throws -> String {
-        let clone = try mirror.cloneDirectory(path)
+        let clone = try withContent(path) { try mirror.cloneDirectory(path) }
         state.withLock { $0.bases[clone] = (path, $0[path]) }
         return clone
     }
@@ -245,10 +262,9 @@ public final class PostgresStore: DocumentStore {
             do {
                 value = try pool.transaction(body)
             } catch let error as PostgresError {
-                if error.isConnectionFailure { pool.dropIdle() }
                 state.withLock { $0.needsFullSynchronization = true }
                 logger.error("\(path): the database refused or could not take the change: \(error)")
-                throw PostgresStoreError.unavailable(error.description)
+                throw unavailable(error)
             }
             do {
                 try apply(value)
@@ -259,6 +275,21 @@ public final class PostgresStore: DocumentStore {
             }
             return value
         }
+    }
+
+    /// Reads from the database; one that cannot be reached fails the call with EIO.
+    func database<T>(_ path: String, _ body: (PostgresConnection) throws -> T) throws -> T {
+        do {
+            return try pool.withConnection(body)
+        } catch let error as PostgresError {
+            logger.error("\(path): cannot read from the database: \(error)")
+            throw unavailable(error)
+        }
+    }
+
+    private func unavailable(_ error: PostgresError) -> PostgresStoreError {
+        if error.isConnectionFailure { pool.dropIdle() }
+        return .unavailable(error.description)
     }
 
     func currentTimes() -> timespec {

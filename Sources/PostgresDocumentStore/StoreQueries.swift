@@ -73,7 +73,9 @@ struct StoreQueries: Sendable {
                 .integer(status.kind == .regular ? status.size : 0), .bytes(chunks), target.map { .bytes(FileSystemPath.bytes(of: $0)) } ?? .null,
             ])
         let version = rows.integer(0, 1) ?? 0
-        return KnownItem(id: rows.integer(0, 0) ?? 0, version: version, contentVersion: version, isFolder: status.kind == .directory)
+        return KnownItem(
+            id: rows.integer(0, 0) ?? 0, version: version, contentVersion: version, isFolder: status.kind == .directory,
+            size: status.kind == .regular ? status.size : 0, contentKey: ContentKey(chunks: chunks))
     }
 
     /// Sets an item's attributes (mode, owner, times) from `status`; a new version, and with
@@ -105,7 +107,7 @@ struct StoreQueries: Sendable {
                 .integer(StoredItem.nanoseconds(status.modificationTime)),
             ])
         guard rows.count > 0, let version = rows.integer(0, 0) else { return nil }
-        return KnownItem(id: id, version: version, contentVersion: version)
+        return KnownItem(id: id, version: version, contentVersion: version, size: status.size, contentKey: ContentKey(chunks: chunks))
     }
 
     /// A new version of a folder replaced whole (a package commit), its attributes from `status`.

@@ -24,6 +24,8 @@ struct StoredItem: Sendable {
     var contentVersion: Int64
     var extendedAttributes: [(name: String, value: [UInt8])] = []
 
+    var contentKey: ContentKey? { ContentKey(chunks: chunks) }
+
     var isDirectory: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFDIR) }
     var isRegular: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFREG) }
     var isSymbolicLink: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFLNK) }
@@ -56,13 +58,41 @@ struct StoredItem: Sendable {
     static func nanoseconds(_ time: Glibc.timespec) -> Int64 { Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec) }
 }
 
-/// What the mount knows of a stored item it mirrors: which row, at which versions.
-struct KnownItem: Sendable, Equatable, Codable {
+/// What the mount knows of a stored item it mirrors: which row, at which versions, and for a
+/// regular file whether its content is in the mirror's content cache.
+struct KnownItem: Sendable, Codable {
     var id: Int64
     var version: Int64
     var contentVersion: Int64
     /// Only a folder has items under its path, which renames and removals must carry along.
     var isFolder = false
+    /// A regular file's size and content key; 0 and nil for every other item.
+    var size: Int64 = 0
+    var contentKey: ContentKey?
+    /// Whether the mirror holds the content, or a placeholder of the right size and attributes
+    /// (a sparse file) that is filled from the database when the file is opened.
+    var isFetched = true
+    /// When the content was last used, for evicting the least recently used first.
+    var lastUse: UInt64 = 0
+
+    /// The bytes the content takes in the mirror's cache.
+    var cachedBytes: Int64 { isFetched ? size : 0 }
+
+    func isSameVersion(as other: KnownItem) -> Bool {
+        id == other.id && version == other.version && contentVersion == other.contentVersion
+    }
+}
+
+/// Names a file's content by its chunk list (SHA-256 of the list, so of the content): two files
+/// with one key hold the same bytes, and a mount copies one to the other instead of fetching it.
+struct ContentKey: Hashable, Sendable, Codable {
+    let digest: [UInt8]
+
+    /// Nil for empty content (nothing to fetch).
+    init?(chunks: [UInt8]) {
+        guard !chunks.isEmpty else { return nil }
+        digest = chunks.withUnsafeBytes { ContentChunks.sha256($0) }
+    }
 }
 
 /// The items a query returned, by parent, for walking a subtree.

@@ -65,6 +65,9 @@ struct MountCommand: ParsableCommand {
     @Option(help: ArgumentHelp("For a PostgreSQL store: the local mirror the mount serves from (default: /var/cache/docfs/…, one per store and mount point).", valueName: "directory"))
     var cacheDirectory: String?
 
+    @Option(help: ArgumentHelp("For a PostgreSQL store: the most file content the mirror keeps; the least recently used is fetched again when next opened (bytes, or with K, M, G).", valueName: "size"))
+    var cacheSize = "1G"
+
     /// Set by the daemonizing parent: the descriptor to report readiness on.
     @Option(help: .hidden)
     var readyDescriptor: Int32?
@@ -75,6 +78,7 @@ struct MountCommand: ParsableCommand {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
         guard ByteCount.parse(quarantineLimit) != nil else { throw ValidationError("--quarantine-limit '\(quarantineLimit)' is not a size (examples: 500M, 2G, 1048576)") }
         guard quarantineDays > 0 else { throw ValidationError("--quarantine-days must be positive") }
+        guard ByteCount.parse(cacheSize) != nil else { throw ValidationError("--cache-size '\(cacheSize)' is not a size (examples: 500M, 2G, 1048576)") }
         _ = try MountOptions(mountOptions)
     }
 
@@ -197,7 +201,9 @@ struct MountCommand: ParsableCommand {
             destination = LogSetup.destination(
                 foreground: !daemonized, logFile: logFile, store: mirror, level: Logger.Level(rawValue: logLevel) ?? .info)
             do {
-                documentStore = try PostgresStore(location: location, cacheDirectory: mirror, quarantineLimits: limits, logger: destination.logger)
+                documentStore = try PostgresStore(
+                    location: location, cacheDirectory: mirror, contentCacheLimit: ByteCount.parse(cacheSize) ?? PostgresStore.defaultContentCacheLimit,
+                    quarantineLimits: limits, logger: destination.logger)
             } catch {
                 throw CommandFailure(message: "cannot open store \(store): \(error)", status: ExitStatus.badStore)
             }
@@ -289,7 +295,7 @@ struct MountCommand: ParsableCommand {
         let storeArgument = PostgresLocation.isPostgresLocation(store) ? store : absolutePath(store)
         var arguments = [CommandLine.arguments.first ?? "docfs", "mount", storeArgument, absolutePath(mountPoint), "--ready-descriptor", "3",
                          "--threads", String(threads), "--log-level", logLevel,
-                         "--quarantine-limit", quarantineLimit, "--quarantine-days", String(quarantineDays)]
+                         "--quarantine-limit", quarantineLimit, "--quarantine-days", String(quarantineDays), "--cache-size", cacheSize]
         for option in mountOptions { arguments += ["-o", option] }
         if strict { arguments.append("--strict") }
         if let path = typeConfiguration.path { arguments += ["--config", absolutePath(path)] }
