@@ -63,6 +63,8 @@ extension PostgresStore {
                 return true
             }
         }
+        // The same version, over and over, without its chunks: the database lost content.
+        if state.withLock({ $0[path] })?.isFetched == false { throw PostgresStoreError.missingContent(path: path) }
     }
 
     /// A staging file holding a copy of content the mirror already has under another name.

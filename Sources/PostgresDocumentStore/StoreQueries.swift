@@ -137,6 +137,8 @@ struct StoreQueries: Sendable {
         var list: [UInt8] = []
         list.reserveCapacity(ranges.count * ContentChunks.hashLength)
         for range in ranges { list += ContentChunks.sha256(UnsafeRawBufferPointer(rebasing: bytes[range])) }
+        // Chunks found present stay until this transaction commits its reference (ChunkCollector).
+        try db.execute("SELECT pg_advisory_xact_lock_shared(\(ChunkCollector.uploadLock))")
         let present = try db.execute(
             "SELECT c.hash FROM generate_series(0, $2::int - 1) AS i JOIN docfs_chunks c ON c.hash = substring($1::bytea FROM i * 32 + 1 FOR 32)",
             [.bytes(list), .integer(Int64(ranges.count))])
