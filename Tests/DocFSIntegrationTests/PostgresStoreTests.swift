@@ -37,6 +37,27 @@ final class PostgresStoreTests {
         (try? Data(contentsOf: URL(fileURLWithPath: path))).map { String(decoding: $0, as: UTF8.self) }
     }
 
+    private func same(_ path: String, as other: String) -> Bool {
+        (try? MountedStore.run(["cmp", path, other], timeout: 30).succeeded) == true
+    }
+
+    /// The bytes of file content a mount's mirror holds on disk (placeholders are sparse: none).
+    private func mirroredBytes(_ mount: MountedStore) -> Int64 {
+        var total: Int64 = 0
+        let root = mount.inStore("")
+        for case let relative as String in FileManager.default.enumerator(atPath: root) ?? FileManager.DirectoryEnumerator() {
+            guard !relative.hasPrefix(".docfs") else { continue }
+            var status = stat()
+            if lstat(root + relative, &status) == 0, status.st_mode & S_IFMT == S_IFREG { total += Int64(status.st_blocks) * 512 }
+        }
+        return total
+    }
+
+    /// Runs SQL that counts; -1 when psql fails.
+    private func count(_ sql: String) -> Int {
+        (try? cluster.query(sql)).flatMap { Int($0) } ?? -1
+    }
+
     @Test func aSaveThroughOneMountIsReadThroughTheOtherWithinASecond() throws {
         let first = try MountedStore(postgres: location)
         let second = try MountedStore(postgres: location)
@@ -274,5 +295,76 @@ final class PostgresStoreTests {
         }
         let missing = try MountedStore.run([MountedStore.binary, "check", cluster.location(store: "no-such-store")], timeout: 60)
         #expect(missing.status == 3 && missing.error.contains("no DocFS store named no-such-store"), "\(missing.error)")
+    }
+
+    @Test func aFileReadTwiceIsFetchedOnceAndTheContentCacheStaysWithinItsSize() throws {
+        let first = try MountedStore(postgres: location)
+        let second = try MountedStore(postgres: location, arguments: ["--cache-size", "300K"])
+        defer { first.unmount(); second.unmount() }
+        try first.shell("for i in 0 1 2 3 4 5 6 7; do head -c 102400 /dev/urandom > f$i.bin; done; cp f7.bin same-as-f7.bin")
+        #expect(within(2.0) { FileManager.default.fileExists(atPath: second.inMount("same-as-f7.bin")) } != nil)
+        // Every name, size and time is there at once; no content is fetched before it is used.
+        #expect(mirroredBytes(second) == 0)
+        var status = stat()
+        #expect(stat(second.inMount("f0.bin"), &status) == 0 && status.st_size == 102_400 && status.st_blocks >= 200)
+        // Read once: fetched whole into the mirror. Read again with the database gone: served from
+        // the cache, and a file with the same content is copied from it, not fetched.
+        #expect(same(second.inMount("f7.bin"), as: first.inMount("f7.bin")))
+        #expect(same(second.inStore("f7.bin"), as: first.inMount("f7.bin")), "the mirror does not hold what was read")
+        cluster.stop()
+        #expect(same(second.inMount("f7.bin"), as: first.inMount("f7.bin")))
+        #expect(same(second.inMount("same-as-f7.bin"), as: first.inMount("f7.bin")))
+        #expect(!same(second.inMount("f0.bin"), as: first.inMount("f0.bin")), "content never fetched was read without the database")
+        try cluster.start()
+        for index in 0..<8 {
+            #expect(same(second.inMount("f\(index).bin"), as: first.inMount("f\(index).bin")))
+            #expect(mirroredBytes(second) <= 300 * 1024, "the cache holds \(mirroredBytes(second)) bytes after reading f\(index).bin")
+        }
+        // The least recently read content left the cache; its name, size and times stayed.
+        cluster.stop()
+        #expect(!same(second.inMount("f0.bin"), as: first.inMount("f0.bin")), "evicted content was still read without the database")
+        #expect(same(second.inMount("f7.bin"), as: first.inMount("f7.bin")))
+        let listing = try MountedStore.run(["stat", "-c", "%s %Y %a", first.inMount("f0.bin"), second.inMount("f0.bin")], timeout: 10).output
+        let lines = listing.split(separator: "\n")
+        #expect(lines.count == 2 && lines.first == lines.last, "\(listing)")
+        try cluster.start()
+        #expect(within(10.0) { same(second.inMount("f0.bin"), as: first.inMount("f0.bin")) } != nil)
+    }
+
+    @Test func collectingGarbageRemovesOnlyTheChunksNoDocumentUses() throws {
+        let first = try MountedStore(postgres: location)
+        defer { first.unmount() }
+        try first.shell("head -c 400000 /dev/urandom > big.bin && head -c 400000 /dev/urandom > big.bin && head -c 200000 /dev/urandom > gone.bin && rm gone.bin")
+        let chunkOf = "substring(i.chunks FROM g * 32 + 1 FOR 32)"
+        let items = "docfs_items i, generate_series(0, length(i.chunks) / 32 - 1) AS g"
+        let unused = "SELECT count(*) FROM docfs_chunks c WHERE NOT EXISTS (SELECT 1 FROM \(items) WHERE \(chunkOf) = c.hash)"
+        let missing = "SELECT count(*) FROM \(items) WHERE NOT EXISTS (SELECT 1 FROM docfs_chunks c WHERE c.hash = \(chunkOf))"
+        #expect(count(unused) > 0)
+        // Collections while saves stream in whose content the database holds unused: the save's
+        // upload finds the chunks present and does not send them again, so a collection between
+        // that check and the save's commit must not remove them.
+        let scratch = NSTemporaryDirectory() + "docfs-gc-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let writer = try ChildProcess(["timeout", "90", "sh", "-c", """
+            mkdir -p \(scratch) && cd \(first.mountPoint) && for i in $(seq 60); do
+                head -c 100000 /dev/urandom > \(scratch)/x && cat \(scratch)/x > probe.bin && rm probe.bin && cat \(scratch)/x > keep$i.bin || exit 1
+            done
+            """], capture: true)
+        let collections = try ChildProcess(["timeout", "90", "sh", "-c", """
+            while kill -0 \(writer.pid) 2>/dev/null; do \(MountedStore.binary) gc '\(location)' >/dev/null || exit 1; done
+            """], capture: true)
+        #expect(writer.wait() == 0)
+        #expect(collections.wait() == 0)
+        let last = try MountedStore.run([MountedStore.binary, "gc", location], timeout: 60)
+        #expect(last.succeeded && last.output.hasPrefix("removed "), "\(last.output)\(last.error)")
+        #expect(count(unused) == 0)
+        #expect(count(missing) == 0, "a document refers to a chunk the collection removed")
+        // Every document reads whole from the database, through a fresh mount.
+        let other = try MountedStore(postgres: location)
+        defer { other.unmount() }
+        let diff = try MountedStore.run(["diff", "-r", first.mountPoint, other.mountPoint], timeout: 60)
+        #expect(diff.succeeded, "\(diff.output)\(diff.error)")
+        let directory = try MountedStore.run([MountedStore.binary, "gc", first.inStore("")], timeout: 30)
+        #expect(directory.status == 3 && directory.error.contains("not a PostgreSQL store"), "\(directory.error)")
     }
 }
