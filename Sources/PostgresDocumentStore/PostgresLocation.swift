@@ -10,6 +10,14 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
     /// The location as given, for messages and `rootURL`.
     public let description: String
 
+    /// What the location may override. A server that vanishes without closing its connections (a
+    /// network cut, a host that died) is noticed within about 20 seconds, not TCP's 15 minutes: a
+    /// request waits that long at most before failing with EIO.
+    static let defaultParameters = [
+        ("application_name", "docfs"), ("connect_timeout", "5"), ("keepalives", "1"), ("keepalives_idle", "10"),
+        ("keepalives_interval", "5"), ("keepalives_count", "2"), ("tcp_user_timeout", "20000"),
+    ]
+
     public static func isPostgresLocation(_ text: String) -> Bool {
         text.hasPrefix("postgresql://") || text.hasPrefix("postgres://")
     }
@@ -29,8 +37,9 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         let store = items.first { $0.name == "store" }?.value ?? "default"
         guard !store.isEmpty else { throw PostgresStoreError.badLocation(text, "the store name is empty") }
         items.removeAll { $0.name == "store" }
-        if !items.contains(where: { $0.name == "application_name" }) { items.append(URLQueryItem(name: "application_name", value: "docfs")) }
-        if !items.contains(where: { $0.name == "connect_timeout" }) { items.append(URLQueryItem(name: "connect_timeout", value: "5")) }
+        for (name, value) in Self.defaultParameters where !items.contains(where: { $0.name == name }) {
+            items.append(URLQueryItem(name: name, value: value))
+        }
         components.queryItems = items
         guard let parameters = components.string else { throw PostgresStoreError.badLocation(text, "cannot be read as a URI") }
         connectionParameters = parameters
