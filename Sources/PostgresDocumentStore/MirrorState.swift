@@ -34,7 +34,7 @@ struct MirrorState {
                 item.isFetched = old.isFetched
                 item.lastUse = old.lastUse
             }
-            forget(old)
+            forget(old, at: path)
         }
         remember(path, item)
     }
@@ -48,8 +48,10 @@ struct MirrorState {
         fetchedBytes += item.size
     }
 
-    private mutating func forget(_ item: KnownItem) {
-        paths[item.id] = nil
+    /// `path` holds `item` no more. (A row that moved elsewhere, as a folder renamed by another
+    /// mount arrives — at its new path before it leaves its old one — keeps its new path.)
+    private mutating func forget(_ item: KnownItem, at path: String) {
+        if paths[item.id] == path { paths[item.id] = nil }
         guard item.isFetched, let key = item.contentKey else { return }
         fetched[key]?.remove(item.id)
         if fetched[key]?.isEmpty == true { fetched[key] = nil }
@@ -59,7 +61,7 @@ struct MirrorState {
     /// Forgets `path` and everything under it.
     mutating func removeSubtree(_ path: String) {
         for key in keys(under: path) {
-            if let item = known.removeValue(forKey: key) { forget(item) }
+            if let item = known.removeValue(forKey: key) { forget(item, at: key) }
         }
     }
 
@@ -79,7 +81,7 @@ struct MirrorState {
     /// The content of `path` is in the mirror now (or, `isFetched` false, a placeholder stands there).
     mutating func setFetched(_ path: String, _ isFetched: Bool) {
         guard var item = known[path] else { return }
-        forget(item)
+        forget(item, at: path)
         item.isFetched = isFetched
         clock += 1
         item.lastUse = clock

@@ -84,6 +84,19 @@ final class PostgresStoreTests {
         #expect(try third.run(["ls", "-A", third.mountPoint]).output == "notes.json\n")
     }
 
+    @Test func aFolderRenamedThroughOneMountKeepsReceivingChangesInTheOther() throws {
+        let first = try MountedStore(postgres: location)
+        let second = try MountedStore(postgres: location)
+        defer { first.unmount(); second.unmount() }
+        try first.shell("mkdir old")
+        #expect(within(1.0) { FileManager.default.fileExists(atPath: second.inMount("old")) } != nil)
+        try first.shell("mv old new")
+        #expect(within(1.0) { FileManager.default.fileExists(atPath: second.inMount("new")) } != nil)
+        // The change log names the folder by its row, which the rename kept.
+        #expect(try first.save("new/inside.json", Data("[1]".utf8)) == "ok")
+        #expect(within(2.0) { contents(second.inMount("new/inside.json")) == "[1]" } != nil)
+    }
+
     @Test func aPackageEditThroughOneMountAppearsWholeInTheOther() throws {
         let first = try MountedStore(postgres: location)
         let second = try MountedStore(postgres: location)
