@@ -56,12 +56,11 @@ extension PostgresStore {
                 guard let now = state.withLock({ $0[path] }), now.id == item.id, now.contentVersion == item.contentVersion, !now.isFetched else {
                     return false
                 }
-                let placeholder = try mirror.status(of: path)
-                _ = try mirror.install(staging, at: path, durable: false)
-                try mirror.setTimes(path, access: placeholder.accessTime, modification: placeholder.modificationTime)
+                try replaceKeepingTimes(path, with: staging)
                 state.withLock { $0.setFetched(path, true) }
                 return true
             }
+            if placed { return }
         }
         // The same version, over and over, without its chunks: the database lost content.
         if state.withLock({ $0[path] })?.isFetched == false { throw PostgresStoreError.missingContent(path: path) }
@@ -119,17 +118,27 @@ extension PostgresStore {
     /// Puts a placeholder at `path`: a sparse file of the size `path` has (or `size`), taking the
     /// attributes of what it replaces, and with `keepingTimes` its times too.
     func placePlaceholder(at path: String, size: Int64? = nil, keepingTimes: Bool = false) throws {
-        let current = try? mirror.status(of: path)
-        guard let length = size ?? current?.size else { return }
+        guard let length = size ?? (try? mirror.status(of: path))?.size else { return }
         let staging = try mirror.makeStagingFile(seededFrom: nil, for: path)
         do {
             try retryingOnInterrupt("ftruncate", path: staging.path) { ftruncate(staging.descriptor.rawValue, off_t(length)) }
-            _ = try mirror.install(staging, at: path, durable: false)
-            if keepingTimes, let current { try mirror.setTimes(path, access: current.accessTime, modification: current.modificationTime) }
+            if keepingTimes {
+                try replaceKeepingTimes(path, with: staging)
+            } else {
+                _ = try mirror.install(staging, at: path, durable: false)
+            }
         } catch {
             mirror.discard(staging)
             throw error
         }
+    }
+
+    /// Installs `staging` over the file at `path`, which keeps its attributes (`install` carries
+    /// them over) and its times: the same version, its content fetched or evicted.
+    private func replaceKeepingTimes(_ path: String, with staging: StagingFile) throws {
+        let current = try mirror.status(of: path)
+        _ = try mirror.install(staging, at: path, durable: false)
+        try mirror.setTimes(path, access: current.accessTime, modification: current.modificationTime)
     }
 
     /// A placeholder takes no blocks; the kernel is told what the content takes once fetched, so
