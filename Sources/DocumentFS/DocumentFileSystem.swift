@@ -107,8 +107,11 @@ final class DocumentFileSystem: FileSystemOperations {
         connection.request(Capability.spliceRead)
         connection.request(Capability.spliceWrite)
         connection.request(Capability.spliceMove)
+        // Every listing carries attributes. With READDIRPLUS_AUTO the kernel asks for them only in a
+        // directory's first batch (and after a child was looked up), so `find -size`, `ls -l` and
+        // `du` cost a LOOKUP round trip for every entry past the first few hundred.
         connection.request(Capability.readdirPlus)
-        connection.request(Capability.readdirPlusAuto)
+        connection.decline(Capability.readdirPlusAuto)
         connection.request(Capability.autoInvalidateData)
         connection.request(Capability.parallelDirectoryOperations)
         connection.request(Capability.asyncRead)
