@@ -26,18 +26,28 @@ def run(*args, **kwargs):
         last = result.stderr.strip().splitlines()[-1:] or ['']
         raise subprocess.CalledProcessError(result.returncode, args, stderr=last[0])
 
-def build_passthrough_ll(work):
-    """libfuse's passthrough_ll example (C, low-level API), built from the source Debian ships."""
-    source = '/usr/share/doc/libfuse3-dev/examples/passthrough_ll.c'
+def build_c_file_system(work, source, name):
+    """Compiles a C file system against libfuse3; None (with a line on stderr) when it cannot."""
     if not os.path.exists(source):
         return None
-    binary = os.path.join(work, 'passthrough_ll-binary')
+    binary = os.path.join(work, f'{name}-binary')
     flags = subprocess.run(['pkg-config', '--cflags', '--libs', 'fuse3'], capture_output=True, text=True, check=True).stdout.split()
     result = subprocess.run(['cc', '-O2', '-o', binary, source] + flags, capture_output=True, text=True)
     if result.returncode != 0:
-        print(f'passthrough_ll did not build: {result.stderr.strip()}', file=sys.stderr)
+        print(f'{name} did not build: {result.stderr.strip()}', file=sys.stderr)
         return None
     return binary
+
+def build_passthrough_ll(work):
+    """libfuse's passthrough_ll example (C, low-level API), built from the source Debian ships."""
+    return build_c_file_system(work, '/usr/share/doc/libfuse3-dev/examples/passthrough_ll.c', 'passthrough_ll')
+
+# The cases the FUSE floor (scripts/fuse-floor.c: stores nothing) can run; it bounds what any FUSE
+# file system with DocFS's options can reach here, so it is reported for those rows only.
+FLOOR_CASES = ('small files', 'unlink')
+
+def build_fuse_floor(work):
+    return build_c_file_system(work, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fuse-floor.c'), 'fuse-floor')
 
 class Mount:
     def __init__(self, kind, store, mountpoint, program, extra=()):
@@ -47,6 +57,8 @@ class Mount:
             command = [program, 'mount', store, mountpoint, '-f', '--log-level', 'warning', *extra]
         elif kind == 'passthrough_ll':
             command = [program, '-f', '-o', f'source={store}', mountpoint]
+        elif kind == 'fuse-floor':
+            command = [program, mountpoint]
         else:
             command = ['bindfs', '-f', '--no-allow-other', store, mountpoint]
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -331,6 +343,7 @@ def main():
     parser.add_argument('--validation-only', action='store_true', help='run only the validation-cost case')
     parser.add_argument('--no-bindfs', action='store_true')
     parser.add_argument('--no-passthrough', action='store_true', help='leave out libfuse\'s passthrough_ll')
+    parser.add_argument('--no-floor', action='store_true', help='leave out the FUSE floor (scripts/fuse-floor.c, a file system that stores nothing, with DocFS\'s mount options), reported for the small-file rows')
     parser.add_argument('--store', choices=['directory', 'postgres'], default='directory',
                         help='postgres: also run every case on a PostgreSQL store (a throwaway server), with ratios to the directory store, and time how soon a second mount shows a save')
     args = parser.parse_args()
@@ -361,12 +374,18 @@ def main():
             os.makedirs(sources['passthrough_ll'])
             mounts.append(Mount('passthrough_ll', sources['passthrough_ll'], os.path.join(work, 'passthrough_ll'), passthrough))
             targets['passthrough_ll'] = mounts[-1].mountpoint
+        floor = None if args.no_floor else build_fuse_floor(work)
+        if floor:
+            mounts.append(Mount('fuse-floor', None, os.path.join(work, 'fuse-floor'), floor))
+            targets['fuse-floor'] = mounts[-1].mountpoint
         if args.store == 'postgres':
             server = PostgresServer(work)
             commit_visibility(args, work, server)
             mounts.append(Mount('docfs', server.location('bench'), os.path.join(work, 'docfs-pg'), args.docfs,
                                 ['--cache-directory', os.path.join(work, 'docfs-pg-cache')]))
             targets['docfs-pg'] = mounts[-1].mountpoint
+        # The floor holds no files: the scale case, the trees and the package are not made in it.
+        floor_target = targets.pop('fuse-floor', None)
         if args.scale:
             # The scale case only reads: native walks DocFS's store itself, so the N documents are
             # made once for the two.
@@ -392,6 +411,8 @@ def main():
         dirs = max(1, args.tree // 100)
         for name, target in targets.items():
             make_tree(os.path.join(target, 'tree'), dirs, args.tree // dirs)
+        if floor_target:
+            targets['fuse-floor'] = floor_target
 
         size = args.size_mb
         cases = [
@@ -421,6 +442,9 @@ def main():
         for label, what, body, amount, unit in cases:
             medians = {}
             for name, target in targets.items():
+                if name == 'fuse-floor' and label not in FLOOR_CASES:
+                    medians[name] = 'n/a'
+                    continue
                 # Interleave nothing: each target's runs back to back, the cache warmed once first.
                 # A target that fails a case (passthrough_ll out of descriptors, say) shows "failed".
                 try:
@@ -434,9 +458,11 @@ def main():
                     print(f'{name} failed {label}: {error}{": " + detail if detail else ""}', file=sys.stderr)
                     medians[name] = None
             def cell(name):
+                if medians[name] == 'n/a':
+                    return f'{"-":>16}'
                 return f'{"failed":>16}' if medians[name] is None else f'{amount / medians[name]:>10.0f} {unit:<5}'
             def ratio(name):
-                return f'{"-":>22}' if medians[name] is None or medians['native'] is None else f'{medians["native"] / medians[name]:>22.2f}'
+                return f'{"-":>22}' if medians[name] in (None, 'n/a') or medians['native'] is None else f'{medians["native"] / medians[name]:>22.2f}'
             line = f'{label:<20} {what:<36}' + ''.join(cell(n) for n in targets)
             line += ''.join(ratio(n) for n in targets if n != 'native')
             if 'docfs-pg' in targets:
