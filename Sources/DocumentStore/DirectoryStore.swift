@@ -20,6 +20,8 @@ public final class DirectoryStore: DocumentStore {
     private let counter = Atomic<UInt64>(0)
     /// Whether new items may be given to their requester (only root may chown).
     private let canChangeOwner = geteuid() == 0
+    /// Who the daemon is: what the kernel makes a new item's owner without being asked.
+    private let daemonIdentity = Ownership(userID: geteuid(), groupID: getegid())
     /// How much the quarantine may keep before the oldest items are pruned.
     public let quarantineLimits: QuarantineLimits
     /// Serializes pruning, which lists and sizes the whole quarantine.
@@ -127,7 +129,7 @@ public final class DirectoryStore: DocumentStore {
     public func openInPlace(_ path: String, flags: Int32, mode: mode_t, owner: Ownership?) throws -> OwnedDescriptor {
         let full = absolute(path)
         let descriptor = try FileIO.open(full, flags | O_NOFOLLOW, mode: mode)
-        if flags & O_CREAT != 0, let owner = owner.map({ newItemOwner($0, at: full) }), canChangeOwner { fchown(descriptor, owner.userID, owner.groupID) }
+        if flags & O_CREAT != 0, let owner = ownerToSet(for: owner, at: full) { fchown(descriptor, owner.userID, owner.groupID) }
         return OwnedDescriptor(descriptor)
     }
 
@@ -345,12 +347,16 @@ public final class DirectoryStore: DocumentStore {
         }
     }
 
-    /// Who owns an item the daemon (root) just made for a user: that user, and the group of the
-    /// directory when it is set-group-ID (which a local file system gives new items itself).
-    private func newItemOwner(_ owner: Ownership, at full: String) -> Ownership {
+    /// The owner to give an item the daemon (root) just made for `requester`, or nil when the kernel
+    /// gave it the right one: the requester, and the group of the directory when it is
+    /// set-group-ID (which a local file system gives new items itself). A requester who is the
+    /// daemon's own user and group needs no change (a create by root, the common case, costs no
+    /// `stat` of the directory and no `chown`).
+    private func ownerToSet(for requester: Ownership?, at full: String) -> Ownership? {
+        guard let requester, canChangeOwner, requester != daemonIdentity else { return nil }
         let parent = full.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(full[..<$0]) } ?? "."
-        guard let directory = try? FileStatus.of(path: parent), directory.mode & S_ISGID != 0 else { return owner }
-        return Ownership(userID: owner.userID, groupID: directory.groupID)
+        guard let directory = try? FileStatus.of(path: parent), directory.mode & S_ISGID != 0 else { return requester }
+        return Ownership(userID: requester.userID, groupID: directory.groupID)
     }
 
     @discardableResult
@@ -358,20 +364,20 @@ public final class DirectoryStore: DocumentStore {
         let full = absolute(path)
         // Read-write, so the mode a user gives (0200, say) cannot stop the daemon reading it back.
         let descriptor = OwnedDescriptor(try FileIO.open(full, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode))
-        if let owner = owner.map({ newItemOwner($0, at: full) }), canChangeOwner { fchown(descriptor.rawValue, owner.userID, owner.groupID) }
+        if let owner = ownerToSet(for: owner, at: full) { fchown(descriptor.rawValue, owner.userID, owner.groupID) }
         return descriptor
     }
 
     public func makeSpecialFile(_ path: String, mode: mode_t, device: dev_t, owner: Ownership?) throws {
         let full = absolute(path)
         try Paths.makeNode(full, mode: mode, device: device)
-        if let owner = owner.map({ newItemOwner($0, at: full) }), canChangeOwner { try? Paths.setOwner(full, userID: owner.userID, groupID: owner.groupID) }
+        if let owner = ownerToSet(for: owner, at: full) { try? Paths.setOwner(full, userID: owner.userID, groupID: owner.groupID) }
     }
 
     public func makeDirectory(_ path: String, mode: mode_t, owner: Ownership?) throws {
         let full = absolute(path)
         try Paths.makeDirectory(full, mode: mode)
-        if let owner = owner.map({ newItemOwner($0, at: full) }), canChangeOwner { try? Paths.setOwner(full, userID: owner.userID, groupID: owner.groupID) }
+        if let owner = ownerToSet(for: owner, at: full) { try? Paths.setOwner(full, userID: owner.userID, groupID: owner.groupID) }
     }
 
     public func removeDirectory(_ path: String) throws {
@@ -391,7 +397,7 @@ public final class DirectoryStore: DocumentStore {
     public func makeSymbolicLink(_ path: String, target: String, owner: Ownership?) throws {
         let full = absolute(path)
         try Paths.makeSymbolicLink(full, target: target)
-        if let owner = owner.map({ newItemOwner($0, at: full) }), canChangeOwner { try? Paths.setOwner(full, userID: owner.userID, groupID: owner.groupID) }
+        if let owner = ownerToSet(for: owner, at: full) { try? Paths.setOwner(full, userID: owner.userID, groupID: owner.groupID) }
     }
 
     public func symbolicLinkTarget(_ path: String) throws -> String {
