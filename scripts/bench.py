@@ -374,18 +374,12 @@ def main():
             os.makedirs(sources['passthrough_ll'])
             mounts.append(Mount('passthrough_ll', sources['passthrough_ll'], os.path.join(work, 'passthrough_ll'), passthrough))
             targets['passthrough_ll'] = mounts[-1].mountpoint
-        floor = None if args.no_floor else build_fuse_floor(work)
-        if floor:
-            mounts.append(Mount('fuse-floor', None, os.path.join(work, 'fuse-floor'), floor))
-            targets['fuse-floor'] = mounts[-1].mountpoint
         if args.store == 'postgres':
             server = PostgresServer(work)
             commit_visibility(args, work, server)
             mounts.append(Mount('docfs', server.location('bench'), os.path.join(work, 'docfs-pg'), args.docfs,
                                 ['--cache-directory', os.path.join(work, 'docfs-pg-cache')]))
             targets['docfs-pg'] = mounts[-1].mountpoint
-        # The floor holds no files: the scale case, the trees and the package are not made in it.
-        floor_target = targets.pop('fuse-floor', None)
         if args.scale:
             # The scale case only reads: native walks DocFS's store itself, so the N documents are
             # made once for the two.
@@ -411,8 +405,11 @@ def main():
         dirs = max(1, args.tree // 100)
         for name, target in targets.items():
             make_tree(os.path.join(target, 'tree'), dirs, args.tree // dirs)
-        if floor_target:
-            targets['fuse-floor'] = floor_target
+        # The floor holds no files, so it joins after the trees and the package are made.
+        floor = None if args.no_floor else build_fuse_floor(work)
+        if floor:
+            mounts.append(Mount('fuse-floor', None, os.path.join(work, 'fuse-floor'), floor))
+            targets['fuse-floor'] = mounts[-1].mountpoint
 
         size = args.size_mb
         cases = [
