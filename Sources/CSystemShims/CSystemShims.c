@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/fanotify.h>
+#include <linux/openat2.h>
 
 int docfs_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned int flags) {
     return (int)syscall(SYS_renameat2, olddirfd, oldpath, newdirfd, newpath, flags);
@@ -24,6 +25,41 @@ int docfs_clone_file(int destfd, int srcfd) {
 
 int docfs_openat(int dirfd, const char *path, int flags, mode_t mode) {
     return openat(dirfd, path, flags, mode);
+}
+
+int docfs_open_beneath(int dirfd, const char *path, int flags) {
+    struct open_how how = {
+        .flags = (unsigned long long)(flags | O_CLOEXEC),
+        .mode = 0,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+    int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+    if (fd >= 0 || (errno != ENOSYS && errno != EPERM)) return fd;
+    // No openat2: the same walk by hand, one name at a time, never following a link.
+    char name[256];
+    int current = dirfd;
+    const char *cursor = path;
+    for (;;) {
+        const char *slash = strchr(cursor, '/');
+        size_t length = slash ? (size_t)(slash - cursor) : strlen(cursor);
+        if (length == 0 || length > 255 || (length == 1 && cursor[0] == '.') || (length == 2 && cursor[0] == '.' && cursor[1] == '.')) {
+            if (current != dirfd) close(current);
+            errno = length > 255 ? ENAMETOOLONG : EXDEV;
+            return -1;
+        }
+        memcpy(name, cursor, length);
+        name[length] = 0;
+        int next = openat(current, name, slash ? (O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : (flags | O_NOFOLLOW | O_CLOEXEC));
+        int saved = errno;
+        if (current != dirfd) close(current);
+        if (next < 0) {
+            errno = saved;
+            return -1;
+        }
+        if (!slash) return next;
+        current = next;
+        cursor = slash + 1;
+    }
 }
 
 void docfs_syslog(int priority, const char *message) {
@@ -116,22 +152,18 @@ int docfs_fanotify_open(void) {
     return fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_REPORT_DFID_NAME, O_RDONLY | O_CLOEXEC);
 }
 
-int docfs_fanotify_watch_directory(int fanotify_fd, const char *path) {
-    return fanotify_mark(fanotify_fd, FAN_MARK_ADD | FAN_MARK_ONLYDIR, docfs_watched_events, AT_FDCWD, path);
+int docfs_fanotify_watch_directory(int fanotify_fd, int directory_fd) {
+    return fanotify_mark(fanotify_fd, FAN_MARK_ADD | FAN_MARK_ONLYDIR, docfs_watched_events, directory_fd, NULL);
 }
 
-int docfs_fanotify_unwatch_directory(int fanotify_fd, const char *path) {
-    return fanotify_mark(fanotify_fd, FAN_MARK_REMOVE | FAN_MARK_ONLYDIR, docfs_watched_events, AT_FDCWD, path);
-}
-
-int docfs_file_handle(const char *path, unsigned char *handle, unsigned int *length) {
+int docfs_file_handle(int fd, unsigned char *handle, unsigned int *length) {
     union {
         struct file_handle header;
         unsigned char bytes[sizeof(struct file_handle) + 128];
     } buffer;
     buffer.header.handle_bytes = 128;
     int mount_id;
-    if (name_to_handle_at(AT_FDCWD, path, &buffer.header, &mount_id, 0) != 0) return -1;
+    if (name_to_handle_at(fd, "", &buffer.header, &mount_id, AT_EMPTY_PATH) != 0) return -1;
     unsigned int used = sizeof(struct file_handle) + buffer.header.handle_bytes;
     if (used > *length) {
         errno = EOVERFLOW;

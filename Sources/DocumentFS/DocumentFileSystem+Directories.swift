@@ -36,7 +36,7 @@ extension DocumentFileSystem {
                 continue
             }
             let stored = listing.entries[index - 2]
-            let path = listing.path.isEmpty ? stored.name : listing.path + "/" + stored.name
+            let path = StorePath.join(listing.path, stored.name)
             if plus {
                 // Vanished since the listing was taken: skip it.
                 let found = namespace.reading { () -> (Inode, FileStatus)? in
@@ -47,7 +47,7 @@ extension DocumentFileSystem {
                 guard let (child, status) = found else { continue }
                 if status.kind == .directory { watchDirectory(child, path: path, status: status) }
                 let item = DirectoryEntry(
-                    name: stored.name, nextOffset: Int64(index + 1), inode: child, mode: status.mode,
+                    name: stored.name.string, nextOffset: Int64(index + 1), inode: child, mode: status.mode,
                     entry: entry(for: child, path: path, status: status, caller: nil))
                 guard add(item) else {
                     nodes.forget(child, count: 1)
@@ -58,7 +58,7 @@ extension DocumentFileSystem {
                 // not hold yet gets a provisional number outside the range of assigned ones.
                 let number = nodes.existingChild(parent: inode, name: stored.name)
                     ?? (1 << 62) | UInt64(truncatingIfNeeded: stored.name.hashValue) >> 2
-                guard add(DirectoryEntry(name: stored.name, nextOffset: Int64(index + 1), inode: number, mode: Self.mode(of: stored.kind))) else { return }
+                guard add(DirectoryEntry(name: stored.name.string, nextOffset: Int64(index + 1), inode: number, mode: Self.mode(of: stored.kind))) else { return }
             }
         }
     }

@@ -60,7 +60,7 @@ extension DocumentFileSystem {
     }
 
     /// Looks up a name that must now exist in the store and counts the kernel's new reference.
-    func countedEntry(parent: Inode, name: String, path: String, caller: pid_t?) throws(FUSEError) -> Entry {
+    func countedEntry(parent: Inode, name: FileName, path: String, caller: pid_t?) throws(FUSEError) -> Entry {
         try namespace.reading { () throws(FUSEError) -> Entry in
             let status = try storeCall { try store.status(of: path) }
             let inode = nodes.child(parent: parent, name: name, counting: true, linkedFile: StoredFileIdentity(status))
@@ -69,7 +69,7 @@ extension DocumentFileSystem {
         }
     }
 
-    func lookup(parent: Inode, name: String, context: RequestContext) throws(FUSEError) -> Entry {
+    func lookup(parent: Inode, name: FileName, context: RequestContext) throws(FUSEError) -> Entry {
         let path = try childPath(parent: parent, name: name)
         do {
             return try countedEntry(parent: parent, name: name, path: path, caller: context.processID)
@@ -145,7 +145,7 @@ extension DocumentFileSystem {
         return try storeCall { try store.symbolicLinkTarget(path) }
     }
 
-    func makeNode(parent: Inode, name: String, mode: mode_t, device: dev_t, context: RequestContext) throws(FUSEError) -> Entry {
+    func makeNode(parent: Inode, name: FileName, mode: mode_t, device: dev_t, context: RequestContext) throws(FUSEError) -> Entry {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
         let owner = owner(context)
@@ -177,7 +177,7 @@ extension DocumentFileSystem {
         return true
     }
 
-    func makeDirectory(parent: Inode, name: String, mode: mode_t, context: RequestContext) throws(FUSEError) -> Entry {
+    func makeDirectory(parent: Inode, name: FileName, mode: mode_t, context: RequestContext) throws(FUSEError) -> Entry {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
         let owner = owner(context)
@@ -187,7 +187,7 @@ extension DocumentFileSystem {
         return try countedEntry(parent: parent, name: name, path: path, caller: context.processID)
     }
 
-    func unlink(parent: Inode, name: String, context: RequestContext) throws(FUSEError) {
+    func unlink(parent: Inode, name: FileName, context: RequestContext) throws(FUSEError) {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
         if try changeInPackage(path, { .removeFile($0) }) {
@@ -200,7 +200,7 @@ extension DocumentFileSystem {
         }
     }
 
-    func removeDirectory(parent: Inode, name: String, context: RequestContext) throws(FUSEError) {
+    func removeDirectory(parent: Inode, name: FileName, context: RequestContext) throws(FUSEError) {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
         if try changeInPackage(path, { .removeDirectory($0) }) {
@@ -214,7 +214,7 @@ extension DocumentFileSystem {
         }
     }
 
-    func symlink(target: String, parent: Inode, name: String, context: RequestContext) throws(FUSEError) -> Entry {
+    func symlink(target: String, parent: Inode, name: FileName, context: RequestContext) throws(FUSEError) -> Entry {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
         let owner = owner(context)
@@ -224,7 +224,7 @@ extension DocumentFileSystem {
         return try countedEntry(parent: parent, name: name, path: path, caller: context.processID)
     }
 
-    func link(inode: Inode, newParent: Inode, newName: String, context: RequestContext) throws(FUSEError) -> Entry {
+    func link(inode: Inode, newParent: Inode, newName: FileName, context: RequestContext) throws(FUSEError) -> Entry {
         try requireWritable()
         let existing = try path(of: inode)
         let path = try childPath(parent: newParent, name: newName)
@@ -237,7 +237,7 @@ extension DocumentFileSystem {
         return entry(for: linked, path: existing, status: status, caller: context.processID)
     }
 
-    func rename(parent: Inode, name: String, newParent: Inode, newName: String, flags: UInt32, context: RequestContext) throws(FUSEError) {
+    func rename(parent: Inode, name: FileName, newParent: Inode, newName: FileName, flags: UInt32, context: RequestContext) throws(FUSEError) {
         try requireWritable()
         let source = try childPath(parent: parent, name: name)
         let destination = try childPath(parent: newParent, name: newName)
@@ -270,7 +270,7 @@ extension DocumentFileSystem {
         namespace.writing { moveNames(parent: parent, name: name, newParent: newParent, newName: newName, exchange: exchange) }
     }
 
-    private func moveNames(parent: Inode, name: String, newParent: Inode, newName: String, exchange: Bool) {
+    private func moveNames(parent: Inode, name: FileName, newParent: Inode, newName: FileName, exchange: Bool) {
         if exchange {
             nodes.exchange(parent: parent, name: name, with: newParent, otherName: newName)
         } else {
@@ -280,7 +280,7 @@ extension DocumentFileSystem {
 
     /// The inode a rename is about to replace keeps its file open, so an open the kernel already
     /// resolved to it reads that old version, whole (as on a local disk), instead of failing.
-    private func retainReplaced(parent: Inode, name: String, path: String) {
+    private func retainReplaced(parent: Inode, name: FileName, path: String) {
         guard let replaced = nodes.existingChild(parent: parent, name: name), let node = nodes.node(replaced) else { return }
         let live = node.state.withLock { $0.live }
         let kept = live ?? (try? store.openForReading(path))
@@ -289,7 +289,7 @@ extension DocumentFileSystem {
 
     /// A raw file renamed, while open in place, to a name a document type claims: its handles'
     /// writes are staged and judged from then on.
-    private func markStagedIfClaimed(parent: Inode, name: String, was oldPath: String, now newPath: String) {
+    private func markStagedIfClaimed(parent: Inode, name: FileName, was oldPath: String, now newPath: String) {
         guard case .raw = role(forPath: oldPath) else { return }
         if case .raw = role(forPath: newPath) { return }
         guard let inode = nodes.existingChild(parent: parent, name: name), let node = nodes.node(inode) else { return }

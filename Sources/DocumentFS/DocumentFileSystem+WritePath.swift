@@ -17,7 +17,7 @@ import SystemSupport
 /// stage is kept (a copy goes to the quarantine): the writer's later writes land on the same bytes.
 /// Only the last release of a writable handle drops an invalid stage, into the quarantine.
 extension DocumentFileSystem {
-    func create(parent: Inode, name: String, mode: mode_t, flags: Int32, context: RequestContext) throws(FUSEError) -> (Entry, OpenReply) {
+    func create(parent: Inode, name: FileName, mode: mode_t, flags: Int32, context: RequestContext) throws(FUSEError) -> (Entry, OpenReply) {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
         if let member = packageMember(of: path) {
@@ -55,7 +55,7 @@ extension DocumentFileSystem {
 
     /// The entry and open handle for a file `create` just made (or found made). `created`, the new
     /// file's descriptor, serves it as its live version (the open checks it is still the one there).
-    private func openCreated(parent: Inode, name: String, path: String, flags: Int32, context: RequestContext, created: OwnedDescriptor? = nil) throws(FUSEError) -> (Entry, OpenReply) {
+    private func openCreated(parent: Inode, name: FileName, path: String, flags: Int32, context: RequestContext, created: OwnedDescriptor? = nil) throws(FUSEError) -> (Entry, OpenReply) {
         let entry = try countedEntry(parent: parent, name: name, path: path, caller: context.processID)
         if let created, let node = nodes.node(entry.inode) {
             node.state.withLock { state in

@@ -41,7 +41,8 @@ final class DocumentFileSystem: FileSystemOperations {
         if store.hasChangeFeed {
             self.watcher = nil
             cacheTimeout = options.cacheTimeout ?? 86400
-        } else if let watcher, let rootPath, let root = try? store.status(of: ""), watcher.watch(.root, absolutePath: rootPath, storedAs: root.inode) {
+        } else if let watcher, rootPath != nil, let root = try? store.status(of: ""),
+                  watcher.watch(.root, storedAs: root.inode, open: { try store.openDirectory("") }) {
             self.watcher = watcher
             cacheTimeout = options.cacheTimeout ?? 86400
         } else {
@@ -71,11 +72,11 @@ final class DocumentFileSystem: FileSystemOperations {
     private func storeChanged(_ change: StoreWatcher.Change) {
         switch change {
         case .entry(let parent, let name):
-            if parent == .root && name == DirectoryStore.privateAreaName { return }
-            if name == "." {
+            guard let name else {
                 notifier.invalidateContent(of: parent)
                 return
             }
+            if parent == .root && name == DirectoryStore.privateName { return }
             notifier.invalidateEntry(parent: parent, name: name)
             // The directory's cached listing, attributes and times changed too.
             notifier.invalidateContent(of: parent)
@@ -97,8 +98,8 @@ final class DocumentFileSystem: FileSystemOperations {
 
     /// Watches a directory the kernel now holds.
     func watchDirectory(_ inode: Inode, path: String, status: FileStatus) {
-        guard let watcher, let absolute = store.localPath(of: path) else { return }
-        watcher.watch(inode, absolutePath: absolute, storedAs: status.inode)
+        guard let watcher else { return }
+        watcher.watch(inode, storedAs: status.inode) { try store.openDirectory(path) }
     }
 
     func initialize(connection: inout ConnectionSettings) {
@@ -138,11 +139,11 @@ final class DocumentFileSystem: FileSystemOperations {
         return path
     }
 
-    func childPath(parent: Inode, name: String) throws(FUSEError) -> String {
-        if FileSystemPath.byteCount(of: name) > 255 { throw .nameTooLong }
-        if parent == .root && name == DirectoryStore.privateAreaName { throw .accessDenied }
-        let parentPath = try path(of: parent)
-        return parentPath.isEmpty ? name : parentPath + "/" + name
+    /// The store path of `name` in `parent`. The store's private area is no name of the mount's:
+    /// no request can make, open or remove it.
+    func childPath(parent: Inode, name: FileName) throws(FUSEError) -> String {
+        if parent == .root && name == DirectoryStore.privateName { throw .accessDenied }
+        return StorePath.join(try path(of: parent), name)
     }
 
     /// Paths are scanned as UTF-8 bytes: `/` and `.` are ASCII, and Character-based String

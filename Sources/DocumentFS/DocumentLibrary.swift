@@ -81,7 +81,7 @@ public final class DocumentLibrary: Sendable {
         var pending = [""]
         while let directory = pending.popLast() {
             for entry in (try? store.list(directory)) ?? [] {
-                let path = directory.isEmpty ? entry.name : directory + "/" + entry.name
+                let path = StorePath.join(directory, entry.name)
                 var kind = entry.kind
                 if kind == .unknown {
                     switch (try? store.status(of: path))?.kind {
@@ -92,13 +92,13 @@ public final class DocumentLibrary: Sendable {
                 }
                 switch kind {
                 case .directory:
-                    if let claim = registry.claim(forName: entry.name, isDirectory: true) {
+                    if let claim = registry.claim(forName: entry.name.string, isDirectory: true) {
                         found.append(FoundDocument(path: path, isPackage: true, claim: claim))
                     } else {
                         pending.append(path)
                     }
                 case .regular:
-                    if let claim = registry.claim(forName: entry.name, isDirectory: false) {
+                    if let claim = registry.claim(forName: entry.name.string, isDirectory: false) {
                         found.append(FoundDocument(path: path, isPackage: false, claim: claim))
                     }
                 default:

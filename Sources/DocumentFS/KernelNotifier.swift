@@ -18,7 +18,7 @@ final class KernelNotifier: Sendable {
     }
 
     /// The kernel's cached entry `name` in `parent` (a name, or the absence of one) is stale.
-    func invalidateEntry(parent: Inode, name: String) {
+    func invalidateEntry(parent: Inode, name: FileName) {
         queue.async { [self] in
             _ = session.withLock { $0 }?.invalidateEntry(parent: parent, name: name)
         }

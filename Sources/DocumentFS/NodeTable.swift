@@ -11,21 +11,11 @@ import SystemSupport
 /// costs one small record per inode the kernel holds; the `Node` with an inode's open-file state is
 /// made only when the inode is opened or written (a walk that only looks names up makes none).
 final class NodeTable: Sendable {
-    /// A name in a directory, compared and hashed as bytes: NFC and NFD spellings of one word are
-    /// two names on Linux, though `String ==` calls them equal.
+    /// A name in a directory; `FileName` compares and hashes bytes, so NFC and NFD spellings of
+    /// one word are two names, as on Linux.
     private struct ChildKey: Hashable {
         var parent: Inode
-        var name: String
-
-        static func == (first: ChildKey, second: ChildKey) -> Bool {
-            first.parent == second.parent && FileSystemPath.same(first.name, second.name)
-        }
-
-        func hash(into hasher: inout Hasher) {
-            hasher.combine(parent)
-            var name = name
-            name.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
-        }
+        var name: FileName
     }
 
     /// 56 bytes: one per inode the kernel holds, so a million of them are a dictionary of this size.
@@ -33,7 +23,8 @@ final class NodeTable: Sendable {
     private struct Record {
         var node: Node?
         var parent: Inode
-        var name: String
+        /// The root's record has no name of its own; this one is never looked up.
+        var name: FileName
         var lookupCount: UInt64 = 0
         var openCount: Int32 = 0
         var childRecords: Int32 = 0
@@ -62,7 +53,7 @@ final class NodeTable: Sendable {
 
     init() {
         var initial = State()
-        var root = Record(node: Node(inode: .root), parent: .root, name: "")
+        var root = Record(node: Node(inode: .root), parent: .root, name: FileName(validating: "(root)"))
         root.lookupCount = 1
         initial.records[.root] = root
         state = Mutex(initial)
@@ -93,11 +84,11 @@ final class NodeTable: Sendable {
         state.withLock { state in Self.path(of: inode, in: state) }
     }
 
-    func name(of inode: Inode) -> String? { state.withLock { $0.records[inode]?.name } }
+    func name(of inode: Inode) -> FileName? { state.withLock { $0.records[inode]?.name } }
 
     /// Where a detached inode was last named (a rename replaced it, or it was removed), while its
     /// parent is still known.
-    func formerName(of inode: Inode) -> (parent: Inode, name: String)? {
+    func formerName(of inode: Inode) -> (parent: Inode, name: FileName)? {
         state.withLock { state in
             guard let record = state.records[inode], record.isDetached, state.records[record.parent] != nil else { return nil }
             return (record.parent, record.name)
@@ -109,7 +100,7 @@ final class NodeTable: Sendable {
         var current = inode
         while current != .root {
             guard let record = state.records[current], !record.isDetached else { return nil }
-            components.append(record.name)
+            components.append(record.name.string)
             current = record.parent
         }
         return components.reversed().joined(separator: "/")
@@ -118,7 +109,7 @@ final class NodeTable: Sendable {
     /// The inode for `name` in `parent`, made if new; counts one lookup when `counting`.
     /// `linkedFile` identifies a stored file with several links: a name of a file that already has
     /// a record becomes another name of that inode.
-    func child(parent: Inode, name: String, counting: Bool, linkedFile: StoredFileIdentity? = nil) -> Inode {
+    func child(parent: Inode, name: FileName, counting: Bool, linkedFile: StoredFileIdentity? = nil) -> Inode {
         state.withLock { state in
             let key = ChildKey(parent: parent, name: name)
             if let inode = state.byName[key], var record = state.records[inode] {
@@ -152,19 +143,19 @@ final class NodeTable: Sendable {
     func existingInode(atPath path: String) -> Inode? {
         var current = Inode.root
         for component in path.split(separator: "/", omittingEmptySubsequences: true) {
-            guard let next = existingChild(parent: current, name: String(component)) else { return nil }
+            guard let name = try? FileName(String(component)), let next = existingChild(parent: current, name: name) else { return nil }
             current = next
         }
         return current
     }
 
     /// Every name the table knows: (parent, name, inode).
-    func allNames() -> [(Inode, String, Inode)] {
+    func allNames() -> [(Inode, FileName, Inode)] {
         state.withLock { state in state.byName.map { ($0.key.parent, $0.key.name, $0.value) } }
     }
 
     /// The known inode for `name` in `parent`, without counting a lookup.
-    func existingChild(parent: Inode, name: String) -> Inode? {
+    func existingChild(parent: Inode, name: FileName) -> Inode? {
         state.withLock { $0.byName[ChildKey(parent: parent, name: name)] }
     }
 
@@ -212,7 +203,7 @@ final class NodeTable: Sendable {
     }
 
     /// A hard link: `name` in `parent` is another name of `inode`. Counts one lookup.
-    func addName(_ inode: Inode, parent: Inode, name: String, linkedFile: StoredFileIdentity?) -> Inode? {
+    func addName(_ inode: Inode, parent: Inode, name: FileName, linkedFile: StoredFileIdentity?) -> Inode? {
         state.withLock { state in
             guard var record = state.records[inode] else { return nil }
             let key = ChildKey(parent: parent, name: name)
@@ -230,7 +221,7 @@ final class NodeTable: Sendable {
     }
 
     /// `name` in `parent` is gone from the store (unlink, rmdir, replaced by a rename).
-    func detach(parent: Inode, name: String) {
+    func detach(parent: Inode, name: FileName) {
         state.withLock { state in
             let key = ChildKey(parent: parent, name: name)
             guard let inode = state.byName[key] else { return }
@@ -244,7 +235,7 @@ final class NodeTable: Sendable {
         guard var record = state.records[inode] else { return }
         if let links = state.links[inode], links.aliases > 0 {
             state.links[inode]?.aliases -= 1
-            if record.parent == key.parent && FileSystemPath.same(record.name, key.name),
+            if record.parent == key.parent && record.name == key.name,
                let other = state.byName.first(where: { $0.value == inode })?.key
             {
                 // The primary name went; another link carries the inode on.
@@ -262,7 +253,7 @@ final class NodeTable: Sendable {
     }
 
     /// A rename in the store: the moved inode keeps its number; one it replaced is detached.
-    func move(parent: Inode, name: String, to newParent: Inode, newName: String) {
+    func move(parent: Inode, name: FileName, to newParent: Inode, newName: FileName) {
         state.withLock { state in
             let newKey = ChildKey(parent: newParent, name: newName)
             if let replaced = state.byName[newKey] { Self.detach(newKey, of: replaced, in: &state) }
@@ -279,7 +270,7 @@ final class NodeTable: Sendable {
     }
 
     /// RENAME_EXCHANGE: the two names swap inodes.
-    func exchange(parent: Inode, name: String, with otherParent: Inode, otherName: String) {
+    func exchange(parent: Inode, name: FileName, with otherParent: Inode, otherName: FileName) {
         state.withLock { state in
             let first = state.byName.removeValue(forKey: ChildKey(parent: parent, name: name))
             let second = state.byName.removeValue(forKey: ChildKey(parent: otherParent, name: otherName))

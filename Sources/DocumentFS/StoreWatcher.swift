@@ -17,7 +17,8 @@ final class StoreWatcher: Sendable {
     /// What changed: an entry of a watched directory (`name` in `parent`), or everything, when the
     /// kernel's event queue overflowed.
     enum Change: Sendable {
-        case entry(parent: Inode, name: String)
+        /// `name` nil: the directory itself (its attributes).
+        case entry(parent: Inode, name: FileName?)
         case everything
     }
 
@@ -39,17 +40,18 @@ final class StoreWatcher: Sendable {
 
     deinit { close(descriptor) }
 
-    /// Watches the directory `inode`, stored at `absolutePath` as the store's inode `storedAs`,
-    /// unless that one is watched already. Returns false when the directory cannot be watched.
+    /// Watches the directory `inode`, stored as the store's inode `storedAs` and opened by `open`
+    /// (beneath the store, so a link swapped in is never followed to a directory outside), unless
+    /// that one is watched already. Returns false when the directory cannot be watched.
     @discardableResult
-    func watch(_ inode: Inode, absolutePath: String, storedAs: UInt64) -> Bool {
+    func watch(_ inode: Inode, storedAs: UInt64, open: () throws -> OwnedDescriptor) -> Bool {
         if watched.withLock({ $0[inode] == storedAs }) { return true }
+        guard let directory = try? open() else { return false }
         var handle = [UInt8](repeating: 0, count: 160)
         var length = UInt32(handle.count)
-        let marked = FileSystemPath.withCString(absolutePath) { path in
-            docfs_file_handle(path, &handle, &length) == 0 && docfs_fanotify_watch_directory(descriptor, path) == 0
-        }
-        guard marked else { return false }
+        guard docfs_file_handle(directory.rawValue, &handle, &length) == 0,
+              docfs_fanotify_watch_directory(descriptor, directory.rawValue) == 0
+        else { return false }
         let key = Data(handle[0..<Int(length)])
         directories.withLock { $0[key] = inode }
         watched.withLock { $0[inode] = storedAs }
@@ -88,10 +90,12 @@ final class StoreWatcher: Sendable {
         var copy = event
         let key = withUnsafeBytes(of: &copy.handle) { Data($0.prefix(Int(event.handle_length))) }
         guard let parent = directories.withLock({ $0[key] }) else { return }
-        let name = withUnsafeBytes(of: &copy.name) { bytes in
-            FileSystemPath.string(fromBytes: UnsafeRawBufferPointer(rebasing: bytes.prefix(while: { $0 != 0 })))
+        let bytes = withUnsafeBytes(of: &copy.name) { Array($0.prefix(while: { $0 != 0 })) }
+        // An event about the directory itself (its attributes) has no name, or ".".
+        if bytes.isEmpty || bytes == [UInt8(ascii: ".")] {
+            handle(.entry(parent: parent, name: nil))
+        } else if let name = try? FileName(bytes: bytes) {
+            handle(.entry(parent: parent, name: name))
         }
-        // An event about the directory itself (its attributes) has no name: "." stands for it.
-        handle(.entry(parent: parent, name: name.isEmpty ? "." : name))
     }
 }

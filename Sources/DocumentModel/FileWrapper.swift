@@ -243,7 +243,7 @@ open class FileWrapper: @unchecked Sendable {
             newKind = .regularFile
             if options.contains(.immediate) {
                 do { newContents = try Self.readContents(atPath: path, options: options) } catch { throw CocoaError.reading(error, url: url) }
-            } else if access(path, R_OK) != 0 {
+            } else if !Paths.isReadable(path) {
                 throw CocoaError.reading(SystemCallError.last("open", path: path), url: url)
             }
         case .directory:

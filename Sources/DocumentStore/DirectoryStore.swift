@@ -11,9 +11,14 @@ import SystemSupport
 public final class DirectoryStore: DocumentStore {
     /// The name of the private area at the store's root; never a document, hidden from the mount.
     public static let privateAreaName = ".docfs"
+    public static let privateName = FileName(validating: ".docfs")
 
     public let rootURL: URL
     private let root: String
+    /// The store and its private area, each held open: every path below them is resolved from
+    /// these descriptors, never through a symbolic link (see `ConfinedTree`).
+    private let rootTree: ConfinedTree
+    private let privateTree: ConfinedTree?
     private let stagingDirectory: String
     private let temporaryDirectory: String
     public let quarantineDirectory: String
@@ -29,9 +34,12 @@ public final class DirectoryStore: DocumentStore {
 
     public enum OpenError: Error, CustomStringConvertible {
         case notADirectory(String)
+        case untrustedPrivateArea(String, reason: String)
         public var description: String {
             switch self {
             case .notADirectory(let path): "\(path) is not a directory"
+            case .untrustedPrivateArea(let path, let reason):
+                "\(path) is not DocFS's private area: \(reason). Move it away (DocFS makes a new one) or fix it, then open the store again"
             }
         }
     }
@@ -43,17 +51,60 @@ public final class DirectoryStore: DocumentStore {
     /// which never write, and work on read-only stores).
     public init(path: String, quarantineLimits: QuarantineLimits = QuarantineLimits(), readOnly: Bool = false) throws {
         self.quarantineLimits = quarantineLimits
-        let status = try FileStatus.of(path: path)
+        // The root is the administrator's choice, links and all; everything below it is confined.
+        let resolved = realpath(path, nil).map { pointer in
+            defer { free(pointer) }
+            return FileSystemPath.string(fromCString: pointer)
+        } ?? path
+        let status = try FileStatus.of(path: resolved)
         guard status.kind == .directory else { throw OpenError.notADirectory(path) }
-        root = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+        root = resolved
         rootURL = URL(fileURLWithPath: root, isDirectory: true)
+        rootTree = try ConfinedTree(path: root)
         let privateArea = root + "/" + Self.privateAreaName
         stagingDirectory = privateArea + "/staging"
         temporaryDirectory = privateArea + "/tmp"
         quarantineDirectory = privateArea + "/quarantine"
-        for directory in [privateArea, stagingDirectory, temporaryDirectory, quarantineDirectory] where !readOnly {
-            if (try? Paths.makeDirectory(directory, mode: 0o700)) == nil && errno != EEXIST { throw SystemCallError.last("mkdir", path: directory) }
+        if !readOnly {
+            try Self.makePrivateDirectory(privateArea)
         }
+        privateTree = try Self.checkPrivateArea(privateArea, required: !readOnly).map { try ConfinedTree(path: $0) }
+        if !readOnly {
+            for directory in [stagingDirectory, temporaryDirectory, quarantineDirectory] { try Self.makePrivateDirectory(directory) }
+        }
+    }
+
+    /// Makes a folder of the private area, or accepts the one there if it is a real folder (never
+    /// a link: the path is resolved beneath the store).
+    private static func makePrivateDirectory(_ path: String) throws {
+        do {
+            try Paths.makeDirectory(path, mode: 0o700)
+        } catch let error as SystemCallError where error.errno == EEXIST {
+            guard try FileStatus.of(path: path).kind == .directory else {
+                throw OpenError.untrustedPrivateArea(path, reason: "it is not a folder")
+            }
+        }
+    }
+
+    /// The private area holds other users' refused bytes and the stages that become documents:
+    /// it must be a folder the daemon's user owns and nobody else can enter. One that is not (a
+    /// link, a file, a folder someone else made) is refused rather than used. Returns its path,
+    /// or nil when it is absent and not `required` (a read-only open of a store never mounted).
+    private static func checkPrivateArea(_ path: String, required: Bool) throws -> String? {
+        let status: FileStatus
+        do {
+            status = try FileStatus.of(path: path)
+        } catch let error as SystemCallError where error.errno == ENOENT && !required {
+            return nil
+        }
+        guard status.kind == .directory else {
+            throw OpenError.untrustedPrivateArea(path, reason: status.kind == .symbolicLink ? "it is a symbolic link" : "it is not a folder")
+        }
+        guard status.userID == geteuid() else {
+            throw OpenError.untrustedPrivateArea(path, reason: "it belongs to uid \(status.userID), not to DocFS's user (uid \(geteuid()))")
+        }
+        if status.permissions & 0o077 != 0, required { try Paths.setPermissions(path, 0o700) }
+        return path
     }
 
     /// Staging files a crash left behind: moved into the quarantine. Returns where they went.
@@ -97,8 +148,8 @@ public final class DirectoryStore: DocumentStore {
 
     public func status(of path: String) throws -> FileStatus { try FileStatus.of(path: absolute(path)) }
 
-    public func status(of name: String, in directory: OwnedDescriptor) throws -> FileStatus {
-        try FileStatus.of(name: name, in: directory.rawValue)
+    public func status(of name: FileName, in directory: OwnedDescriptor) throws -> FileStatus {
+        try FileStatus.of(name: name.string, in: directory.rawValue)
     }
 
     public func openDirectory(_ path: String) throws -> OwnedDescriptor {
@@ -106,8 +157,9 @@ public final class DirectoryStore: DocumentStore {
     }
 
     public func list(_ path: String) throws -> [StoreDirectoryEntry] {
-        try FileIO.directoryEntriesWithTypes(absolute(path)).compactMap { name, type in
-            if path.isEmpty && name == Self.privateAreaName { return nil }
+        try FileIO.directoryEntriesWithTypes(absolute(path)).compactMap { entry, type in
+            guard let name = try? FileName(entry) else { return nil }
+            if path.isEmpty && name == Self.privateName { return nil }
             let kind: StoreDirectoryEntry.Kind = switch Int32(type) {
             case Int32(DT_REG): .regular
             case Int32(DT_DIR): .directory

@@ -19,7 +19,7 @@ public protocol DocumentStore: AnyObject, Sendable {
     func status(of path: String) throws -> FileStatus
     /// The status of `name` in a directory opened with `openDirectory`: one path component for the
     /// kernel to resolve instead of the whole path, for listings that stat every entry.
-    func status(of name: String, in directory: OwnedDescriptor) throws -> FileStatus
+    func status(of name: FileName, in directory: OwnedDescriptor) throws -> FileStatus
     func openDirectory(_ path: String) throws -> OwnedDescriptor
     /// The directory's entries with their kinds; the store's private area is never listed.
     func list(_ path: String) throws -> [StoreDirectoryEntry]
@@ -119,17 +119,17 @@ public struct StoreRefusal: Error, CustomStringConvertible, Sendable {
     public var description: String { reason }
 }
 
-/// A change made to the store elsewhere: the entry `name` of `folder` (`"."` for the folder itself).
+/// A change made to the store elsewhere: the entry `name` of `folder` (nil for the folder itself).
 public enum StoreChange: Sendable, Equatable {
-    case entry(folder: String, name: String)
+    case entry(folder: String, name: FileName?)
 }
 
 /// One name in a stored directory.
 public struct StoreDirectoryEntry: Sendable {
     public enum Kind: Sendable { case regular, directory, symbolicLink, fifo, socket, characterDevice, blockDevice, unknown }
-    public var name: String
+    public var name: FileName
     public var kind: Kind
-    public init(name: String, kind: Kind) {
+    public init(name: FileName, kind: Kind) {
         self.name = name
         self.kind = kind
     }

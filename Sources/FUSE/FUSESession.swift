@@ -95,16 +95,16 @@ public final class FUSESession: @unchecked Sendable {
 
     /// Drops the kernel's cached name `name` in `parent`.
     @discardableResult
-    public func invalidateEntry(parent: Inode, name: String) -> Int32 {
-        let bytes = FileSystemPath.bytes(of: name)
-        return FileSystemPath.withCString(name) { fuse_lowlevel_notify_inval_entry(session, parent, $0, bytes.count) }
+    public func invalidateEntry(parent: Inode, name: FileName) -> Int32 {
+        let bytes = name.bytes
+        return FileSystemPath.withCString(name.string) { fuse_lowlevel_notify_inval_entry(session, parent, $0, bytes.count) }
     }
 
     /// Tells the kernel that `name` in `parent`, which was `child`, is gone.
     @discardableResult
-    public func notifyDeleted(parent: Inode, child: Inode, name: String) -> Int32 {
-        let bytes = FileSystemPath.bytes(of: name)
-        return FileSystemPath.withCString(name) { fuse_lowlevel_notify_delete(session, parent, child, $0, bytes.count) }
+    public func notifyDeleted(parent: Inode, child: Inode, name: FileName) -> Int32 {
+        let bytes = name.bytes
+        return FileSystemPath.withCString(name.string) { fuse_lowlevel_notify_delete(session, parent, child, $0, bytes.count) }
     }
 
     /// Stops the loop from another thread (the loop returns after its current requests).

@@ -8,6 +8,14 @@ public extension Inode {
     static let root: Inode = 1
 }
 
+/// The two names every directory has, which LOOKUP may ask for.
+public enum RelativeEntry: Sendable {
+    /// `.`: the directory itself.
+    case current
+    /// `..`: its parent.
+    case parent
+}
+
 /// Who sent a request.
 public struct RequestContext: Sendable {
     public let userID: uid_t

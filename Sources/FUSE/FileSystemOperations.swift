@@ -1,6 +1,12 @@
 import Glibc
+@_exported import struct SystemSupport.FileName
 
 /// A file system served through FUSE's low-level (inode) API.
+///
+/// Names arrive as `FileName`s: the binding checks every name the kernel sends (1 to 255 bytes, no
+/// `/`, no NUL, not `.` or `..`) and fails the request with EINVAL or ENAMETOOLONG itself when one
+/// is not, so a conformer never sees a name that could climb out of its directory. LOOKUP of `.`
+/// and `..` (which an exported file system receives) goes to `lookup(_:in:context:)`.
 ///
 /// libfuse calls these on its worker threads, several at once, so conformers must be thread-safe.
 /// Each method returns its reply or throws a `FUSEError`; the binding turns either into the reply.
@@ -13,23 +19,26 @@ public protocol FileSystemOperations: AnyObject, Sendable {
     /// After the last request, at unmount.
     func destroy()
 
-    func lookup(parent: Inode, name: String, context: RequestContext) throws(FUSEError) -> Entry
+    func lookup(parent: Inode, name: FileName, context: RequestContext) throws(FUSEError) -> Entry
+    /// LOOKUP of `.` (the directory itself) or `..` (its parent), which the kernel sends to resolve
+    /// an NFS file handle of an exported mount. Default: ENOENT.
+    func lookup(_ entry: RelativeEntry, in directory: Inode, context: RequestContext) throws(FUSEError) -> Entry
     /// The kernel dropped `count` references (one per entry replied) to `inode`.
     func forget(inode: Inode, count: UInt64)
     func getAttributes(inode: Inode, handle: UInt64?, context: RequestContext) throws(FUSEError) -> AttributesReply
     func setAttributes(inode: Inode, changes: AttributeChanges, handle: UInt64?, context: RequestContext) throws(FUSEError) -> AttributesReply
     func readLink(inode: Inode) throws(FUSEError) -> String
-    func makeNode(parent: Inode, name: String, mode: mode_t, device: dev_t, context: RequestContext) throws(FUSEError) -> Entry
-    func makeDirectory(parent: Inode, name: String, mode: mode_t, context: RequestContext) throws(FUSEError) -> Entry
-    func unlink(parent: Inode, name: String, context: RequestContext) throws(FUSEError)
-    func removeDirectory(parent: Inode, name: String, context: RequestContext) throws(FUSEError)
-    func symlink(target: String, parent: Inode, name: String, context: RequestContext) throws(FUSEError) -> Entry
+    func makeNode(parent: Inode, name: FileName, mode: mode_t, device: dev_t, context: RequestContext) throws(FUSEError) -> Entry
+    func makeDirectory(parent: Inode, name: FileName, mode: mode_t, context: RequestContext) throws(FUSEError) -> Entry
+    func unlink(parent: Inode, name: FileName, context: RequestContext) throws(FUSEError)
+    func removeDirectory(parent: Inode, name: FileName, context: RequestContext) throws(FUSEError)
+    func symlink(target: String, parent: Inode, name: FileName, context: RequestContext) throws(FUSEError) -> Entry
     /// `flags` are renameat2's: RENAME_NOREPLACE (1), RENAME_EXCHANGE (2).
-    func rename(parent: Inode, name: String, newParent: Inode, newName: String, flags: UInt32, context: RequestContext) throws(FUSEError)
-    func link(inode: Inode, newParent: Inode, newName: String, context: RequestContext) throws(FUSEError) -> Entry
+    func rename(parent: Inode, name: FileName, newParent: Inode, newName: FileName, flags: UInt32, context: RequestContext) throws(FUSEError)
+    func link(inode: Inode, newParent: Inode, newName: FileName, context: RequestContext) throws(FUSEError) -> Entry
 
     func open(inode: Inode, flags: Int32, context: RequestContext) throws(FUSEError) -> OpenReply
-    func create(parent: Inode, name: String, mode: mode_t, flags: Int32, context: RequestContext) throws(FUSEError) -> (Entry, OpenReply)
+    func create(parent: Inode, name: FileName, mode: mode_t, flags: Int32, context: RequestContext) throws(FUSEError) -> (Entry, OpenReply)
     func read(inode: Inode, handle: UInt64, offset: Int64, size: Int) throws(FUSEError) -> ReadReply
     /// Returns the number of bytes written.
     func write(inode: Inode, handle: UInt64, bytes: UnsafeRawBufferPointer, offset: Int64, context: RequestContext) throws(FUSEError) -> Int
@@ -60,20 +69,21 @@ public protocol FileSystemOperations: AnyObject, Sendable {
 extension FileSystemOperations {
     public func initialize(connection: inout ConnectionSettings) {}
     public func destroy() {}
-    public func lookup(parent: Inode, name: String, context: RequestContext) throws(FUSEError) -> Entry { throw .notSupported }
+    public func lookup(parent: Inode, name: FileName, context: RequestContext) throws(FUSEError) -> Entry { throw .notSupported }
+    public func lookup(_ entry: RelativeEntry, in directory: Inode, context: RequestContext) throws(FUSEError) -> Entry { throw .noEntry }
     public func forget(inode: Inode, count: UInt64) {}
     public func getAttributes(inode: Inode, handle: UInt64?, context: RequestContext) throws(FUSEError) -> AttributesReply { throw .notSupported }
     public func setAttributes(inode: Inode, changes: AttributeChanges, handle: UInt64?, context: RequestContext) throws(FUSEError) -> AttributesReply { throw .notSupported }
     public func readLink(inode: Inode) throws(FUSEError) -> String { throw .notSupported }
-    public func makeNode(parent: Inode, name: String, mode: mode_t, device: dev_t, context: RequestContext) throws(FUSEError) -> Entry { throw .notSupported }
-    public func makeDirectory(parent: Inode, name: String, mode: mode_t, context: RequestContext) throws(FUSEError) -> Entry { throw .notSupported }
-    public func unlink(parent: Inode, name: String, context: RequestContext) throws(FUSEError) { throw .notSupported }
-    public func removeDirectory(parent: Inode, name: String, context: RequestContext) throws(FUSEError) { throw .notSupported }
-    public func symlink(target: String, parent: Inode, name: String, context: RequestContext) throws(FUSEError) -> Entry { throw .notSupported }
-    public func rename(parent: Inode, name: String, newParent: Inode, newName: String, flags: UInt32, context: RequestContext) throws(FUSEError) { throw .notSupported }
-    public func link(inode: Inode, newParent: Inode, newName: String, context: RequestContext) throws(FUSEError) -> Entry { throw .notSupported }
+    public func makeNode(parent: Inode, name: FileName, mode: mode_t, device: dev_t, context: RequestContext) throws(FUSEError) -> Entry { throw .notSupported }
+    public func makeDirectory(parent: Inode, name: FileName, mode: mode_t, context: RequestContext) throws(FUSEError) -> Entry { throw .notSupported }
+    public func unlink(parent: Inode, name: FileName, context: RequestContext) throws(FUSEError) { throw .notSupported }
+    public func removeDirectory(parent: Inode, name: FileName, context: RequestContext) throws(FUSEError) { throw .notSupported }
+    public func symlink(target: String, parent: Inode, name: FileName, context: RequestContext) throws(FUSEError) -> Entry { throw .notSupported }
+    public func rename(parent: Inode, name: FileName, newParent: Inode, newName: FileName, flags: UInt32, context: RequestContext) throws(FUSEError) { throw .notSupported }
+    public func link(inode: Inode, newParent: Inode, newName: FileName, context: RequestContext) throws(FUSEError) -> Entry { throw .notSupported }
     public func open(inode: Inode, flags: Int32, context: RequestContext) throws(FUSEError) -> OpenReply { OpenReply(handle: 0) }
-    public func create(parent: Inode, name: String, mode: mode_t, flags: Int32, context: RequestContext) throws(FUSEError) -> (Entry, OpenReply) { throw .notSupported }
+    public func create(parent: Inode, name: FileName, mode: mode_t, flags: Int32, context: RequestContext) throws(FUSEError) -> (Entry, OpenReply) { throw .notSupported }
     public func read(inode: Inode, handle: UInt64, offset: Int64, size: Int) throws(FUSEError) -> ReadReply { throw .notSupported }
     public func write(inode: Inode, handle: UInt64, bytes: UnsafeRawBufferPointer, offset: Int64, context: RequestContext) throws(FUSEError) -> Int { throw .notSupported }
     public func flush(inode: Inode, handle: UInt64, context: RequestContext) throws(FUSEError) {}

@@ -20,7 +20,10 @@ nonisolated func makeOperationTable() -> fuse_lowlevel_ops {
         guard let request, let name else { return }
         let context = Request(request)
         context.replyEntry { () throws(FUSEError) in
-            try context.operations.lookup(parent: parent, name: FileSystemPath.string(fromCString: name), context: context.caller)
+            if let relative = relativeEntry(name) {
+                return try context.operations.lookup(relative, in: parent, context: context.caller)
+            }
+            return try context.operations.lookup(parent: parent, name: fileName(name), context: context.caller)
         }
     }
     table.forget = { request, inode, count in
@@ -70,35 +73,35 @@ nonisolated func makeOperationTable() -> fuse_lowlevel_ops {
         guard let request, let name else { return }
         let context = Request(request)
         context.replyEntry { () throws(FUSEError) in
-            try context.operations.makeNode(parent: parent, name: FileSystemPath.string(fromCString: name), mode: mode, device: device, context: context.caller)
+            try context.operations.makeNode(parent: parent, name: fileName(name), mode: mode, device: device, context: context.caller)
         }
     }
     table.mkdir = { request, parent, name, mode in
         guard let request, let name else { return }
         let context = Request(request)
         context.replyEntry { () throws(FUSEError) in
-            try context.operations.makeDirectory(parent: parent, name: FileSystemPath.string(fromCString: name), mode: mode, context: context.caller)
+            try context.operations.makeDirectory(parent: parent, name: fileName(name), mode: mode, context: context.caller)
         }
     }
     table.unlink = { request, parent, name in
         guard let request, let name else { return }
         let context = Request(request)
         context.replyStatus { () throws(FUSEError) in
-            try context.operations.unlink(parent: parent, name: FileSystemPath.string(fromCString: name), context: context.caller)
+            try context.operations.unlink(parent: parent, name: fileName(name), context: context.caller)
         }
     }
     table.rmdir = { request, parent, name in
         guard let request, let name else { return }
         let context = Request(request)
         context.replyStatus { () throws(FUSEError) in
-            try context.operations.removeDirectory(parent: parent, name: FileSystemPath.string(fromCString: name), context: context.caller)
+            try context.operations.removeDirectory(parent: parent, name: fileName(name), context: context.caller)
         }
     }
     table.symlink = { request, target, parent, name in
         guard let request, let target, let name else { return }
         let context = Request(request)
         context.replyEntry { () throws(FUSEError) in
-            try context.operations.symlink(target: FileSystemPath.string(fromCString: target), parent: parent, name: FileSystemPath.string(fromCString: name), context: context.caller)
+            try context.operations.symlink(target: FileSystemPath.string(fromCString: target), parent: parent, name: fileName(name), context: context.caller)
         }
     }
     table.rename = { request, parent, name, newParent, newName, flags in
@@ -106,7 +109,7 @@ nonisolated func makeOperationTable() -> fuse_lowlevel_ops {
         let context = Request(request)
         context.replyStatus { () throws(FUSEError) in
             try context.operations.rename(
-                parent: parent, name: FileSystemPath.string(fromCString: name), newParent: newParent, newName: FileSystemPath.string(fromCString: newName),
+                parent: parent, name: fileName(name), newParent: newParent, newName: fileName(newName),
                 flags: UInt32(flags), context: context.caller)
         }
     }
@@ -114,7 +117,7 @@ nonisolated func makeOperationTable() -> fuse_lowlevel_ops {
         guard let request, let newName else { return }
         let context = Request(request)
         context.replyEntry { () throws(FUSEError) in
-            try context.operations.link(inode: inode, newParent: newParent, newName: FileSystemPath.string(fromCString: newName), context: context.caller)
+            try context.operations.link(inode: inode, newParent: newParent, newName: fileName(newName), context: context.caller)
         }
     }
     table.open = { request, inode, info in
@@ -136,7 +139,7 @@ nonisolated func makeOperationTable() -> fuse_lowlevel_ops {
         let context = Request(request)
         do throws(FUSEError) {
             let (entry, reply) = try context.operations.create(
-                parent: parent, name: FileSystemPath.string(fromCString: name), mode: mode, flags: docfs_fi_flags(info), context: context.caller)
+                parent: parent, name: fileName(name), mode: mode, flags: docfs_fi_flags(info), context: context.caller)
             reply.apply(to: info)
             var parameters = entry.parameters
             if fuse_reply_create(request, &parameters, info) == -ENOENT {
@@ -286,4 +289,21 @@ nonisolated func makeOperationTable() -> fuse_lowlevel_ops {
         }
     }
     return table
+}
+
+/// `.` or `..`, which LOOKUP may ask for; nil for any other name.
+private func relativeEntry(_ name: UnsafePointer<CChar>) -> RelativeEntry? {
+    let dot = CChar(UInt8(ascii: "."))
+    guard name[0] == dot else { return nil }
+    if name[1] == 0 { return .current }
+    return name[1] == dot && name[2] == 0 ? .parent : nil
+}
+
+/// A name from the kernel, checked: EINVAL or ENAMETOOLONG fails the request when it is not one.
+private func fileName(_ name: UnsafePointer<CChar>) throws(FUSEError) -> FileName {
+    do {
+        return try FileName(bytes: UnsafeRawBufferPointer(start: name, count: strlen(name)))
+    } catch {
+        throw FUSEError(error.errno)
+    }
 }

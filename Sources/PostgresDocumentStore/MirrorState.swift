@@ -17,6 +17,8 @@ struct MirrorState {
     /// Set when the mirror may differ from the database (a commit failed after the mirror changed):
     /// the whole tree is compared again once the database answers.
     var needsFullSynchronization = false
+    /// Rows that are never mirrored (see `PostgresStore.acceptedName`), by id.
+    var invalidRows: [Int64: InvalidRow] = [:]
 
     subscript(path: String) -> KnownItem? { known[path] }
 
@@ -129,12 +131,18 @@ struct MirrorState {
     }
 }
 
-/// `parent/name` and its parts, for store paths (`""` is the root).
-enum StorePath {
-    static func split(_ path: String) -> (parent: String, name: String) {
-        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return ("", path) }
-        return (String(path[..<slash]), String(path[path.utf8.index(after: slash)...]))
-    }
+/// A row of `docfs_items` the mirror refuses to show, and why.
+public struct InvalidRow: Sendable, Equatable {
+    public let id: Int64
+    public let parent: Int64?
+    /// The name's bytes as the row holds them.
+    public let name: [UInt8]
+    /// The store path of the folder it is in.
+    public let folder: String
+    public let problem: String
 
-    static func join(_ parent: String, _ name: String) -> String { parent.isEmpty ? name : parent + "/" + name }
+    /// The name's bytes, printable: hexadecimal, so no byte of it can start a new line or field.
+    public var nameDescription: String {
+        name.isEmpty ? "(none)" : name.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+    }
 }

@@ -10,7 +10,7 @@ extension PostgresStore {
 
     public func install(_ staging: StagingFile, at path: String, durable: Bool) throws -> FileStatus {
         if Self.isPrivate(path) { return try mirror.install(staging, at: path, durable: false) }
-        let (parentPath, name) = StorePath.split(path)
+        let (parentPath, name) = try split(path)
         let status = try staging.status()
         let base = state.withLock { state in state.bases[staging.path].map { $0.base } ?? state[path] }
         var installed: FileStatus?
@@ -73,7 +73,7 @@ extension PostgresStore {
     /// Puts the prepared private item (a file or a folder tree) in the place of `path`: in the
     /// database in one transaction, then in the mirror in one rename.
     private func replace(_ path: String, with prepared: String, base: KnownItem?) throws {
-        let (parentPath, name) = StorePath.split(path)
+        let (parentPath, name) = try split(path)
         try change(path, { db -> [(String, KnownItem)] in
             let parent = try knownItem(parentPath, operation: "replace")
             let stored = try queries.lockedItem(db, parent: parent.id, name: name)
@@ -114,7 +114,7 @@ extension PostgresStore {
     private func publishChildren(_ db: PostgresConnection, of source: String, parentID: Int64, as path: String) throws -> [(String, KnownItem)] {
         var published: [(String, KnownItem)] = []
         for entry in try mirror.list(source) {
-            let child = source + "/" + entry.name
+            let child = source + "/" + entry.name.string
             let status = try mirror.status(of: child)
             let item: KnownItem
             switch status.kind {
@@ -127,7 +127,7 @@ extension PostgresStore {
                 item = try queries.insert(db, parent: parentID, name: entry.name, status: status)
             }
             try publishExtendedAttributes(db, of: child, id: item.id)
-            let itemPath = path + "/" + entry.name
+            let itemPath = StorePath.join(path, entry.name)
             published.append((itemPath, item))
             if status.kind == .directory { published += try publishChildren(db, of: child, parentID: item.id, as: itemPath) }
         }
@@ -214,7 +214,7 @@ extension PostgresStore {
     /// moment ago) turns the create into EEXIST.
     @discardableResult
     private func createItem<T>(_ path: String, operation: String, target: String? = nil, _ make: () throws -> T) throws -> T {
-        let (parentPath, name) = StorePath.split(path)
+        let (parentPath, name) = try split(path)
         return try change(path, { db -> (T, KnownItem) in
             let parent = try knownItem(parentPath, operation: operation)
             let made = try make()
@@ -247,7 +247,7 @@ extension PostgresStore {
     }
 
     private func remove(_ path: String, directory: Bool) throws {
-        let (parentPath, name) = StorePath.split(path)
+        let (parentPath, name) = try split(path)
         try change(path, { db in
             let parent = try knownItem(parentPath, operation: "remove")
             if let item = state.withLock({ $0[path] }) {
@@ -256,7 +256,7 @@ extension PostgresStore {
                     DELETE FROM docfs_items WHERE id = $1 AND parent = $2 AND name = $3
                     AND NOT EXISTS (SELECT 1 FROM docfs_items c WHERE c.parent = $1) RETURNING id
                     """,
-                    [.integer(item.id), .integer(parent.id), .bytes(FileSystemPath.bytes(of: name))])
+                    [.integer(item.id), .integer(parent.id), .bytes(name.bytes)])
                 if removed.count == 0, directory, try queries.hasChildren(db, item.id) {
                     throw SystemCallError(errno: ENOTEMPTY, operation: "rmdir", path: path)
                 }
@@ -275,31 +275,32 @@ extension PostgresStore {
         default: throw SystemCallError(errno: EXDEV, operation: "rename", path: source)
         }
         let exchange = flags & 2 != 0
-        let (sourceParentPath, sourceName) = StorePath.split(source)
-        let (destinationParentPath, destinationName) = StorePath.split(destination)
+        let (sourceParentPath, sourceName) = try split(source)
+        let (destinationParentPath, destinationName) = try split(destination)
         try change(source, { db in
             let item = try knownItem(source, operation: "rename")
             let sourceParent = try knownItem(sourceParentPath, operation: "rename")
             let destinationParent = try knownItem(destinationParentPath, operation: "rename")
             let replaced = try queries.lockedItem(db, parent: destinationParent.id, name: destinationName)
-            func move(_ id: Int64, to parent: Int64, _ name: String) throws {
-                try db.execute("UPDATE docfs_items SET parent = $2, name = $3 WHERE id = $1", [.integer(id), .integer(parent), .bytes(FileSystemPath.bytes(of: name))])
+            func move(_ id: Int64, to parent: Int64, _ name: [UInt8]) throws {
+                try db.execute("UPDATE docfs_items SET parent = $2, name = $3 WHERE id = $1", [.integer(id), .integer(parent), .bytes(name)])
             }
             if let replaced, replaced.id != item.id {
                 if exchange {
                     // The unique (parent, name) index allows no moment with two rows at one name.
-                    try move(replaced.id, to: destinationParent.id, "\u{0}docfs-exchange-\(replaced.id)")
-                    try move(item.id, to: destinationParent.id, destinationName)
-                    try move(replaced.id, to: sourceParent.id, sourceName)
+                    // A name no row can hold otherwise (a NUL byte), for the instant of the swap.
+                    try move(replaced.id, to: destinationParent.id, Array("\u{0}docfs-exchange-\(replaced.id)".utf8))
+                    try move(item.id, to: destinationParent.id, destinationName.bytes)
+                    try move(replaced.id, to: sourceParent.id, sourceName.bytes)
                 } else {
                     if flags & 1 != 0 { throw SystemCallError(errno: EEXIST, operation: "rename", path: destination) }
                     if try queries.hasChildren(db, replaced.id) { throw SystemCallError(errno: ENOTEMPTY, operation: "rename", path: destination) }
                     try db.execute("DELETE FROM docfs_items WHERE id = $1", [.integer(replaced.id)])
-                    try move(item.id, to: destinationParent.id, destinationName)
+                    try move(item.id, to: destinationParent.id, destinationName.bytes)
                 }
             } else if replaced == nil {
                 if exchange { throw SystemCallError(errno: ENOENT, operation: "rename", path: destination) }
-                try move(item.id, to: destinationParent.id, destinationName)
+                try move(item.id, to: destinationParent.id, destinationName.bytes)
             }
             try queries.recordChange(db, folders: [sourceParent.id, destinationParent.id])
             try mirror.rename(source, to: destination, flags: flags)
@@ -358,7 +359,7 @@ extension PostgresStore {
 
     /// Changes an item's attributes in the mirror, then records what the mirror has in its row.
     private func changeAttributes(_ path: String, _ apply: (PostgresConnection, KnownItem) throws -> Void) throws {
-        let parentPath = StorePath.split(path).parent
+        let parentPath = path.isEmpty ? "" : try split(path).parent
         try change(path, { db -> KnownItem in
             let item = try knownItem(path, operation: "setattr")
             let folder = path.isEmpty ? item.id : try knownItem(parentPath, operation: "setattr").id

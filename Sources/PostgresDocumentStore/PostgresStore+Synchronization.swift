@@ -22,7 +22,7 @@ extension PostgresStore {
                 try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
                 defer { _ = try? connection.execute("ROLLBACK") }
                 let counter = try connection.execute("SELECT last_change FROM docfs_stores WHERE id = $1", [.integer(queries.storeID)])
-                let tree = try queries.tree(connection)
+                let tree = try queries.tree(connection, storeRoot: rootID)
                 var changes: [StoreChange] = []
                 try apply(tree, folder: rootID, path: "", complete: true, connection, &changes)
                 state.withLock { state in
@@ -106,11 +106,12 @@ extension PostgresStore {
     /// all the way down.
     private func apply(_ tree: ItemTree, folder: Int64, path: String, complete: Bool, _ db: PostgresConnection, _ changes: inout [StoreChange]) throws {
         guard let folderItem = tree.items[folder] else { return }
-        var names = Set<String>()
+        var names = Set<FileName>()
         var changed = false
         for child in tree.childItems(of: folder) {
-            let childPath = StorePath.join(path, child.name)
-            names.insert(child.name)
+            guard let name = acceptedName(of: child, at: path) else { continue }
+            let childPath = StorePath.join(path, name)
+            names.insert(name)
             let known = state.withLock { $0[childPath] }
             var descend = complete && child.isDirectory
             if known?.id != child.id {
@@ -123,7 +124,7 @@ extension PostgresStore {
                     let prepared = DirectoryStore.privateAreaName + "/tmp/synchronize-\(child.id)-\(child.contentVersion)"
                     mirror.removePrivateItem(prepared)
                     state.withLock { $0.removeSubtree(childPath) }
-                    let subtree = complete ? tree : try queries.tree(db, root: child.id)
+                    let subtree = complete ? tree : try queries.tree(db, root: child.id, storeRoot: rootID)
                     do {
                         try fetch(child, at: prepared, record: childPath, subtree, complete: true, db)
                         try mirror.replaceDirectory(at: childPath, with: prepared)
@@ -146,7 +147,7 @@ extension PostgresStore {
                 continue
             }
             changed = true
-            changes.append(.entry(folder: path, name: child.name))
+            changes.append(.entry(folder: path, name: name))
             if descend { try apply(tree, folder: child.id, path: childPath, complete: true, db, &changes) }
         }
         for entry in try mirror.list(path) where !names.contains(entry.name) {
@@ -158,7 +159,7 @@ extension PostgresStore {
         if changed || state.withLock({ $0[path] })?.isSameVersion(as: KnownItem(folderItem)) != true {
             try applyAttributes(folderItem, at: path)
             state.withLock { $0.set(path, KnownItem(folderItem)) }
-            if path.isEmpty { changes.append(.entry(folder: "", name: ".")) }
+            if path.isEmpty { changes.append(.entry(folder: "", name: nil)) }
         }
     }
 
@@ -168,9 +169,10 @@ extension PostgresStore {
         if item.isDirectory {
             try mirror.makeDirectory(path, mode: mode_t(item.mode & 0o7777), owner: owner)
             state.withLock { $0.set(record, KnownItem(item)) }
-            let subtree = complete ? tree : try queries.tree(db, root: item.id)
+            let subtree = complete ? tree : try queries.tree(db, root: item.id, storeRoot: rootID)
             for child in subtree.childItems(of: item.id) {
-                try fetch(child, at: path + "/" + child.name, record: record + "/" + child.name, subtree, complete: true, db)
+                guard let name = acceptedName(of: child, at: record) else { continue }
+                try fetch(child, at: StorePath.join(path, name), record: StorePath.join(record, name), subtree, complete: true, db)
             }
         } else if item.isRegular {
             try placePlaceholder(at: path, size: item.size)
@@ -181,6 +183,25 @@ extension PostgresStore {
         }
         try applyAttributes(item, at: path)
         state.withLock { $0.set(record, KnownItem(item)) }
+    }
+
+    /// The name a row may be mirrored under in the folder at `path`. A row is written by whoever
+    /// can write the database: one whose name is no file name (`..`, `a/b`, a NUL byte, more than
+    /// 255 bytes) or that names the store's private area is never mirrored, and is logged once and kept for `docfs check` to report.
+    func acceptedName(of item: StoredItem, at path: String) -> FileName? {
+        let problem: String
+        do {
+            let name = try FileName(bytes: item.rawName)
+            guard path.isEmpty && name == DirectoryStore.privateName else { return name }
+            problem = "\(DirectoryStore.privateAreaName) is the name of DocFS's private area, which no row may take"
+        } catch {
+            problem = "its name is \(error)"
+        }
+        let row = InvalidRow(id: item.id, parent: item.parent, name: item.rawName, folder: path, problem: problem)
+        if state.withLock({ $0.invalidRows.updateValue(row, forKey: item.id) == nil }) {
+            logger.error("row \(item.id) of docfs_items (in \(path.isEmpty ? "the root folder" : path)) is not mirrored: \(problem); its name's bytes are \(row.nameDescription)")
+        }
+        return nil
     }
 
     private func applyAttributes(_ item: StoredItem, at path: String) throws {

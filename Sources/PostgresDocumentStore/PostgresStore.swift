@@ -141,7 +141,7 @@ public final class PostgresStore: DocumentStore {
     /// to match. Its private area (the quarantine) stays.
     private func clearMirror() throws {
         for entry in try mirror.list("") {
-            guard let full = mirror.localPath(of: entry.name) else { continue }
+            guard let full = mirror.localPath(of: entry.name.string) else { continue }
             try FileIO.removeItem(full)
         }
     }
@@ -158,7 +158,7 @@ public final class PostgresStore: DocumentStore {
     // MARK: Reading: served by the mirror, content fetched first when only its placeholder is there
 
     public func status(of path: String) throws -> FileStatus { Self.blocksAsFetched(try mirror.status(of: path)) }
-    public func status(of name: String, in directory: OwnedDescriptor) throws -> FileStatus {
+    public func status(of name: FileName, in directory: OwnedDescriptor) throws -> FileStatus {
         Self.blocksAsFetched(try mirror.status(of: name, in: directory))
     }
     public func openDirectory(_ path: String) throws -> OwnedDescriptor { try mirror.openDirectory(path) }
@@ -240,6 +240,12 @@ public final class PostgresStore: DocumentStore {
     public func synchronize(_ path: String) throws {}
 
     // MARK: Helpers for changes
+
+    /// The parent path and the last name of a store path DocFS made (EINVAL for anything else).
+    func split(_ path: String) throws -> (parent: String, name: FileName) {
+        guard let split = StorePath.split(path) else { throw SystemCallError(errno: EINVAL, operation: "resolve", path: path) }
+        return split
+    }
 
     /// The row the mirrored `path` holds, or ENOENT.
     func knownItem(_ path: String, operation: String) throws -> KnownItem {

@@ -13,12 +13,20 @@ struct StoreQueries: Sendable {
     // MARK: Reading items
 
     /// The whole store (`root` nil) or the subtree under `root`, with extended attributes.
-    func tree(_ db: PostgresConnection, root: Int64? = nil) throws -> ItemTree {
-        guard let root else {
-            return try items(db, from: "docfs_items WHERE store = $1", [.integer(storeID)])
+    ///
+    /// Rows are anyone's to write: the walk down from `root` takes each id once (UNION, not UNION
+    /// ALL), so a parent link pointing back into the subtree ends the query instead of looping, and
+    /// the root is never listed as a child of anything in it.
+    func tree(_ db: PostgresConnection, root: Int64? = nil, storeRoot: Int64) throws -> ItemTree {
+        var tree: ItemTree
+        if let root {
+            let subtree = "WITH RECURSIVE t(id) AS (SELECT $1::bigint UNION SELECT i.id FROM docfs_items i JOIN t ON i.parent = t.id)"
+            tree = try items(db, with: subtree, from: "docfs_items WHERE id IN (SELECT id FROM t)", [.integer(root)])
+        } else {
+            tree = try items(db, from: "docfs_items WHERE store = $1", [.integer(storeID)])
         }
-        let subtree = "WITH RECURSIVE t AS (SELECT * FROM docfs_items WHERE id = $1 UNION ALL SELECT i.* FROM docfs_items i JOIN t ON i.parent = t.id)"
-        return try items(db, with: subtree, from: "t", [.integer(root)])
+        tree.detachFromParent(root ?? storeRoot)
+        return tree
     }
 
     /// A folder and its children (not their children), with extended attributes.
@@ -41,10 +49,10 @@ struct StoreQueries: Sendable {
     }
 
     /// The item named `name` in `parent`, locked until the transaction ends.
-    func lockedItem(_ db: PostgresConnection, parent: Int64, name: String) throws -> KnownItem? {
+    func lockedItem(_ db: PostgresConnection, parent: Int64, name: FileName) throws -> KnownItem? {
         let rows = try db.execute(
             "SELECT id, version, content_version, mode FROM docfs_items WHERE parent = $1 AND name = $2 FOR UPDATE",
-            [.integer(parent), .bytes(FileSystemPath.bytes(of: name))])
+            [.integer(parent), .bytes(name.bytes)])
         guard rows.count > 0, let id = rows.integer(0, 0) else { return nil }
         let isFolder = UInt32(truncatingIfNeeded: rows.integer(0, 3) ?? 0) & UInt32(S_IFMT) == UInt32(S_IFDIR)
         return KnownItem(id: id, version: rows.integer(0, 1) ?? 0, contentVersion: rows.integer(0, 2) ?? 0, isFolder: isFolder)
@@ -58,7 +66,7 @@ struct StoreQueries: Sendable {
 
     /// Inserts an item with the attributes of `status`; returns what the mount should know of it.
     func insert(
-        _ db: PostgresConnection, parent: Int64, name: String, status: FileStatus, chunks: [UInt8] = [], target: String? = nil
+        _ db: PostgresConnection, parent: Int64, name: FileName, status: FileStatus, chunks: [UInt8] = [], target: String? = nil
     ) throws -> KnownItem {
         let rows = try db.execute(
             """
@@ -67,7 +75,7 @@ struct StoreQueries: Sendable {
             RETURNING id, version
             """,
             [
-                .integer(storeID), .integer(parent), .bytes(FileSystemPath.bytes(of: name)), .integer(Int64(status.mode)),
+                .integer(storeID), .integer(parent), .bytes(name.bytes), .integer(Int64(status.mode)),
                 .integer(Int64(status.userID)), .integer(Int64(status.groupID)), .integer(Int64(bitPattern: status.specialDevice)),
                 .integer(StoredItem.nanoseconds(status.accessTime)), .integer(StoredItem.nanoseconds(status.modificationTime)),
                 .integer(status.kind == .regular ? status.size : 0), .bytes(chunks), target.map { .bytes(FileSystemPath.bytes(of: $0)) } ?? .null,

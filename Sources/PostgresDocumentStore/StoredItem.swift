@@ -6,7 +6,11 @@ import SystemSupport
 struct StoredItem: Sendable {
     var id: Int64
     var parent: Int64?
-    var name: String
+    /// The name as the row holds it: bytes anyone who can write the database chose.
+    var rawName: [UInt8]
+    /// The name, when the row's bytes are one a folder can hold (see `FileName`); a row whose name
+    /// is not (`..`, `a/b`, 300 bytes) is never mirrored.
+    var name: FileName? { try? FileName(bytes: rawName) }
     var mode: UInt32
     var userID: UInt32
     var groupID: UInt32
@@ -35,7 +39,7 @@ struct StoredItem: Sendable {
     init(_ rows: borrowing PostgresRows, _ row: Int) {
         id = rows.integer(row, 0) ?? 0
         parent = rows.integer(row, 1)
-        name = FileSystemPath.string(fromBytes: rows.bytes(row, 2))
+        rawName = rows.bytes(row, 2)
         mode = UInt32(truncatingIfNeeded: rows.integer(row, 3) ?? 0)
         userID = UInt32(truncatingIfNeeded: rows.integer(row, 4) ?? 0)
         groupID = UInt32(truncatingIfNeeded: rows.integer(row, 5) ?? 0)
@@ -106,4 +110,12 @@ struct ItemTree: Sendable {
     }
 
     func childItems(of id: Int64) -> [StoredItem] { (children[id] ?? []).compactMap { items[$0] } }
+
+    /// The item at which a walk starts is nobody's child: a row claiming otherwise (a parent link
+    /// back into the subtree) would make the walk come round again. Each row has one parent, so
+    /// any cycle a walk down from `id` could meet passes through `id`.
+    mutating func detachFromParent(_ id: Int64) {
+        guard let parent = items[id]?.parent else { return }
+        children[parent]?.removeAll { $0 == id }
+    }
 }

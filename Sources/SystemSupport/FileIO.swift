@@ -5,9 +5,26 @@ import Glibc
 /// Thin, throwing wrappers over the file system calls used on DocFS's hot paths, where
 /// `FileManager` would cost an allocation-heavy detour or hide the errno.
 public enum FileIO {
+    /// Opens a regular file or a folder, never through a symbolic link as its last name, and never
+    /// anything that could make the caller wait or act: a FIFO (whose open waits for a writer), a
+    /// socket or a device is refused with ENXIO, found on a descriptor opened with O_NONBLOCK
+    /// before anything is read from it. A file made by this call
+    /// (O_CREAT | O_EXCL) is regular by construction.
     public static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644) throws -> Int32 {
         try FileSystemPath.at(path) { directory, name in
-            try retryingOnInterrupt("open", path: path) { docfs_openat(directory, name, flags | O_CLOEXEC, mode) }
+            let safe = flags | O_CLOEXEC | O_NOFOLLOW
+            let creating = flags & (O_CREAT | O_EXCL) == O_CREAT | O_EXCL
+            if creating || flags & (O_DIRECTORY | FileSystemPath.openPathOnly) != 0 {
+                return try retryingOnInterrupt("open", path: path) { docfs_openat(directory, name, safe, mode) }
+            }
+            let descriptor = try retryingOnInterrupt("open", path: path) { docfs_openat(directory, name, safe | O_NONBLOCK, mode) }
+            var status = stat()
+            guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG || status.st_mode & S_IFMT == S_IFDIR else {
+                Glibc.close(descriptor)
+                throw SystemCallError(errno: ENXIO, operation: "open (only regular files and folders are opened)", path: path)
+            }
+            if flags & O_NONBLOCK == 0 { _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK) }
+            return descriptor
         }
     }
 

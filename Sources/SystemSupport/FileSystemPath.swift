@@ -93,8 +93,13 @@ public enum FileSystemPath {
     /// path itself; beyond, the leading components are opened a piece at a time (each piece well
     /// under PATH_MAX) and the rest is relative to the last directory opened. Only each component
     /// is limited, to 255 bytes, as on the file system itself.
+    ///
+    /// A path below an open `ConfinedTree` is resolved from the tree's descriptor instead, with no
+    /// symbolic link followed on the way: `body` gets the directory holding the last name, and that
+    /// name.
     @discardableResult
     public static func at<T>(_ path: String, _ body: (Int32, UnsafePointer<CChar>) throws -> T) throws -> T {
+        if let (tree, relative) = ConfinedTrees.containing(path) { return try tree.resolve(relative, fullPath: path, body) }
         // The common case, on every hot path: a plain path of ordinary length, used as it is.
         if path.utf8.count <= longestPath && !needsUnescaping(path) {
             return try path.withCString { try body(AT_FDCWD, $0) }
@@ -144,6 +149,9 @@ public enum FileSystemPath {
         }
         return true
     }
+
+    /// Whether the string's UTF-8 is exactly the bytes it stands for (it holds no escaped byte).
+    public static func isPlainEncoding(_ string: String) -> Bool { !needsUnescaping(string) }
 
     /// Whether the string holds any escaped byte (so its UTF-8 is not its bytes).
     private static func needsUnescaping(_ string: String) -> Bool {

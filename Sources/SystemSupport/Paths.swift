@@ -30,6 +30,11 @@ public enum Paths {
         }
     }
 
+    /// `access(2)` for reading, on the item itself (a symbolic link is not followed).
+    public static func isReadable(_ path: String) -> Bool {
+        (try? FileSystemPath.at(path) { directory, name in faccessat(directory, name, R_OK, AT_SYMLINK_NOFOLLOW) == 0 }) ?? false
+    }
+
     /// Removes a file if it is there; for cleanup that has nothing to report.
     public static func remove(_ path: String) {
         try? removeFile(path)
@@ -62,7 +67,9 @@ public enum Paths {
 
     public static func setPermissions(_ path: String, _ mode: mode_t) throws {
         try FileSystemPath.at(path) { directory, name in
-            try retryingOnInterrupt("chmod", path: path) { fchmodat(directory, name, mode, 0) }
+            // Never through a symbolic link: glibc changes the item itself (EOPNOTSUPP for a link,
+            // whose mode Linux cannot change).
+            try retryingOnInterrupt("chmod", path: path) { fchmodat(directory, name, mode, AT_SYMLINK_NOFOLLOW) }
         }
     }
 

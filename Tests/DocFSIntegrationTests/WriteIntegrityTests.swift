@@ -349,7 +349,8 @@ struct WriteIntegrityTests {
         let lines = ((try? String(contentsOfFile: trace, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
         func firstIndex(_ predicate: (String) -> Bool) -> Int? { lines.firstIndex(where: predicate) }
         let dataSynced = firstIndex { $0.contains("fdatasync(") && $0.contains(".docfs/staging/stage-") }
-        let renamed = firstIndex { $0.contains("rename") && $0.contains(".docfs/staging/stage-") && $0.contains("doc.json") }
+        // The rename is made between the staging folder's descriptor and the store's.
+        let renamed = firstIndex { $0.contains("rename") && $0.contains(".docfs/staging>") && $0.contains("stage-") && $0.contains("doc.json") }
         let directorySynced = firstIndex { $0.contains("fsync(") && $0.contains("<\(mount.store)>") }
         let marker = firstIndex { $0.contains("after-fsync-returned") }
         #expect(dataSynced != nil && renamed != nil && directorySynced != nil && marker != nil, "\(lines.joined(separator: "\n"))")

@@ -43,17 +43,22 @@ int docfs_pipe_cloexec(int fds[2]);
 /// openat(2) with a creation mode (the libc function is variadic).
 int docfs_openat(int dirfd, const char *path, int flags, mode_t mode);
 
+/// openat2(2) with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS: opens `path`
+/// (relative) beneath `dirfd` without following any symbolic link on the way or at the end, and
+/// without leaving `dirfd` through `..`. Where the kernel lacks openat2 (before 5.6, or a sandbox
+/// that refuses it), walks the path one name at a time with O_NOFOLLOW. O_CLOEXEC is added.
+/// Returns the descriptor, or -1 with errno (ELOOP for a link on the way, EXDEV for an escape).
+int docfs_open_beneath(int dirfd, const char *path, int flags);
+
 /// fanotify_init(2) for watching a store: FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_REPORT_DFID_NAME, so
 /// every event names its directory (by file handle) and entry. Returns -1 with errno where the
 /// kernel or the caller's privileges do not allow it.
 int docfs_fanotify_open(void);
 
-/// fanotify_mark(2): watches the directory at `path` for changes to its entries and to its
-/// children (create, delete, move, modify, close after write, attributes).
-int docfs_fanotify_watch_directory(int fanotify_fd, const char *path);
-
-/// Stops watching the directory at `path`.
-int docfs_fanotify_unwatch_directory(int fanotify_fd, const char *path);
+/// fanotify_mark(2): watches the directory open as `directory_fd` (an O_PATH descriptor will do)
+/// for changes to its entries and to its children (create, delete, move, modify, close after
+/// write, attributes).
+int docfs_fanotify_watch_directory(int fanotify_fd, int directory_fd);
 
 /// One change fanotify reported: what happened, who did it, the directory (by file handle) and the
 /// entry's name. `mask` has FAN_Q_OVERFLOW set when events were lost.
@@ -72,9 +77,9 @@ static const unsigned long long docfs_fanotify_overflow = 0x00004000ULL;
 /// Returns how many, or -1 with errno.
 int docfs_fanotify_read(int fanotify_fd, struct docfs_watch_event *events, int capacity);
 
-/// The file handle of `path` (name_to_handle_at(2)), written to `handle` (`*length` bytes at most;
-/// set to the bytes used). Returns 0, or -1 with errno.
-int docfs_file_handle(const char *path, unsigned char *handle, unsigned int *length);
+/// The file handle of the item open as `fd` (name_to_handle_at(2) with AT_EMPTY_PATH), written to
+/// `handle` (`*length` bytes at most; set to the bytes used). Returns 0, or -1 with errno.
+int docfs_file_handle(int fd, unsigned char *handle, unsigned int *length);
 
 /// syslog(3) with a fixed "%s" format, so a message is never read as a format string.
 void docfs_syslog(int priority, const char *message);

@@ -1,0 +1,142 @@
+import CSystemShims
+import Glibc
+import Synchronization
+
+/// A directory that paths inside it can never lead out of. While a tree is open, every system call
+/// `SystemSupport` makes on a path below it (`Paths`, `FileIO`, `FileStatus`, and through them
+/// `FileWrapper` and the stores) resolves that path from a descriptor of the tree held since it was
+/// opened, not from `/`: the directories on the way are opened with `openat2(RESOLVE_BENEATH |
+/// RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)`, and the call itself is made on the last name
+/// relative to them (`*at`, with no symbolic link followed). So a symbolic link swapped into the
+/// tree, a folder renamed under a call, or a name such as `..` fails the call (ELOOP, ENOENT,
+/// EINVAL) instead of reaching anything outside.
+///
+/// A store opens its root and its private area as trees: the private area is then reached through
+/// its own descriptor, so a store writer who renames it away and puts another folder or a link in
+/// its place changes nothing the daemon stages, quarantines or installs.
+///
+/// Trees are registered process-wide because the calls that must honour them are everywhere a path
+/// is used (a lazily read `FileWrapper`, a package written by `FileWrapperWriter`); the longest
+/// tree containing a path wins. The tree's own path (the root itself) is resolved as any path is.
+public final class ConfinedTree: Sendable {
+    /// The tree's absolute path, as given (no trailing slash).
+    public let path: String
+    /// The bytes `path` stands for, to match paths below it.
+    let pathBytes: [UInt8]
+    let descriptor: OwnedDescriptor
+
+    /// Opens the directory at `path` (which must be one; a symbolic link as its last name is
+    /// refused) and confines every path below it until this tree is released.
+    public init(path: String) throws {
+        let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+        let raw = try FileSystemPath.withCString(trimmed) { characters in
+            try retryingOnInterrupt("open", path: trimmed) {
+                docfs_openat(AT_FDCWD, characters, FileSystemPath.openPathOnly | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0)
+            }
+        }
+        self.path = trimmed
+        pathBytes = FileSystemPath.bytes(of: trimmed)
+        descriptor = OwnedDescriptor(raw)
+        ConfinedTrees.register(self)
+    }
+
+    deinit { ConfinedTrees.unregister(self) }
+
+    /// The tree's own status, from its descriptor (the directory opened, wherever it is now).
+    public func status() throws -> FileStatus { try FileStatus.of(descriptor: descriptor.rawValue, path: path) }
+
+    /// Calls `body` with the descriptor of the directory holding the item at `relative` (a path
+    /// below the tree, checked name by name) and that item's name.
+    func resolve<T>(_ relative: [UInt8], fullPath: String, _ body: (Int32, UnsafePointer<CChar>) throws -> T) throws -> T {
+        var bytes = relative
+        try Self.checkComponents(bytes, fullPath: fullPath)
+        let slash = bytes.lastIndex(of: UInt8(ascii: "/"))
+        bytes.append(0)
+        return try bytes.withUnsafeMutableBufferPointer { buffer in
+            try buffer.withMemoryRebound(to: CChar.self) { characters -> T in
+                guard let base = characters.baseAddress else { throw SystemCallError(errno: EINVAL, operation: "resolve", path: fullPath) }
+                guard let slash else { return try body(descriptor.rawValue, base) }
+                base[slash] = 0
+                let parent = try openDirectory(base, length: slash, fullPath: fullPath)
+                defer { close(parent) }
+                return try body(parent, base + slash + 1)
+            }
+        }
+    }
+
+    /// Opens the directory at the first `length` bytes of `relative` (NUL-terminated there) beneath
+    /// the tree, without following any link. A path longer than one system call takes is opened a
+    /// run of whole names at a time, each beneath the last.
+    private func openDirectory(_ relative: UnsafeMutablePointer<CChar>, length: Int, fullPath: String) throws -> Int32 {
+        var directory = descriptor.rawValue
+        var start = 0
+        while true {
+            var end = length
+            if end - start > FileSystemPath.longestPath {
+                end = start + FileSystemPath.longestPath
+                while end > start, relative[end] != CChar(UInt8(ascii: "/")) { end -= 1 }
+            }
+            let saved = relative[end]
+            relative[end] = 0
+            let opened = docfs_open_beneath(directory, relative + start, FileSystemPath.openPathOnly | O_DIRECTORY)
+            let failure = errno
+            relative[end] = saved
+            if directory != descriptor.rawValue { close(directory) }
+            guard opened >= 0 else { throw SystemCallError(errno: failure, operation: "resolve", path: fullPath) }
+            directory = opened
+            if end >= length { return directory }
+            start = end + 1
+        }
+    }
+
+    /// Every name on the way must be a `FileName`: no empty name (`a//b`), no `.` or `..`, none
+    /// longer than 255 bytes.
+    private static func checkComponents(_ bytes: [UInt8], fullPath: String) throws {
+        var start = 0
+        for index in 0...bytes.count where index == bytes.count || bytes[index] == UInt8(ascii: "/") {
+            do {
+                _ = try FileName(bytes: bytes[start..<index])
+            } catch {
+                throw SystemCallError(errno: error.errno, operation: "resolve (\(error))", path: fullPath)
+            }
+            start = index + 1
+        }
+    }
+}
+
+/// The open trees, longest path first.
+enum ConfinedTrees {
+    private static let trees = Mutex<[ConfinedTree]>([])
+    /// How many trees are open: paths outside every tree (nearly all in a process without one)
+    /// skip the lock.
+    private static let count = Atomic<Int>(0)
+
+    static func register(_ tree: ConfinedTree) {
+        trees.withLock { trees in
+            trees.append(tree)
+            trees.sort { $0.pathBytes.count > $1.pathBytes.count }
+            count.store(trees.count, ordering: .releasing)
+        }
+    }
+
+    static func unregister(_ tree: ConfinedTree) {
+        trees.withLock { trees in
+            trees.removeAll { $0 === tree }
+            count.store(trees.count, ordering: .releasing)
+        }
+    }
+
+    /// The tree strictly containing `path`, and the part of the path below it.
+    static func containing(_ path: String) -> (ConfinedTree, [UInt8])? {
+        guard count.load(ordering: .acquiring) > 0, path.utf8.first == UInt8(ascii: "/") else { return nil }
+        let bytes = FileSystemPath.bytes(of: path)
+        let found = trees.withLock { trees in
+            trees.first { tree in
+                let root = tree.pathBytes
+                return bytes.count > root.count + 1 && bytes[root.count] == UInt8(ascii: "/") && bytes.starts(with: root)
+            }
+        }
+        guard let found else { return nil }
+        return (found, Array(bytes[(found.pathBytes.count + 1)...]))
+    }
+}
