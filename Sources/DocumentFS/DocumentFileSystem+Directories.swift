@@ -76,6 +76,13 @@ extension DocumentFileSystem {
         }
     }
 
+    /// fsync(2) of a folder: its entries (a create, a rename, an unlink in it) are on disk when
+    /// this returns.
+    func fsyncDirectory(inode: Inode, handle: UInt64, dataOnly: Bool) throws(FUSEError) {
+        let path = try path(of: inode)
+        try storeCall { try store.synchronizeDirectory(path) }
+    }
+
     func releaseDirectory(inode: Inode, handle: UInt64) {
         directories.remove(handle)
     }

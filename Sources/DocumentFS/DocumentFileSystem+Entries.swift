@@ -82,6 +82,27 @@ extension DocumentFileSystem {
         }
     }
 
+    /// `.` and `..`, which the kernel looks up to turn an NFS file handle of an exported mount back
+    /// into a name: the folder itself, or the folder holding it (the root has none: ENOENT).
+    func lookup(_ entry: RelativeEntry, in directory: Inode, context: RequestContext) throws(FUSEError) -> Entry {
+        let target: Inode
+        switch entry {
+        case .current:
+            target = directory
+        case .parent:
+            guard directory != .root else { throw .noEntry }
+            guard let parent = nodes.parent(of: directory) else { throw .stale }
+            target = parent
+        }
+        return try namespace.reading { () throws(FUSEError) -> Entry in
+            guard let path = nodes.path(of: target) else { throw .stale }
+            let status = try storeCall { try store.status(of: path) }
+            guard status.kind == .directory || entry == .current else { throw .notDirectory }
+            guard nodes.countLookup(target) else { throw .stale }
+            return self.entry(for: target, path: path, status: status, caller: context.processID)
+        }
+    }
+
     func forget(inode: Inode, count: UInt64) {
         nodes.forget(inode, count: count)
     }

@@ -16,7 +16,8 @@ extension DocumentFileSystem {
     /// What an open found at the inode's name, resolved against renames in one step.
     private enum Found {
         case raw(OwnedDescriptor, FileStatus)
-        case staged(path: String, role: Role, live: OwnedDescriptor, liveVersion: FileVersion, status: FileStatus)
+        /// A document or member: its committed file, found when the node had seen `commits` commits.
+        case staged(path: String, role: Role, live: OwnedDescriptor, liveVersion: FileVersion, status: FileStatus, commits: UInt64)
         /// Replaced by a rename or removed since the kernel looked it up: its last version.
         case detached(OwnedDescriptor)
         /// Replaced by a rename, opened for writing: the inode that holds its name now.
@@ -24,6 +25,17 @@ extension DocumentFileSystem {
     }
 
     func open(inode: Inode, flags: Int32, context: RequestContext) throws(FUSEError) -> OpenReply {
+        // A commit that lands between finding the committed file and counting the open makes the
+        // open look again (see `openStaged`); one that keeps landing is given up on after a few.
+        for _ in 0..<8 {
+            if let reply = try open(inode: inode, flags: flags, context: context, unlessRaced: true) { return reply }
+        }
+        guard let reply = try open(inode: inode, flags: flags, context: context, unlessRaced: false) else { throw .busy }
+        return reply
+    }
+
+    /// One attempt at an open; nil when `unlessRaced` and a commit landed while it looked.
+    private func open(inode: Inode, flags: Int32, context: RequestContext, unlessRaced: Bool) throws(FUSEError) -> OpenReply? {
         // A node id DocFS has forgotten: requests run on several threads, so an OPEN can be handled
         // after a FORGET the kernel sent later. ESTALE makes the kernel look the name up again.
         guard let node = nodes.node(inode) else { throw .stale }
@@ -52,11 +64,13 @@ extension DocumentFileSystem {
                 let descriptor = try storeCall { try store.openInPlace(path, flags: flags & (O_ACCMODE | O_TRUNC), mode: 0, owner: nil) }
                 return .raw(descriptor, status)
             }
-            if let current = node.state.withLock({ $0.live }), (try? current.status().version) == status.version {
-                return .staged(path: path, role: role, live: current, liveVersion: status.version, status: status)
+            let (current, commits) = node.state.withLock { ($0.live, $0.commits) }
+            if let current, (try? current.status().version) == status.version {
+                return .staged(path: path, role: role, live: current, liveVersion: status.version, status: status, commits: commits)
             }
             let opened = try storeCall { try store.openForReading(path) }
-            return .staged(path: path, role: role, live: opened, liveVersion: try storeCall { try opened.status().version }, status: status)
+            return .staged(
+                path: path, role: role, live: opened, liveVersion: try storeCall { try opened.status().version }, status: status, commits: commits)
         }
         switch found {
         case .raw(let descriptor, let status):
@@ -70,8 +84,11 @@ extension DocumentFileSystem {
         case .detached(let kept):
             node.state.withLock { $0.openHandles += 1 }
             return register(OpenFile(node: node, access: .staged, flags: flags, view: ReadView(kept, commit: .max)), directIO: true)
-        case .staged(let path, let role, let live, let liveVersion, let status):
-            return try openStaged(node, path: path, role: role, live: live, liveVersion: liveVersion, status: status, flags: flags, context: context)
+        case .staged(let path, let role, let live, let liveVersion, let status, let commits):
+            TestHook.openBeforeInstall.pause()
+            return try openStaged(
+                node, path: path, role: role, live: live, liveVersion: liveVersion, status: status, flags: flags, context: context,
+                seenCommits: unlessRaced ? commits : nil)
         case .replaced(let current):
             do throws(FUSEError) {
                 return try open(inode: current, flags: flags, context: context)
@@ -82,10 +99,13 @@ extension DocumentFileSystem {
         }
     }
 
+    /// Counts the open and serves `live`. `seenCommits`: how many commits the node had seen when
+    /// `live` was found; if one landed since, the open returns nil before counting anything (its
+    /// file may be the version that commit replaced), and is made again.
     private func openStaged(
         _ node: Node, path: String, role: Role, live: OwnedDescriptor, liveVersion: FileVersion, status: FileStatus, flags: Int32,
-        context: RequestContext
-    ) throws(FUSEError) -> OpenReply {
+        context: RequestContext, seenCommits: UInt64?
+    ) throws(FUSEError) -> OpenReply? {
         let writing = flags & O_ACCMODE != O_RDONLY
         let truncating = writing && flags & O_TRUNC != 0
         switch role {
@@ -103,15 +123,20 @@ extension DocumentFileSystem {
                 throw .ioError
             }
         }
-        // Counted before decoding, so a racing release cannot drop the live file under us.
-        node.state.withLock { state in
+        // Counted before decoding, so a racing release cannot drop the live file under us. The
+        // live file is set under the lock a commit sets it under, and only if no commit set a
+        // newer one since this open found its file.
+        let raced = node.state.withLock { state -> Bool in
+            if let seenCommits, state.commits != seenCommits { return true }
             state.live = live
             state.openHandles += 1
             if writing {
                 state.writableHandles += 1
                 state.writerThreads.insert(context.processID)
             }
+            return false
         }
+        if raced { return nil }
         // A truncating open replaces the content, so what is stored need not decode (that is how a
         // corrupt document is repaired).
         if case .document(let claim) = role, flags & O_ACCMODE != O_WRONLY, !truncating {

@@ -7,7 +7,7 @@ import SystemSupport
 /// type, change it through a `FileDocumentConfiguration` binding, save it atomically — the same
 /// decoding, `existingFile` and persistence the mount uses. Also reports the state of packages.
 public final class DocumentLibrary: Sendable {
-    let store: any DocumentStore
+    public let store: any DocumentStore
     let registry: DocumentTypeRegistry
     let readOnly: Bool
 

@@ -84,6 +84,24 @@ final class NodeTable: Sendable {
         state.withLock { state in Self.path(of: inode, in: state) }
     }
 
+    /// The folder holding a live inode (the root's is the root).
+    func parent(of inode: Inode) -> Inode? {
+        state.withLock { state in
+            guard let record = state.records[inode], !record.isDetached else { return nil }
+            return record.parent
+        }
+    }
+
+    /// Counts one more lookup of a known inode (the kernel got an entry for it); false when the
+    /// table does not know it.
+    func countLookup(_ inode: Inode) -> Bool {
+        state.withLock { state in
+            guard state.records[inode] != nil else { return false }
+            state.records[inode]?.lookupCount += 1
+            return true
+        }
+    }
+
     func name(of inode: Inode) -> FileName? { state.withLock { $0.records[inode]?.name } }
 
     /// Where a detached inode was last named (a rename replaced it, or it was removed), while its

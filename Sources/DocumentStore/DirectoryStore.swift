@@ -234,6 +234,13 @@ public final class DirectoryStore: DocumentStore {
         try FileIO.synchronizeDirectory(containing: full)
     }
 
+    public func synchronizeDirectory(_ path: String) throws {
+        let full = absolute(path)
+        let descriptor = try FileIO.open(full, O_RDONLY | O_DIRECTORY)
+        defer { FileIO.close(descriptor) }
+        try FileIO.synchronize(descriptor, path: full)
+    }
+
     public func persist(_ wrapper: FileWrapper, at path: String, durable: Bool) throws -> FileStatus {
         let destination = absolute(path)
         let existing = try? FileStatus.of(path: destination)
@@ -295,9 +302,9 @@ public final class DirectoryStore: DocumentStore {
         let time = timestamp()
         let base = quarantineDirectory + "/" + time + "-" + uniqueName(tag) + "-" + StagingName.encode(path)
         try FileIO.rename(absolutePath, base)
-        let note = "document: \(path)\ntime: \(time)\nreason: \(reason)\n"
-        if let descriptor = try? FileIO.open(base + ".reason", O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600) {
-            try? FileIO.writeAll(descriptor, Data(note.utf8))
+        let note = Quarantine.Note(document: path, time: time, reason: reason)
+        if let descriptor = try? FileIO.open(base + ".reason", O_WRONLY | O_CREAT | O_EXCL, mode: 0o600) {
+            try? FileIO.writeAll(descriptor, note.data)
             FileIO.close(descriptor)
         }
         pruneQuarantine(keeping: base)

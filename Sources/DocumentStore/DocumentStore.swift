@@ -44,6 +44,8 @@ public protocol DocumentStore: AnyObject, Sendable {
     func persist(_ wrapper: FileWrapper, at path: String, durable: Bool) throws -> FileStatus
     /// Makes the item stored at `path` and the directory entry naming it durable.
     func synchronize(_ path: String) throws
+    /// Makes the folder at `path` durable: its entries, not the items they name (fsync of a folder).
+    func synchronizeDirectory(_ path: String) throws
     /// Keeps rejected bytes for the user: moves the staging file into the quarantine, with a note
     /// saying which document it was for, when and why it was refused. Returns where it went.
     func quarantine(_ staging: StagingFile, for path: String, reason: String) throws -> String

@@ -27,15 +27,56 @@ public enum Quarantine {
         /// The item's name in the quarantine.
         public var name: String { path.split(separator: "/").last.map(String.init) ?? path }
 
-        /// The `.reason` note's fields: `document`, `time`, `reason`.
-        public var note: [String: String] {
-            guard let text = try? String(contentsOfFile: path + ".reason", encoding: .utf8) else { return [:] }
-            var fields: [String: String] = [:]
-            for line in text.split(separator: "\n") {
-                guard let colon = line.firstIndex(of: ":") else { continue }
-                fields[String(line[..<colon])] = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+        /// The `.reason` note beside the item; nil when there is none or it does not parse.
+        public var note: Note? {
+            guard let descriptor = try? FileIO.open(path + ".reason", O_RDONLY) else { return nil }
+            defer { FileIO.close(descriptor) }
+            guard let data = try? FileIO.contents(of: descriptor, size: Note.largest + 1, mapping: false), data.count <= Note.largest else { return nil }
+            return Note(parsing: data)
+        }
+    }
+
+    /// What a quarantined item is: which document it was for, when and why it was kept. Written
+    /// as JSON, so a name holding a newline or a `key:` stays inside its field.
+    public struct Note: Codable, Sendable, Equatable {
+        /// The store path of the document (names in `FileSystemPath`'s encoding).
+        public var document: String
+        /// When it was kept, UTC (`20261124T101500.123Z`).
+        public var time: String
+        public var reason: String
+
+        public init(document: String, time: String, reason: String) {
+            self.document = document
+            self.time = time
+            self.reason = reason
+        }
+
+        /// A note is small; anything larger is not one of ours.
+        static let largest = 1 << 20
+
+        public var data: Data {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            return (try? encoder.encode(self)) ?? Data()
+        }
+
+        /// A note in JSON, or one in the `key: value` lines DocFS wrote before (each of the three
+        /// keys exactly once, nothing else). Anything else is refused, never guessed at.
+        public init?(parsing data: Data) {
+            if let note = try? JSONDecoder().decode(Note.self, from: data) {
+                self = note
+                return
             }
-            return fields
+            guard let text = String(data: data, encoding: .utf8) else { return nil }
+            var fields: [String: String] = [:]
+            for line in text.split(separator: "\n", omittingEmptySubsequences: false) where !line.isEmpty {
+                guard let colon = line.firstIndex(of: ":") else { return nil }
+                let key = String(line[..<colon])
+                guard ["document", "time", "reason"].contains(key), fields[key] == nil else { return nil }
+                fields[key] = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+            }
+            guard let document = fields["document"], let time = fields["time"], let reason = fields["reason"] else { return nil }
+            self.init(document: document, time: time, reason: reason)
         }
     }
 

@@ -155,6 +155,10 @@ public final class PostgresStore: DocumentStore {
 
     public var hasChangeFeed: Bool { true }
 
+    /// The rows of the store that are not mirrored because their names are no file names (or take
+    /// the private area's), by id: `docfs check` reports them.
+    public var invalidRows: [InvalidRow] { state.withLock { $0.invalidRows.values.sorted { $0.id < $1.id } } }
+
     // MARK: Reading: served by the mirror, content fetched first when only its placeholder is there
 
     public func status(of path: String) throws -> FileStatus { Self.blocksAsFetched(try mirror.status(of: path)) }
@@ -238,6 +242,7 @@ public final class PostgresStore: DocumentStore {
     /// A commit is durable once its transaction is: the database syncs it. The mirror can be
     /// rebuilt from the database, so it is not synced.
     public func synchronize(_ path: String) throws {}
+    public func synchronizeDirectory(_ path: String) throws {}
 
     // MARK: Helpers for changes
 

@@ -2,6 +2,8 @@ import ArgumentParser
 import DocumentFS
 import Foundation
 import Glibc
+import PostgresDocumentStore
+import SystemSupport
 
 /// `docfs check`: decodes every document of a store, reading only, and reports each that does not.
 struct CheckCommand: ParsableCommand {
@@ -10,7 +12,8 @@ struct CheckCommand: ParsableCommand {
         abstract: "Decode every document of a store, reading only; report each one that does not decode.",
         discussion: """
             Exits 0 when every document decodes, 1 when one does not (a corrupt document, or a package \
-            that has never decoded), 3 when the store cannot be opened. Writes nothing: works on a \
+            that has never decoded) or when a PostgreSQL store holds rows that are not served (a name \
+            that is no file name), 3 when the store cannot be opened. Writes nothing: works on a \
             read-only store and through a read-only mount. Run it before and after a backup.
             """)
 
@@ -32,11 +35,20 @@ struct CheckCommand: ParsableCommand {
             let state: String
             let reason: String
         }
+        /// A row of a PostgreSQL store that no mount serves.
+        struct InvalidRow: Encodable {
+            let id: Int64
+            let folder: String
+            /// The name's bytes in hexadecimal.
+            let name: String
+            let problem: String
+        }
         let store: String
         let checked: Int
         let valid: Int
         let problems: [Problem]
         let emptyDrafts: [String]
+        let invalidRows: [InvalidRow]
     }
 
     func run() throws {
@@ -53,27 +65,35 @@ struct CheckCommand: ParsableCommand {
             switch report.state {
             case .valid:
                 valid += 1
-                if all && !json { progress.print("valid    \(report.path)") }
+                if all && !json { progress.print("valid    \(PrintableText.escaped(report.path))") }
             case .draft(let reason) where !report.isPackage:
                 emptyDrafts.append(report.path)
-                if all && !json { progress.print("draft    \(report.path): \(reason)") }
+                if all && !json { progress.print("draft    \(PrintableText.escaped(report.path)): \(PrintableText.escaped(reason))") }
             case .draft(let reason):
                 problems.append(.init(path: report.path, type: type, contentType: report.contentType, state: "draft", reason: reason))
-                if !json { progress.print("draft    \(report.path) (\(type)): \(reason) — a package that has never decoded") }
+                if !json { progress.print("draft    \(PrintableText.escaped(report.path)) (\(type)): \(PrintableText.escaped(reason)) — a package that has never decoded") }
             case .corrupt(let reason):
                 problems.append(.init(path: report.path, type: type, contentType: report.contentType, state: "corrupt", reason: reason))
-                if !json { progress.print("corrupt  \(report.path) (\(type)): \(reason)") }
+                if !json { progress.print("corrupt  \(PrintableText.escaped(report.path)) (\(type)): \(PrintableText.escaped(reason))") }
             }
         }
         progress.finish()
+        let invalidRows = ((library.store as? PostgresStore)?.invalidRows ?? []).map { row in
+            Report.InvalidRow(id: row.id, folder: row.folder, name: row.nameDescription, problem: row.problem)
+        }
         let storePath = try store.path()
         if json {
-            printJSON(Report(store: storePath, checked: documents.count, valid: valid, problems: problems, emptyDrafts: emptyDrafts))
+            printJSON(Report(store: storePath, checked: documents.count, valid: valid, problems: problems, emptyDrafts: emptyDrafts, invalidRows: invalidRows))
         } else {
+            for row in invalidRows {
+                let folder = row.folder.isEmpty ? "the root folder" : PrintableText.escaped(row.folder)
+                print("invalid  row \(row.id) in \(folder): \(PrintableText.escaped(row.problem)); its name's bytes are \(row.name)")
+            }
             let drafts = emptyDrafts.isEmpty ? "" : ", \(emptyDrafts.count) empty"
-            print("checked \(documents.count) documents in \(storePath): \(valid) decode\(drafts), \(problems.count) do not")
+            let rows = invalidRows.isEmpty ? "" : "; \(invalidRows.count) row\(invalidRows.count == 1 ? "" : "s") of the database not served"
+            print("checked \(documents.count) documents in \(storePath): \(valid) decode\(drafts), \(problems.count) do not\(rows)")
         }
-        if !problems.isEmpty { throw ExitCode(1) }
+        if !problems.isEmpty || !invalidRows.isEmpty { throw ExitCode(1) }
     }
 }
 

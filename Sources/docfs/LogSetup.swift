@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Logging
 import Synchronization
+import SystemSupport
 
 /// Where docfs logs: standard error in the foreground (journald, under systemd); a file when given;
 /// when daemonized, syslog if a syslog daemon listens on /dev/log, else the store's own
@@ -17,7 +18,7 @@ enum LogSetup {
 
     static func destination(foreground: Bool, logFile: String?, store: String, level: Logger.Level) -> Destination {
         func make(_ factory: @escaping @Sendable (String) -> any LogHandler) -> Logger {
-            var logger = Logger(label: "docfs", factory: factory)
+            var logger = Logger(label: "docfs") { EscapingLogHandler(factory($0)) }
             logger.logLevel = level
             return logger
         }
@@ -141,5 +142,34 @@ struct SyslogLogHandler: LogHandler {
         case .critical: LOG_CRIT
         }
         docfs_syslog(priority, "\(event.message)")
+    }
+}
+
+/// Every message is written with its names escaped (`PrintableText`): a file named with a newline
+/// cannot split a line of the log into two, nor forge one.
+struct EscapingLogHandler: LogHandler {
+    private var inner: any LogHandler
+
+    init(_ inner: any LogHandler) { self.inner = inner }
+
+    var logLevel: Logger.Level {
+        get { inner.logLevel }
+        set { inner.logLevel = newValue }
+    }
+
+    var metadata: Logger.Metadata {
+        get { inner.metadata }
+        set { inner.metadata = newValue }
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { inner[metadataKey: key] }
+        set { inner[metadataKey: key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        var escaped = event
+        escaped.message = "\(PrintableText.escaped(event.message.description))"
+        inner.log(event: escaped)
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import DocumentModel
 import DocumentStore
 import Foundation
 import Glibc
@@ -26,6 +27,8 @@ struct QuarantineCommand: ParsableCommand {
         @OptionGroup var store: StoreArgument
         @Flag(help: "Print the list as JSON.") var json = false
 
+        static let unreadable = "(the note beside this item does not parse)"
+
         struct Entry: Encodable {
             let name: String
             let document: String
@@ -37,11 +40,13 @@ struct QuarantineCommand: ParsableCommand {
         func run() throws {
             let entries = try store.openStore().quarantinedItems.map { item in
                 let note = item.note
-                return Entry(name: item.name, document: note["document"] ?? "?", time: note["time"] ?? "?", reason: note["reason"] ?? "?", bytes: item.bytes)
+                return Entry(name: item.name, document: note?.document ?? "?", time: note?.time ?? "?", reason: note?.reason ?? Self.unreadable, bytes: item.bytes)
             }
             if json { return printJSON(entries) }
             if entries.isEmpty { print("the quarantine is empty") }
-            for entry in entries { print("\(entry.name)\n  \(entry.document): \(entry.reason)") }
+            for entry in entries {
+                print("\(PrintableText.escaped(entry.name))\n  \(PrintableText.escaped(entry.document)): \(PrintableText.escaped(entry.reason))")
+            }
         }
     }
 
@@ -53,7 +58,12 @@ struct QuarantineCommand: ParsableCommand {
         func run() throws {
             let found = try QuarantineCommand.find(item, in: try store.openStore())
             let note = found.note
-            print("document: \(note["document"] ?? "?")\ntime:     \(note["time"] ?? "?")\nreason:   \(note["reason"] ?? "?")\nbytes:    \(found.bytes) in \(found.path)")
+            print("""
+                document: \(PrintableText.escaped(note?.document ?? "?"))
+                time:     \(note?.time ?? "?")
+                reason:   \(PrintableText.escaped(note?.reason ?? List.unreadable))
+                bytes:    \(found.bytes) in \(PrintableText.escaped(found.path))
+                """)
         }
     }
 
@@ -71,16 +81,30 @@ struct QuarantineCommand: ParsableCommand {
         func run() throws {
             let directoryStore = try store.openStore(readOnly: false)
             let found = try QuarantineCommand.find(item, in: directoryStore)
-            let document = found.note["document"] ?? found.name
-            let time = (found.note["time"] ?? "unknown").replacingOccurrences(of: ":", with: "")
-            let destination = directoryStore.rootURL.path + "/" + document + ".refused-" + time
-            guard (try? FileStatus.of(path: destination)) == nil else {
-                throw ValidationError("\(destination) exists already; move it away first")
+            guard let note = found.note else {
+                throw ValidationError("the note beside \(PrintableText.escaped(found.name)) does not parse, so which document it was for is not known; copy \(PrintableText.escaped(found.path)) yourself")
             }
-            let directory = (destination as NSString).deletingLastPathComponent
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            try FileManager.default.copyItem(atPath: found.path, toPath: destination)
-            print(destination)
+            // The note names the document by its store path: every name on it is checked, and the
+            // copy is made beside the document through the store (never through a link).
+            let time = note.time.filter { $0.isLetter || $0.isNumber || $0 == "." }
+            guard var names = try? StorePath.components(note.document), let last = names.popLast(),
+                  let copyName = try? FileName(last.string + ".refused-" + time)
+            else {
+                throw ValidationError("the note beside \(PrintableText.escaped(found.name)) names \(PrintableText.escaped(note.document)), which is no path in a store")
+            }
+            var folder = directoryStore.rootURL.path
+            for name in names {
+                folder += "/" + name.string
+                do {
+                    try Paths.makeDirectory(folder, mode: 0o755)
+                } catch let error as SystemCallError where error.errno == EEXIST {}
+            }
+            let destination = folder + "/" + copyName.string
+            guard (try? FileStatus.of(path: destination)) == nil else {
+                throw ValidationError("\(PrintableText.escaped(destination)) exists already; move it away first")
+            }
+            try FileWrapper(url: URL(fileURLWithPath: found.path)).write(to: URL(fileURLWithPath: destination))
+            print(PrintableText.escaped(destination))
         }
     }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import DocumentFS
 import DocumentStore
 import Foundation
+import SystemSupport
 
 /// `docfs status`: what needs the user's attention in a store, without decoding every document.
 struct StatusCommand: ParsableCommand {
@@ -64,7 +65,7 @@ struct StatusCommand: ParsableCommand {
         let items = directoryStore.quarantinedItems
         let lastRefusals = items.suffix(refusals).reversed().map { item in
             let note = item.note
-            return Status.Refusal(document: note["document"] ?? "?", time: note["time"] ?? "?", reason: note["reason"] ?? "?", kept: item.path)
+            return Status.Refusal(document: note?.document ?? "?", time: note?.time ?? "?", reason: note?.reason ?? QuarantineCommand.List.unreadable, kept: item.path)
         }
         let status = Status(
             store: try store.path(), packages: packages, lastRefusals: Array(lastRefusals),
@@ -73,14 +74,16 @@ struct StatusCommand: ParsableCommand {
             printJSON(status)
         } else {
             for package in packages {
-                print("\(package.state.padding(toLength: 8, withPad: " ", startingAt: 0)) \(package.path)\(package.reason.map { ": \($0)" } ?? "")")
+                print("\(package.state.padding(toLength: 8, withPad: " ", startingAt: 0)) \(PrintableText.escaped(package.path))\(package.reason.map { ": \(PrintableText.escaped($0))" } ?? "")")
             }
             if packages.isEmpty { print("packages: none that need attention") }
             if lastRefusals.isEmpty {
                 print("refused writes: none kept")
             } else {
                 print("last refused writes (newest first):")
-                for refusal in lastRefusals { print("  \(refusal.time)  \(refusal.document): \(refusal.reason)\n    kept in \(refusal.kept)") }
+                for refusal in lastRefusals {
+                    print("  \(refusal.time)  \(PrintableText.escaped(refusal.document)): \(PrintableText.escaped(refusal.reason))\n    kept in \(PrintableText.escaped(refusal.kept))")
+                }
             }
             print("quarantine: \(items.count) item\(items.count == 1 ? "" : "s"), \(ByteCountFormatter.string(fromByteCount: status.quarantineBytes, countStyle: .binary))")
         }

@@ -186,11 +186,17 @@ final class MountedStore {
         ((try? FileManager.default.contentsOfDirectory(atPath: inStore(".docfs/quarantine"))) ?? []).filter { !$0.hasSuffix(".reason") }.sorted()
     }
 
-    /// The `.reason` notes beside the quarantined items, oldest name first.
+    /// The `.reason` notes beside the quarantined items, oldest name first, each as the lines
+    /// `document: …`, `time: …` and `reason: …` (the notes are JSON).
     var quarantineReasons: [String] {
         let directory = inStore(".docfs/quarantine")
         return ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".reason") }.sorted()
-            .compactMap { try? String(contentsOfFile: directory + "/" + $0, encoding: .utf8) }
+            .compactMap { name in
+                guard let data = try? Data(contentsOf: URL(fileURLWithPath: directory + "/" + name)),
+                      let note = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+                else { return nil }
+                return ["document", "time", "reason"].map { "\($0): \(note[$0] ?? "")" }.joined(separator: "\n")
+            }
     }
 
     /// Writes `contents` to `path` through the mount in one open-write-close by Python, and says how
@@ -228,8 +234,8 @@ final class MountedStore {
     }
 
     @discardableResult
-    func python(_ script: String, timeout: Int = 60) throws -> Result {
-        try run(["python3", "-c", script], timeout: timeout)
+    func python(_ script: String, arguments: [String] = [], timeout: Int = 60) throws -> Result {
+        try run(["python3", "-c", script] + arguments, timeout: timeout)
     }
 
     /// The file's contents read through the mount by `cat`; nil when cat fails.

@@ -380,4 +380,53 @@ final class PostgresStoreTests {
         let directory = try MountedStore.run([MountedStore.binary, "gc", first.inStore("")], timeout: 30)
         #expect(directory.status == 3 && directory.error.contains("not a PostgreSQL store"), "\(directory.error)")
     }
+
+    @Test func rowsWhoseNamesAreNoFileNamesAreNeitherMirroredNorFollowed() throws {
+        // Rows are written by whoever can write the database. A row named ../../../../tmp/x made
+        // every mount mkdir /tmp/x as root, a row named .docfs removed the mirror's private area,
+        // and after rows named .., a/b and .docfs the mount stopped serving reads.
+        let first = try MountedStore(postgres: location)
+        defer { first.unmount() }
+        #expect(try first.save("kept.json", Data("[1]".utf8)) == "ok")
+        let privateArea = Set((try? FileManager.default.contentsOfDirectory(atPath: first.inStore(".docfs"))) ?? [])
+        #expect(!privateArea.isEmpty)
+        let escape = "docfs-escape-\(UUID().uuidString.prefix(8))"
+        let hostile: [(hex: String, mode: Int)] = [
+            (hex("../../../../tmp/" + escape), 0o40755), (hex(".."), 0o40755), (hex("."), 0o40755), (hex("a/b"), 0o40755),
+            (hex(".docfs"), 0o40755), ("78007a", 0o100644), (String(repeating: "61", count: 300), 0o100644), ("", 0o100644),
+        ]
+        // The hostile rows are told apart by their owner, 4242; "after" is valid.
+        let values = (hostile.map { "(decode('\($0.hex)', 'hex'), \($0.mode), 4242)" } + ["(decode('\(hex("after"))', 'hex'), \(0o40755), 0)"])
+            .joined(separator: ", ")
+        // Inserted and announced as a mount would record a change of the root folder.
+        _ = try cluster.query("""
+            INSERT INTO docfs_items (store, parent, name, mode, uid, gid, atime_ns, mtime_ns, version, content_version)
+            SELECT s.id, s.root, n.name, n.mode, n.uid, 0, 0, 0, nextval('docfs_versions'), currval('docfs_versions')
+            FROM docfs_stores s, (VALUES \(values)) AS n(name, mode, uid) WHERE s.name = 'shared';
+            WITH c AS (UPDATE docfs_stores SET last_change = last_change + 1 WHERE name = 'shared' RETURNING id, root, last_change)
+            INSERT INTO docfs_changes (store, seq, directory, origin) SELECT id, last_change, root, 'hostile' FROM c;
+            SELECT pg_notify('docfs_store_' || id, last_change::text) FROM docfs_stores WHERE name = 'shared';
+            """)
+        let ids = try cluster.query("SELECT id FROM docfs_items WHERE uid = 4242 ORDER BY id")
+            .split(separator: "\n").map(String.init)
+        #expect(ids.count == hostile.count, "\(ids)")
+        // The valid row of the same change shows: the change was applied, around the hostile rows.
+        #expect(within(3.0) { FileManager.default.fileExists(atPath: first.inMount("after")) } != nil)
+        let second = try MountedStore(postgres: location)
+        defer { second.unmount() }
+        for (index, mount) in [first, second].enumerated() {
+            #expect(!FileManager.default.fileExists(atPath: "/tmp/" + escape), "a row made a folder outside the mirror")
+            #expect(Set((try? FileManager.default.contentsOfDirectory(atPath: mount.inStore(".docfs"))) ?? []).isSuperset(of: privateArea))
+            #expect(try mount.run(["ls", "-A"]).output.split(separator: "\n").filter { !$0.hasPrefix("new-") } == ["after", "kept.json"])
+            #expect(try mount.read("kept.json") == "[1]")
+            #expect(try mount.save("new-\(index).json", Data("[2]".utf8)) == "ok")
+            for id in ids { #expect(mount.log.contains("row \(id) of docfs_items"), "row \(id) is not in the log") }
+        }
+        let check = try MountedStore.run([MountedStore.binary, "check", location], timeout: 60)
+        #expect(check.status == 1, "\(check.output)\(check.error)")
+        for id in ids { #expect(check.output.contains("invalid  row \(id) in the root folder"), "\(check.output)") }
+        #expect(check.output.contains("\(ids.count) rows of the database not served"))
+    }
+
+    private func hex(_ text: String) -> String { text.utf8.map { String(format: "%02x", $0) }.joined() }
 }
