@@ -53,7 +53,7 @@ let package = Package(
         ]),
         .target(
             name: "StandardDocuments", dependencies: [
-                "DocumentModel", "SystemSupport",
+                "DocumentModel", "SystemSupport", "CSystemShims",
                 .product(name: "Yams", package: "Yams"), .product(name: "TOMLKit", package: "TOMLKit"),
             ],
             // The validators are byte loops over whole documents; unoptimized they run 20 times

@@ -6,6 +6,7 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -129,6 +130,11 @@ pid_t docfs_spawn_validator(const char *path, char *const argv[], char *const en
     posix_spawnattr_setpgroup(&attributes, 0);
     posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
     return spawn_finish(path, argv, envp, &actions, &attributes);
+}
+
+int docfs_restrict_helper(void) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return -1;
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
 }
 
 int docfs_pidfd_open(pid_t pid) {

@@ -19,20 +19,7 @@ public struct PropertyListDocument: FileDocument {
 
     public init(configuration: ReadConfiguration) throws {
         let data = try configuration.regularFileBytes()
-        let isBinary = data.starts(with: Array("bplist".utf8))
-        if isBinary, let problem = BinaryPropertyListTrailer.problem(in: data) {
-            throw refusal("not a valid binary property list: \(problem)")
-        }
-        do {
-            _ = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
-        } catch {
-            // Foundation names at most a line; for XML, the parser that failed says where exactly.
-            if !isBinary, data.firstNonSpaceByte == UInt8(ascii: "<"), let problem = XMLWellFormedness.firstProblem(in: data) {
-                throw refusal("not a valid XML property list: \(problem)")
-            }
-            let detail = (error as NSError).userInfo["NSDebugDescription"] as? String ?? "not in a property list format"
-            throw refusal("not a valid \(isBinary ? "binary " : "")property list: \(detail)", underlying: error)
-        }
+        _ = try ParserCheck.propertyList.run(data)
         contents = data
     }
 

@@ -13,9 +13,7 @@ public struct XMLTextDocument: FileDocument {
 
     public init(configuration: ReadConfiguration) throws {
         let data = try configuration.regularFileBytes()
-        if let problem = XMLWellFormedness.firstProblem(in: data) {
-            throw refusal("not well-formed XML: \(problem)")
-        }
+        _ = try ParserCheck.xml.run(data)
         contents = data
     }
 

@@ -20,26 +20,11 @@ public struct YAMLDocument: FileDocument {
 
     public init(configuration: ReadConfiguration) throws {
         let data = try configuration.utf8Bytes(format: "YAML")
-        let result = data.withUnsafeBytes { YAMLValidator.validate($0) }
-        switch result {
-        case .success(let count):
-            documentCount = count
-        case .failure(let problem):
-            throw refusal("not valid YAML: \(problem)\(Self.tabHint(problem, in: data))", underlying: problem)
-        }
+        documentCount = try ParserCheck.yaml.run(data)
         contents = data
     }
 
     public func fileWrapper(configuration: WriteConfiguration) throws -> FileWrapper {
         FileWrapper(regularFileWithContents: contents)
-    }
-
-    /// libyaml says only that a tab "cannot start any token"; say what it is and why.
-    private static func tabHint(_ problem: YAMLValidator.Problem, in data: Data) -> String {
-        let lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
-        guard let line = lines.dropFirst(problem.line - 1).first,
-              line.dropFirst(problem.column - 1).first == UInt8(ascii: "\t")
-        else { return "" }
-        return " — it is a tab: YAML indents with spaces only"
     }
 }

@@ -1,4 +1,5 @@
 import CYaml
+import DocumentModel
 
 /// Validates a YAML stream with libyaml's event parser (the C library Yams wraps) without building
 /// a node tree: every document must parse, every alias must name an anchor defined before it in its
@@ -19,6 +20,15 @@ struct YAMLValidator {
     private enum Open {
         case sequence
         case mapping(keys: Set<[UInt8]>, expectingKey: Bool)
+    }
+
+    /// libyaml says only that a tab "cannot start any token"; say what it is and why.
+    static func tabHint(_ problem: Problem, in data: Data) -> String {
+        let lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        guard let line = lines.dropFirst(problem.line - 1).first,
+              line.dropFirst(problem.column - 1).first == UInt8(ascii: "\t")
+        else { return "" }
+        return " — it is a tab: YAML indents with spaces only"
     }
 
     /// The number of documents in the stream, or the first problem.

@@ -21,6 +21,8 @@ struct CheckCommand: ParsableCommand {
 
     @OptionGroup var typeConfiguration: ConfigurationOption
 
+    @OptionGroup var parserLimits: ParserLimitsOption
+
     @Flag(help: "Print the report as JSON.")
     var json = false
 
@@ -52,6 +54,7 @@ struct CheckCommand: ParsableCommand {
     }
 
     func run() throws {
+        parserLimits.install()
         let library = try store.openLibrary(configuration: typeConfiguration)
         let documents = library.documents()
         let progress = ProgressLine(total: documents.count, noun: "documents", enabled: standardErrorIsTerminal && !json)

@@ -38,6 +38,8 @@ struct MountCommand: ParsableCommand {
 
     @OptionGroup var typeConfiguration: ConfigurationOption
 
+    @OptionGroup var parserLimits: ParserLimitsOption
+
     @Flag(help: "Refuse files that no document type claims instead of storing them as raw data.")
     var strict = false
 
@@ -97,6 +99,7 @@ struct MountCommand: ParsableCommand {
             let localStore = try postgresLocation.map { mirrorDirectory($0, mountPath: mountPath) } ?? storePath
             let types = try typeConfiguration.load(storePath: localStore, fallback: parsed.configPath)
             if foreground || debug || readyDescriptor != nil {
+                parserLimits.install()
                 try serve(storePath: storePath, mountPath: mountPath, options: parsed, types: types)
             } else {
                 try daemonize()
@@ -296,6 +299,7 @@ struct MountCommand: ParsableCommand {
         var arguments = [CommandLine.arguments.first ?? "docfs", "mount", storeArgument, absolutePath(mountPoint), "--ready-descriptor", "3",
                          "--threads", String(threads), "--log-level", logLevel,
                          "--quarantine-limit", quarantineLimit, "--quarantine-days", String(quarantineDays), "--cache-size", cacheSize]
+        arguments += parserLimits.arguments
         for option in mountOptions { arguments += ["-o", option] }
         if strict { arguments.append("--strict") }
         if let path = typeConfiguration.path { arguments += ["--config", absolutePath(path)] }

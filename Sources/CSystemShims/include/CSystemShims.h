@@ -81,6 +81,11 @@ int docfs_fanotify_read(int fanotify_fd, struct docfs_watch_event *events, int c
 /// `handle` (`*length` bytes at most; set to the bytes used). Returns 0, or -1 with errno.
 int docfs_file_handle(int fd, unsigned char *handle, unsigned int *length);
 
+/// For a helper process that parses untrusted bytes: killed with SIGKILL when the process that
+/// started it dies (PR_SET_PDEATHSIG), and unable to gain privileges through exec (PR_SET_NO_NEW_PRIVS).
+/// Returns 0, or -1 with errno.
+int docfs_restrict_helper(void);
+
 /// syslog(3) with a fixed "%s" format, so a message is never read as a format string.
 void docfs_syslog(int priority, const char *message);
 
