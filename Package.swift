@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "TypeConfiguration", targets: ["TypeConfiguration"]),
         .library(name: "PostgresDocumentStore", targets: ["PostgresDocumentStore"]),
         .executable(name: "docfs", targets: ["docfs"]),
+        .executable(name: "docfs-fuzz", targets: ["DocFSFuzz"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -70,6 +71,9 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // Fuzz targets for everything DocFS reads from bytes anyone can write: run by libFuzzer when
+        // built with -sanitize=fuzzer -DFUZZING (scripts/fuzz), else a replayer of found inputs.
+        .executableTarget(name: "DocFSFuzz", dependencies: ["DocumentModel", "DocumentStore", "StandardDocuments", "TypeConfiguration"]),
         .testTarget(name: "DocumentModelTests", dependencies: ["DocumentModel", "StandardDocuments", "SwiftUI", "UniformTypeIdentifiers"]),
         .testTarget(name: "TypeConfigurationTests", dependencies: ["TypeConfiguration", "DocumentFS", "DocumentStore", "StandardDocuments"]),
         // Document types written exactly as for Apple platforms (import SwiftUI, UniformTypeIdentifiers,

@@ -235,6 +235,10 @@ def save(path, data):
     with open(path, 'wb') as f:
         f.write(data)
 
+def byte_count(text):
+    units = {'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30}
+    return int(text[:-1]) * units[text[-1].upper()] if text[-1].upper() in units else int(text)
+
 def validation_cost(args, work):
     """Saves of a document of each format through DocFS, as a ratio to a raw save of the same size
     (what validation costs), with an `.ini` command type (Python's configparser) configured."""
@@ -247,25 +251,52 @@ def validation_cost(args, work):
     os.makedirs(store)
     mount = Mount('docfs', store, os.path.join(work, 'validation-docfs'), args.docfs, ['--config', config])
     try:
-        size = args.validation_mb << 20
-        samples = format_samples(size)
-        saves = 5
-        print(f'Validation cost: {saves} saves of a ~{args.validation_mb} MB document per run, {args.runs} runs, medians')
-        print(f'{"format":<20} {"bytes":>10} {"native ms":>10} {"docfs ms":>10} {"docfs/raw save":>16} {"docfs/native":>14}')
-        medians = {}
-        for label, (extension, data) in samples.items():
-            per_target = {}
+        for size in args.validation_size:
+            validation_rows(args, mount, store, size)
+        # The TOML, YAML, XML and property list checks run in helper processes (ParserSandbox).
+        helpers = [pid for pid in children(mount.process.pid) if b'parser-helper' in open(f'/proc/{pid}/cmdline', 'rb').read()]
+        print(f'peak memory (VmHWM): daemon {peak_bytes(mount.process.pid) / 2**20:.0f} MiB; '
+              f'parser helpers {", ".join(f"{peak_bytes(pid) / 2**20:.0f}" for pid in helpers) or "none"} MiB')
+    finally:
+        mount.close()
+
+def children(pid):
+    """The processes any thread of `pid` started."""
+    found = []
+    for thread in os.listdir(f'/proc/{pid}/task'):
+        with open(f'/proc/{pid}/task/{thread}/children') as f:
+            found += [int(child) for child in f.read().split()]
+    return found
+
+def peak_bytes(pid):
+    with open(f'/proc/{pid}/status') as f:
+        for line in f:
+            if line.startswith('VmHWM:'):
+                return int(line.split()[1]) * 1024
+    return 0
+
+def validation_rows(args, mount, store, size):
+    samples = format_samples(size)
+    saves = 5
+    print(f'Validation cost: {saves} saves of a ~{size} byte document per run, {args.runs} runs, medians')
+    print(f'{"format":<20} {"bytes":>10} {"native ms":>10} {"docfs ms":>10} {"docfs/raw save":>16} {"docfs/native":>14}')
+    medians = {}
+    for label, (extension, data) in samples.items():
+        per_target = {}
+        try:
             for name, directory in (('native', store), ('docfs', mount.mountpoint)):
                 path = os.path.join(directory, f'sample-{extension}-{len(medians)}.{extension}')
                 save(path, data)
                 times = [timed(lambda: [save(path, data) for _ in range(saves)]) / saves for _ in range(args.runs)]
                 per_target[name] = statistics.median(times)
-            medians[label] = per_target
-            raw = medians['raw (.bin)']['docfs']
-            print(f'{label:<20} {len(data):>10} {per_target["native"] * 1000:>10.2f} {per_target["docfs"] * 1000:>10.2f}'
-                  f' {per_target["docfs"] / raw:>16.2f} {per_target["docfs"] / per_target["native"]:>14.2f}', flush=True)
-    finally:
-        mount.close()
+        except OSError as error:
+            # A format's own limit (libxml2 refuses a document past 10,000,000 bytes, for one).
+            print(f'{label:<20} {len(data):>10} refused: {error.strerror}', flush=True)
+            continue
+        medians[label] = per_target
+        raw = medians['raw (.bin)']['docfs']
+        print(f'{label:<20} {len(data):>10} {per_target["native"] * 1000:>10.2f} {per_target["docfs"] * 1000:>10.2f}'
+              f' {per_target["docfs"] / raw:>16.2f} {per_target["docfs"] / per_target["native"]:>14.2f}', flush=True)
 
 def resident_bytes(pid):
     with open(f'/proc/{pid}/status') as f:
@@ -339,7 +370,9 @@ def main():
     parser.add_argument('--edits', type=int, default=50, help='small edits per run in the package case (default 50)')
     parser.add_argument('--scale', type=int, default=0, help='the scale case: N documents in folders of 1,000, made in each store directly; cold and warm find+stat once each, and the DocFS daemon\'s memory per inode it holds (default 0: skipped)')
     parser.add_argument('--scale-only', action='store_true', help='run only the scale case')
-    parser.add_argument('--validation-mb', type=int, default=1, help='size of the document in the validation-cost case: saves of each format through DocFS, as a ratio to a raw save (default 1; 0 skips it)')
+    parser.add_argument('--validation-size', type=byte_count, nargs='*', default=[1 << 20],
+                        help='sizes of the document in the validation-cost case, as 1K, 10M or bytes: saves of each format '
+                             'through DocFS, as a ratio to a raw save (default 1M; none skips it)')
     parser.add_argument('--validation-only', action='store_true', help='run only the validation-cost case')
     parser.add_argument('--no-bindfs', action='store_true')
     parser.add_argument('--no-passthrough', action='store_true', help='leave out libfuse\'s passthrough_ll')
@@ -355,7 +388,7 @@ def main():
     mounts = []
     server = None
     try:
-        if args.validation_mb and not args.scale_only:
+        if args.validation_size and not args.scale_only:
             validation_cost(args, work)
             if args.validation_only:
                 return

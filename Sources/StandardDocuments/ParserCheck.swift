@@ -33,6 +33,7 @@ public enum ParserCheck: UInt8, CaseIterable, Sendable {
     }
 
     private static func toml(_ data: Data) -> ParserVerdict {
+        if case .refused(let reason) = tomlControlCharacters(in: data) { return .refused(reason) }
         do {
             _ = try TOMLTable(string: String(decoding: data, as: UTF8.self))
             return .accepted(count: 1)
@@ -42,6 +43,18 @@ public enum ParserCheck: UInt8, CaseIterable, Sendable {
         } catch {
             return .refused("not valid TOML: \(error)")
         }
+    }
+
+    /// TOML allows no control character but tab and line breaks, anywhere (keys, strings and
+    /// comments alike): refused here, before toml++, which fails an assertion and aborts on one in
+    /// a table header (`[[` U+0008 `]]`).
+    public static func tomlControlCharacters(in data: Data) -> ParserVerdict {
+        let forbidden = data.withUnsafeBytes { bytes in
+            bytes.firstIndex { $0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D || $0 == 0x7F }.map { ($0, TextPosition(of: $0, in: bytes)) }
+        }
+        guard let (offset, place) = forbidden else { return .accepted(count: 1) }
+        let scalar = "U+" + String(format: "%04X", data[data.startIndex + offset])
+        return .refused("not valid TOML: \(place): the control character \(scalar) is not allowed in TOML (only tab and line breaks are)")
     }
 
     private static func yaml(_ data: Data) -> ParserVerdict {

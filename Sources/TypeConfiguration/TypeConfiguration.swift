@@ -2,6 +2,7 @@ import DocumentFS
 import DocumentModel
 import Foundation
 import Glibc
+import StandardDocuments
 import SystemSupport
 import TOMLKit
 
@@ -53,6 +54,16 @@ public struct TypeConfiguration: Sendable {
             throw error
         } catch {
             throw ConfigurationError(path, "cannot be read: \(error.localizedDescription)")
+        }
+        return try parse(text, path: path)
+    }
+
+    /// The configuration `text` holds; `path` names the file in errors.
+    public static func parse(_ text: String, path: String) throws -> TypeConfiguration {
+        // The configuration is parsed by the mount itself (it is trusted, being root's), so the
+        // bytes toml++ aborts on are refused before it sees them.
+        if case .refused(let reason) = ParserCheck.tomlControlCharacters(in: Data(text.utf8)) {
+            throw ConfigurationError(path, reason)
         }
         let table: TOMLTable
         do {

@@ -8,16 +8,31 @@ import Testing
 struct ParserContainmentTests {
     /// A valid TOML document but for one control byte in an array-of-tables header: toml++ fails an
     /// assertion on it and aborts. Saved through a mount, it killed the daemon, and every user of
-    /// the mount got "Transport endpoint is not connected" until a remount.
-    static let parserKiller = Data("title = \"DocFS\"\n\n[owner]\nname = \"Tom\"\n\n[[\u{08}]]\nname = \"x\"\nvalue = 1\n".utf8)
+    /// the mount got "Transport endpoint is not connected" until a remount. TOML allows no such
+    /// byte anywhere, so it is now refused before toml++ sees it.
+    static let controlByteInTableHeader = Data("title = \"DocFS\"\n\n[owner]\nname = \"Tom\"\n\n[[\u{08}]]\nname = \"x\"\nvalue = 1\n".utf8)
+
+    /// A time with a stray character where its hour starts: toml++ fails another assertion
+    /// (`parse_time`: `is_decimal_digit(*cp)`) and aborts. Found by `scripts/fuzz toml`; it is the
+    /// parser's own bug, contained by the helper process the check runs in.
+    static let parserKiller = Data("date = 1979-05-27T~7:32:00Z\n".utf8)
+
+    @Test func theSaveThatKilledTheMountIsRefusedWithItsPlace() throws {
+        let mount = try MountedStore(texts: ["notes.txt": "still here\n"])
+        defer { mount.unmount() }
+        let source = mount.root.appendingPathComponent("evil.toml").path
+        try Self.controlByteInTableHeader.write(to: URL(fileURLWithPath: source))
+        let copy = try mount.run(["cp", source, mount.inMount("evil.toml")], timeout: 30)
+        #expect(!copy.succeeded && copy.error.contains("Input/output error"), "\(copy.status) \(copy.error)")
+        #expect(mount.daemon?.isRunning == true, "the daemon died")
+        #expect(try mount.read("notes.txt") == "still here\n")
+        let reason = try #require(mount.quarantineReasons.first { $0.contains("document: evil.toml") })
+        #expect(reason.contains("line 6, column 3: the control character U+0008 is not allowed in TOML"), "\(reason)")
+    }
 
     @Test func aTOMLDocumentThatCrashesTheParserIsOneRefusedSave() throws {
         let mount = try MountedStore(texts: ["notes.txt": "still here\n", "settings.toml": "title = \"old\"\n"])
         defer { mount.unmount() }
-        let source = mount.root.appendingPathComponent("evil.toml").path
-        try Self.parserKiller.write(to: URL(fileURLWithPath: source))
-        let copy = try mount.run(["cp", source, mount.inMount("evil.toml")], timeout: 30)
-        #expect(!copy.succeeded && copy.error.contains("Input/output error"), "\(copy.status) \(copy.error)")
         #expect(try mount.save("settings.toml", Self.parserKiller) == "EIO")
         #expect(mount.daemon?.isRunning == true, "the daemon died")
         #expect(try mount.read("notes.txt") == "still here\n")
@@ -34,7 +49,7 @@ struct ParserContainmentTests {
         // docfs check reports it and goes on.
         let check = try MountedStore.run([MountedStore.binary, "check", mount.store], timeout: 60)
         #expect(check.status == 1 && check.output.contains("corrupt  beside.toml (toml): the TOML parser crashed"), "\(check.output)\(check.error)")
-        #expect(check.output.contains("checked 4 documents in \(mount.store): 2 decode, 1 empty, 1 do not"), "\(check.output)")
+        #expect(check.output.contains("checked 3 documents in \(mount.store): 2 decode, 1 do not"), "\(check.output)")
     }
 
     @Test func aCommandValidatorThatKillsItselfRefusesOneSave() throws {
