@@ -52,6 +52,22 @@ struct ParserContainmentTests {
         #expect(check.output.contains("checked 3 documents in \(mount.store): 2 decode, 1 do not"), "\(check.output)")
     }
 
+    @Test func anXMLDocumentThatCrashesLibxml2IsOneRefusedSave() throws {
+        // Found by `scripts/fuzz xml`: an encoding declaration of UTF-7 and a NUL byte in an
+        // unterminated attribute make Debian 12's libxml2 (2.9.14) dereference a bad pointer in
+        // xmlSwitchToEncoding. In the daemon that was a SIGSEGV of the whole mount.
+        var document = Data("<?xml version=\"1.0\" encoding=\"UTF-7\"?>\n<a b=\"x>".utf8)
+        document.append(0)
+        let mount = try MountedStore(texts: ["notes.txt": "still here\n", "feed.xml": "<feed/>\n"])
+        defer { mount.unmount() }
+        #expect(try mount.save("feed.xml", document) == "EIO")
+        #expect(mount.daemon?.isRunning == true, "the daemon died")
+        #expect(try mount.read("notes.txt") == "still here\n")
+        let reason = try #require(mount.quarantineReasons.first { $0.contains("document: feed.xml") })
+        #expect(reason.contains("the XML parser crashed on this document (SIGSEGV)"), "\(reason)")
+        #expect(try mount.save("feed.xml", Data("<feed><entry/></feed>\n".utf8)) == "ok")
+    }
+
     @Test func aCommandValidatorThatKillsItselfRefusesOneSave() throws {
         let config = try TypeConfigurationMountTests.writeConfiguration("""
             [types.fragile]
