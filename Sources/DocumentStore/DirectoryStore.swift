@@ -27,6 +27,10 @@ public final class DirectoryStore: DocumentStore {
     private let canChangeOwner = geteuid() == 0
     /// Who the daemon is: what the kernel makes a new item's owner without being asked.
     private let daemonIdentity = Ownership(userID: geteuid(), groupID: getegid())
+    /// The daemon's own umask, which every create it makes goes through. The kernel has already
+    /// applied the requester's, so a mode the daemon's would cut (0620 under umask 022) is set
+    /// again, exactly, on the new item.
+    private let daemonUmask = DirectoryStore.processUmask()
     /// How much the quarantine may keep before the oldest items are pruned.
     public let quarantineLimits: QuarantineLimits
     /// Serializes pruning, which lists and sizes the whole quarantine.
@@ -180,8 +184,16 @@ public final class DirectoryStore: DocumentStore {
 
     public func openInPlace(_ path: String, flags: Int32, mode: mode_t, owner: Ownership?) throws -> OwnedDescriptor {
         let full = absolute(path)
-        let descriptor = try FileIO.open(full, flags | O_NOFOLLOW, mode: mode)
-        if flags & O_CREAT != 0, let owner = ownerToSet(for: owner, at: full) { fchown(descriptor, owner.userID, owner.groupID) }
+        guard flags & O_CREAT != 0 else { return OwnedDescriptor(try FileIO.open(full, flags | O_NOFOLLOW, mode: mode)) }
+        // Made exclusively first, so the mode and owner are given only to a file this call made.
+        let descriptor: Int32
+        do {
+            descriptor = try FileIO.open(full, flags | O_EXCL | O_NOFOLLOW, mode: mode)
+        } catch let error as SystemCallError where error.errno == EEXIST && flags & O_EXCL == 0 {
+            return OwnedDescriptor(try FileIO.open(full, flags & ~O_CREAT | O_NOFOLLOW, mode: mode))
+        }
+        if mode & daemonUmask != 0 { fchmod(descriptor, mode) }
+        if let owner = ownerToSet(for: owner, at: full) { fchown(descriptor, owner.userID, owner.groupID) }
         return OwnedDescriptor(descriptor)
     }
 
@@ -423,6 +435,7 @@ public final class DirectoryStore: DocumentStore {
         let full = absolute(path)
         // Read-write, so the mode a user gives (0200, say) cannot stop the daemon reading it back.
         let descriptor = OwnedDescriptor(try FileIO.open(full, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode))
+        if mode & daemonUmask != 0 { fchmod(descriptor.rawValue, mode) }
         if let owner = ownerToSet(for: owner, at: full) { fchown(descriptor.rawValue, owner.userID, owner.groupID) }
         return descriptor
     }
@@ -430,13 +443,23 @@ public final class DirectoryStore: DocumentStore {
     public func makeSpecialFile(_ path: String, mode: mode_t, device: dev_t, owner: Ownership?) throws {
         let full = absolute(path)
         try Paths.makeNode(full, mode: mode, device: device)
+        if mode & daemonUmask != 0 { try? Paths.setPermissions(full, mode & 0o7777) }
         if let owner = ownerToSet(for: owner, at: full) { try? Paths.setOwner(full, userID: owner.userID, groupID: owner.groupID) }
     }
 
     public func makeDirectory(_ path: String, mode: mode_t, owner: Ownership?) throws {
         let full = absolute(path)
         try Paths.makeDirectory(full, mode: mode)
+        if mode & daemonUmask != 0 { try? Paths.setPermissions(full, mode & 0o7777) }
         if let owner = ownerToSet(for: owner, at: full) { try? Paths.setOwner(full, userID: owner.userID, groupID: owner.groupID) }
+    }
+
+    /// The process's umask, from /proc (reading it with umask(2) would change it for a moment
+    /// under every other thread); 022 where /proc does not say.
+    private static func processUmask() -> mode_t {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("Umask:") }
+        return line.flatMap { mode_t($0.dropFirst("Umask:".count).trimmingCharacters(in: .whitespaces), radix: 8) } ?? 0o022
     }
 
     public func removeDirectory(_ path: String) throws {

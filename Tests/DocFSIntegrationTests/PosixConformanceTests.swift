@@ -142,6 +142,20 @@ struct PosixConformanceTests {
             check(stat.S_IMODE(os.stat('shared/tool.sh').st_mode) & 0o6000 == 0, f'a write clears set-ID bits: {oct(os.stat("shared/tool.sh").st_mode)}')
             os.chmod('shared/tool.sh', 0o4755); os.chown('shared/tool.sh', 1002, -1)
             check(stat.S_IMODE(os.stat('shared/tool.sh').st_mode) & 0o4000 == 0, f'chown clears set-user-ID: {oct(os.stat("shared/tool.sh").st_mode)}')
+            # A new item has exactly the mode asked for, less the creator's umask only: the
+            # daemon's own umask (022) used to take group and other write away too (pjdfstest
+            # open/02: a 0620 file came out 0600).
+            os.umask(0)
+            made = {}
+            fd = os.open('exact.txt', os.O_CREAT | os.O_WRONLY, 0o620); os.close(fd)
+            fd = os.open('exact.bin', os.O_CREAT | os.O_WRONLY, 0o662); os.close(fd)
+            os.mkdir('exact-dir', 0o775); os.mkfifo('exact-fifo', 0o622)
+            os.umask(0o027)
+            fd = os.open('masked.txt', os.O_CREAT | os.O_WRONLY, 0o666); os.close(fd)
+            for name in ('exact.txt', 'exact.bin', 'exact-dir', 'exact-fifo', 'masked.txt'):
+                made[name] = oct(stat.S_IMODE(os.lstat(name).st_mode))
+            wanted = {'exact.txt': '0o620', 'exact.bin': '0o662', 'exact-dir': '0o775', 'exact-fifo': '0o622', 'masked.txt': '0o640'}
+            check(made == wanted, f'modes of new items: {made}')
             """)
         #expect(output == "ok\n", "\(output)")
     }
