@@ -48,7 +48,7 @@ public enum ParserCheck: UInt8, CaseIterable, Sendable {
     /// TOML allows no control character but tab and line breaks, anywhere (keys, strings and
     /// comments alike): refused here, before toml++, which fails an assertion and aborts on one in
     /// a table header (`[[` U+0008 `]]`).
-    public static func tomlControlCharacters(in data: Data) -> ParserVerdict {
+    private static func tomlControlCharacters(in data: Data) -> ParserVerdict {
         let forbidden = data.withUnsafeBytes { bytes in
             bytes.firstIndex { $0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D || $0 == 0x7F }.map { ($0, TextPosition(of: $0, in: bytes)) }
         }
@@ -93,16 +93,16 @@ public enum ParserVerdict: Sendable, Equatable {
 }
 
 extension ParserCheck {
-    /// Runs the check where the process has chosen (a sandbox helper in a mount), and turns a
-    /// refusal, a crash or a time-out into the refusal a document type throws.
+    /// The verdict, from where the process has chosen to run the check: a sandbox helper in a
+    /// mount, else this process. A crash or a time-out in a helper is thrown, as a refusal.
+    public func verdict(_ data: Data) throws -> ParserVerdict {
+        guard let sandbox = ParserSandbox.installed else { return evaluate(data) }
+        return try sandbox.check(self, data)
+    }
+
+    /// Runs the check (see `verdict`) and turns a refusal into the error a document type throws.
     func run(_ data: Data) throws -> Int {
-        let verdict: ParserVerdict
-        if let sandbox = ParserSandbox.installed {
-            verdict = try sandbox.check(self, data)
-        } else {
-            verdict = evaluate(data)
-        }
-        switch verdict {
+        switch try verdict(data) {
         case .accepted(let count): return count
         case .refused(let reason): throw refusal(reason)
         }

@@ -60,10 +60,17 @@ public struct TypeConfiguration: Sendable {
 
     /// The configuration `text` holds; `path` names the file in errors.
     public static func parse(_ text: String, path: String) throws -> TypeConfiguration {
-        // The configuration is parsed by the mount itself (it is trusted, being root's), so the
-        // bytes toml++ aborts on are refused before it sees them.
-        if case .refused(let reason) = ParserCheck.tomlControlCharacters(in: Data(text.utf8)) {
-            throw ConfigurationError(path, reason)
+        // Checked first as any TOML document is (in a helper process, where the command has one):
+        // bytes that make toml++ abort are refused there, and never reach the parse below, which
+        // runs in the command itself.
+        do {
+            if case .refused(let reason) = try ParserCheck.toml.verdict(Data(text.utf8)) {
+                throw ConfigurationError(path, reason.replacingOccurrences(of: "not valid TOML: ", with: ""))
+            }
+        } catch let error as ConfigurationError {
+            throw error
+        } catch {
+            throw ConfigurationError(path, (error as NSError).localizedFailureReason ?? "\(error)")
         }
         let table: TOMLTable
         do {

@@ -90,6 +90,8 @@ struct MountCommand: ParsableCommand {
             // auto_unmount) must not inherit it, or the parent would wait for its end forever.
             _ = fcntl(readyDescriptor, F_SETFD, FD_CLOEXEC)
         }
+        // Before the configuration is read: it is TOML, and checked as any TOML document is.
+        parserLimits.install()
         do {
             try checkFUSE()
             let storePath = try checkedStore()
@@ -99,7 +101,6 @@ struct MountCommand: ParsableCommand {
             let localStore = try postgresLocation.map { mirrorDirectory($0, mountPath: mountPath) } ?? storePath
             let types = try typeConfiguration.load(storePath: localStore, fallback: parsed.configPath)
             if foreground || debug || readyDescriptor != nil {
-                parserLimits.install()
                 try serve(storePath: storePath, mountPath: mountPath, options: parsed, types: types)
             } else {
                 try daemonize()
