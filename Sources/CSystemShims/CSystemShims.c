@@ -127,8 +127,9 @@ pid_t docfs_spawn_validator(const char *path, char *const argv[], char *const en
     sigemptyset(&empty);
     posix_spawnattr_setsigdefault(&attributes, &defaults);
     posix_spawnattr_setsigmask(&attributes, &empty);
-    posix_spawnattr_setpgroup(&attributes, 0);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    // A session of its own (so a process group of its own too, whose id is its pid): no
+    // controlling terminal to inject input into, and a time limit kills everything it started.
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
     return spawn_finish(path, argv, envp, &actions, &attributes);
 }
 

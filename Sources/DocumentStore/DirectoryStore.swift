@@ -185,16 +185,32 @@ public final class DirectoryStore: DocumentStore {
     public func openInPlace(_ path: String, flags: Int32, mode: mode_t, owner: Ownership?) throws -> OwnedDescriptor {
         let full = absolute(path)
         guard flags & O_CREAT != 0 else { return OwnedDescriptor(try FileIO.open(full, flags | O_NOFOLLOW, mode: mode)) }
-        // Made exclusively first, so the mode and owner are given only to a file this call made.
-        let descriptor: Int32
-        do {
-            descriptor = try FileIO.open(full, flags | O_EXCL | O_NOFOLLOW, mode: mode)
-        } catch let error as SystemCallError where error.errno == EEXIST && flags & O_EXCL == 0 {
-            return OwnedDescriptor(try FileIO.open(full, flags & ~O_CREAT | O_NOFOLLOW, mode: mode))
+        // Made exclusively first, so the mode and owner are given only to a file this call made
+        // (and made again if it is removed between the two opens).
+        var attempts = 0
+        while true {
+            attempts += 1
+            do {
+                let descriptor = try FileIO.open(full, flags | O_EXCL | O_NOFOLLOW, mode: mode)
+                giveNewItem(descriptor, mode: mode, owner: owner, at: full)
+                return OwnedDescriptor(descriptor)
+            } catch let error as SystemCallError where error.errno == EEXIST && flags & O_EXCL == 0 {
+                do {
+                    return OwnedDescriptor(try FileIO.open(full, flags & ~O_CREAT | O_NOFOLLOW, mode: mode))
+                } catch let error as SystemCallError where error.errno == ENOENT && attempts < 8 {
+                    continue
+                }
+            }
         }
-        if mode & daemonUmask != 0 { fchmod(descriptor, mode) }
-        if let owner = ownerToSet(for: owner, at: full) { fchown(descriptor, owner.userID, owner.groupID) }
-        return OwnedDescriptor(descriptor)
+    }
+
+    /// A file this store just made gets its requester as owner, then exactly the mode asked for:
+    /// in that order, so a set-ID bit is not cleared by the chown, and the file is never writable
+    /// by others while it still belongs to the daemon.
+    private func giveNewItem(_ descriptor: Int32, mode: mode_t, owner: Ownership?, at full: String) {
+        let newOwner = ownerToSet(for: owner, at: full)
+        if let newOwner { fchown(descriptor, newOwner.userID, newOwner.groupID) }
+        if mode & daemonUmask != 0 || (newOwner != nil && mode & (S_ISUID | S_ISGID) != 0) { fchmod(descriptor, mode) }
     }
 
     public func fileWrapper(at path: String) throws -> FileWrapper {
@@ -435,8 +451,7 @@ public final class DirectoryStore: DocumentStore {
         let full = absolute(path)
         // Read-write, so the mode a user gives (0200, say) cannot stop the daemon reading it back.
         let descriptor = OwnedDescriptor(try FileIO.open(full, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode))
-        if mode & daemonUmask != 0 { fchmod(descriptor.rawValue, mode) }
-        if let owner = ownerToSet(for: owner, at: full) { fchown(descriptor.rawValue, owner.userID, owner.groupID) }
+        giveNewItem(descriptor.rawValue, mode: mode, owner: owner, at: full)
         return descriptor
     }
 
@@ -450,7 +465,10 @@ public final class DirectoryStore: DocumentStore {
     public func makeDirectory(_ path: String, mode: mode_t, owner: Ownership?) throws {
         let full = absolute(path)
         try Paths.makeDirectory(full, mode: mode)
-        if mode & daemonUmask != 0 { try? Paths.setPermissions(full, mode & 0o7777) }
+        // A folder made in a set-group-ID folder inherits that bit, which the mode asked for lacks.
+        if mode & daemonUmask != 0, let made = try? FileStatus.of(path: full) {
+            try? Paths.setPermissions(full, (mode | (made.mode & S_ISGID)) & 0o7777)
+        }
         if let owner = ownerToSet(for: owner, at: full) { try? Paths.setOwner(full, userID: owner.userID, groupID: owner.groupID) }
     }
 

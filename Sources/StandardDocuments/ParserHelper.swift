@@ -32,19 +32,24 @@ public enum ParserHelper {
     /// Dies with the daemon, gains no privileges, dumps no core, stays within `memoryLimit` bytes of
     /// address space, and runs as nobody when started as root. Returns what failed, if anything.
     private static func restrict(memoryLimit: Int) -> String? {
-        guard docfs_restrict_helper() == 0 else { return "prctl: \(String(cString: strerror(errno)))" }
+        let parent = getppid()
         var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
         var memory = rlimit(rlim_cur: rlim_t(memoryLimit), rlim_max: rlim_t(memoryLimit))
         guard setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &noCore) == 0, setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &memory) == 0 else {
             return "setrlimit: \(String(cString: strerror(errno)))"
         }
-        guard geteuid() == 0 else { return nil }
-        let nobody = getpwnam("nobody")
-        let uid = nobody?.pointee.pw_uid ?? 65534
-        let gid = nobody?.pointee.pw_gid ?? 65534
-        guard setgroups(0, nil) == 0, setgid(gid) == 0, setuid(uid) == 0 else { return "dropping privileges: \(String(cString: strerror(errno)))" }
-        // Root cannot be regained.
-        guard setuid(0) != 0 else { return "still able to become root" }
+        if geteuid() == 0 {
+            let nobody = getpwnam("nobody")
+            let uid = nobody?.pointee.pw_uid ?? 65534
+            let gid = nobody?.pointee.pw_gid ?? 65534
+            guard setgroups(0, nil) == 0, setgid(gid) == 0, setuid(uid) == 0 else { return "dropping privileges: \(String(cString: strerror(errno)))" }
+            // Root cannot be regained.
+            guard setuid(0) != 0 else { return "still able to become root" }
+        }
+        // After the change of user, which clears the parent-death signal; a daemon that died
+        // before it was set is noticed by the parent having changed.
+        guard docfs_restrict_helper() == 0 else { return "prctl: \(String(cString: strerror(errno)))" }
+        guard getppid() == parent else { return "the daemon that started this helper is gone" }
         return nil
     }
 

@@ -166,7 +166,10 @@ struct Helper: Sendable {
 
     /// Sends `data` for `check` and waits, up to `seconds`, for the verdict.
     func exchange(_ check: ParserCheck, _ data: Data, seconds: Double) -> Outcome {
-        let deadline = Self.now() + seconds
+        let deadline = ChildProcesses.now() + seconds
+        // What the parser printed for earlier documents (CoreFoundation warns on stderr) is read
+        // away first: a full pipe would stall the helper, and a crash's message must be its own.
+        _ = drainErrors()
         var header = [UInt8](repeating: 0, count: Self.requestHeaderSize)
         header[0] = check.rawValue
         withUnsafeBytes(of: UInt64(data.count).littleEndian) { header.replaceSubrange(8..<16, with: $0) }
@@ -182,7 +185,7 @@ struct Helper: Sendable {
     /// Closes the helper's input (it exits at the end of its input) and reaps it.
     func end() {
         close(socket)
-        _ = reap()
+        _ = ChildProcesses.waitStatus(of: pid)
         close(errors)
     }
 
@@ -191,14 +194,14 @@ struct Helper: Sendable {
         close(socket)
         // A crash closes the socket at once; its exit is there to reap within moments.
         var status: Int32?
-        while status == nil && Self.now() < deadline {
-            status = reap(blocking: false)
+        while status == nil && ChildProcesses.now() < deadline {
+            status = ChildProcesses.waitStatus(of: pid, blocking: false)
             if status == nil { usleep(1000) }
         }
         let timedOut = status == nil
         if timedOut {
             kill(pid, SIGKILL)
-            status = reap()
+            status = ChildProcesses.waitStatus(of: pid)
         }
         let said = drainErrors()
         close(errors)
@@ -239,7 +242,7 @@ struct Helper: Sendable {
     /// Whether the socket is ready for `events` before the deadline.
     private func wait(for events: Int16, until deadline: Double) -> Bool {
         while true {
-            let remaining = deadline - Self.now()
+            let remaining = deadline - ChildProcesses.now()
             guard remaining > 0 else { return false }
             var watched = pollfd(fd: socket, events: events, revents: 0)
             let ready = poll(&watched, 1, Int32(min(remaining * 1000 + 1, 60_000)))
@@ -259,21 +262,5 @@ struct Helper: Sendable {
         }
         let lines = String(decoding: collected, as: UTF8.self).split(separator: "\n").filter { !$0.allSatisfy(\.isWhitespace) }
         return lines.last.map { String($0.prefix(300)) } ?? ""
-    }
-
-    private func reap(blocking: Bool = true) -> Int32? {
-        var status: Int32 = 0
-        while true {
-            let result = waitpid(pid, &status, blocking ? 0 : WNOHANG)
-            if result == pid { return status }
-            if result == 0 { return nil }
-            if errno != EINTR { return 0 }
-        }
-    }
-
-    private static func now() -> Double {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 }

@@ -112,7 +112,7 @@ private final class ValidatorRun {
         input = inputPipe[1]
         output = outputPipe[0]
         errors = errorPipe[0]
-        deadline = Self.now() + validator.timeout
+        deadline = ChildProcesses.now() + validator.timeout
         for descriptor in [input, output, errors] {
             _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
         }
@@ -131,7 +131,7 @@ private final class ValidatorRun {
         if bytes.isEmpty { closeInput() }
         var exitStatus: Int32?
         while exitStatus == nil {
-            let remaining = deadline - Self.now()
+            let remaining = deadline - ChildProcesses.now()
             guard remaining > 0 else { return kill() }
             var watched: [pollfd] = []
             if input >= 0 { watched.append(pollfd(fd: input, events: Int16(POLLOUT), revents: 0)) }
@@ -154,10 +154,10 @@ private final class ValidatorRun {
                 } else if entry.fd == errors {
                     drain(&errors, into: &collectedErrors)
                 } else if entry.fd == processHandle {
-                    exitStatus = reap()
+                    exitStatus = ChildProcesses.waitStatus(of: pid)
                 }
             }
-            if processHandle < 0 { exitStatus = reap(blocking: false) }
+            if processHandle < 0 { exitStatus = ChildProcesses.waitStatus(of: pid, blocking: false) }
         }
         // What it wrote before exiting is still in the pipes (a child it left behind may hold them
         // open, so read only what is there).
@@ -172,22 +172,11 @@ private final class ValidatorRun {
 
     private func kill() -> Outcome {
         Glibc.kill(-pid, SIGKILL)
-        _ = reap()
+        _ = ChildProcesses.waitStatus(of: pid)
         // What the validator started dies with it, but only once scheduled: wait (a little) until
         // its process group is empty, so a refusal at the time limit leaves nothing running.
         for _ in 0..<200 where Glibc.kill(-pid, 0) == 0 { usleep(5_000) }
         return .timedOut
-    }
-
-    /// The validator's wait status once it has exited (nil: still running, when not blocking).
-    private func reap(blocking: Bool = true) -> Int32? {
-        var status: Int32 = 0
-        while true {
-            let result = waitpid(pid, &status, blocking ? 0 : WNOHANG)
-            if result == pid { return status }
-            if result == 0 { return nil }
-            if errno != EINTR { return 0 }
-        }
     }
 
     private func closeInput() {
@@ -213,12 +202,6 @@ private final class ValidatorRun {
             }
             return
         }
-    }
-
-    private static func now() -> Double {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 
     private static func closeAll(_ descriptors: [Int32]) {

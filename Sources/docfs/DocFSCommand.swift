@@ -19,6 +19,9 @@ struct DocFSCommand: ParsableCommand {
     /// `-V` is `--version`, as for sshfs and bindfs.
     static func main() {
         let arguments = CommandLine.arguments.dropFirst().map { $0 == "-V" ? "--version" : $0 }
+        // Every command that reads TOML (a configuration, a document) checks it in a parser helper,
+        // so toml++ aborting on it is a refusal; mount and check install their own limits.
+        if arguments.first != ParserHelperCommand.configuration.commandName { ParserLimitsOption.installDefaults() }
         main(Array(arguments))
     }
 }

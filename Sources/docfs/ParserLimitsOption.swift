@@ -22,7 +22,13 @@ struct ParserLimitsOption: ParsableArguments {
 
     /// From now on, this process runs those parsers in helpers with these limits.
     func install() {
-        let limits = ParserSandbox.Limits(seconds: parserTimeLimit, memory: Int(ByteCount.parse(parserMemory) ?? 2 << 30))
+        Self.install(ParserSandbox.Limits(seconds: parserTimeLimit, memory: Int(ByteCount.parse(parserMemory) ?? 2 << 30)))
+    }
+
+    /// The same with the default limits, for the commands that take no options for them.
+    static func installDefaults() { install(ParserSandbox.Limits()) }
+
+    private static func install(_ limits: ParserSandbox.Limits) {
         ParserSandbox.install(command: ["/proc/self/exe", ParserHelperCommand.configuration.commandName ?? "parser-helper"], limits: limits)
     }
 }

@@ -150,6 +150,8 @@ struct PosixConformanceTests {
             fd = os.open('exact.txt', os.O_CREAT | os.O_WRONLY, 0o620); os.close(fd)
             fd = os.open('exact.bin', os.O_CREAT | os.O_WRONLY, 0o662); os.close(fd)
             os.mkdir('exact-dir', 0o775); os.mkfifo('exact-fifo', 0o622)
+            os.mkdir('team/exact-sub', 0o775)
+            check(oct(stat.S_IMODE(os.stat('team/exact-sub').st_mode)) == '0o2775', f'a folder keeps the set-group-ID bit it inherits: {oct(os.stat("team/exact-sub").st_mode)}')
             os.umask(0o027)
             fd = os.open('masked.txt', os.O_CREAT | os.O_WRONLY, 0o666); os.close(fd)
             for name in ('exact.txt', 'exact.bin', 'exact-dir', 'exact-fifo', 'masked.txt'):

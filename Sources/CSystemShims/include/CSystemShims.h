@@ -24,7 +24,8 @@ int docfs_fallocate(int fd, int mode, off_t offset, off_t length);
 pid_t docfs_spawn_detached(const char *path, char *const argv[], int keep_fd);
 
 /// Starts a validator: `path` with `argv` and `envp`, its standard input, output and error on the
-/// given descriptors, in a process group of its own (so a time limit kills everything it started),
+/// given descriptors, in a session of its own (no controlling terminal; its process group is its
+/// pid, so a time limit kills everything it started),
 /// in "/", with default signal dispositions (the daemon ignores SIGPIPE) and no other descriptor
 /// of the daemon's open. Returns the pid, or -1 with errno set.
 pid_t docfs_spawn_validator(const char *path, char *const argv[], char *const envp[], int stdin_fd, int stdout_fd, int stderr_fd);
