@@ -19,6 +19,9 @@ public final class DirectoryStore: DocumentStore {
     /// these descriptors, never through a symbolic link (see `ConfinedTree`).
     private let rootTree: ConfinedTree
     private let privateTree: ConfinedTree?
+    /// The staging folder, a tree of its own: every commit creates and renames a file in it, and
+    /// as a tree it is reached through its descriptor, without opening `.docfs/staging` each time.
+    private let stagingTree: ConfinedTree?
     private let stagingDirectory: String
     private let temporaryDirectory: String
     public let quarantineDirectory: String
@@ -76,6 +79,7 @@ public final class DirectoryStore: DocumentStore {
         if !readOnly {
             for directory in [stagingDirectory, temporaryDirectory, quarantineDirectory] { try Self.makePrivateDirectory(directory) }
         }
+        stagingTree = readOnly ? nil : try ConfinedTree(path: stagingDirectory)
     }
 
     /// Makes a folder of the private area, or accepts the one there if it is a real folder (never

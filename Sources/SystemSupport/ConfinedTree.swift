@@ -26,12 +26,13 @@ public final class ConfinedTree: Sendable {
     let descriptor: OwnedDescriptor
 
     /// Opens the directory at `path` (which must be one; a symbolic link as its last name is
-    /// refused) and confines every path below it until this tree is released.
+    /// refused) and confines every path below it until this tree is released. A tree inside
+    /// another (a store's private area, its staging folder) is opened beneath that one.
     public init(path: String) throws {
         let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
-        let raw = try FileSystemPath.withCString(trimmed) { characters in
+        let raw = try FileSystemPath.at(trimmed) { directory, name in
             try retryingOnInterrupt("open", path: trimmed) {
-                docfs_openat(AT_FDCWD, characters, FileSystemPath.openPathOnly | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0)
+                docfs_openat(directory, name, FileSystemPath.openPathOnly | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0)
             }
         }
         self.path = trimmed

@@ -23,7 +23,9 @@ public enum FileIO {
                 Glibc.close(descriptor)
                 throw SystemCallError(errno: ENXIO, operation: "open (only regular files and folders are opened)", path: path)
             }
-            if flags & O_NONBLOCK == 0 { _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK) }
+            // F_SETFL takes only the status flags (O_APPEND, O_DIRECT, O_NOATIME, O_ASYNC,
+            // O_NONBLOCK) from its argument: the caller's, which lack O_NONBLOCK here.
+            if flags & O_NONBLOCK == 0 { _ = fcntl(descriptor, F_SETFL, flags) }
             return descriptor
         }
     }
