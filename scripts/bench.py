@@ -255,8 +255,9 @@ def validation_cost(args, work):
             validation_rows(args, mount, store, size)
         # The TOML, YAML, XML and property list checks run in helper processes (ParserSandbox).
         helpers = [pid for pid in children(mount.process.pid) if b'parser-helper' in open(f'/proc/{pid}/cmdline', 'rb').read()]
-        print(f'peak memory (VmHWM): daemon {peak_bytes(mount.process.pid) / 2**20:.0f} MiB; '
-              f'parser helpers {", ".join(f"{peak_bytes(pid) / 2**20:.0f}" for pid in helpers) or "none"} MiB')
+        daemon_peak = memory_bytes(mount.process.pid, 'VmHWM') / 2**20
+        helper_peaks = ', '.join(f'{memory_bytes(pid, "VmHWM") / 2**20:.0f}' for pid in helpers) or 'none'
+        print(f'peak memory (VmHWM): daemon {daemon_peak:.0f} MiB; parser helpers {helper_peaks} MiB')
     finally:
         mount.close()
 
@@ -268,10 +269,11 @@ def children(pid):
             found += [int(child) for child in f.read().split()]
     return found
 
-def peak_bytes(pid):
+def memory_bytes(pid, field='VmRSS'):
+    """A process's memory from /proc: VmRSS (resident now) or VmHWM (the peak)."""
     with open(f'/proc/{pid}/status') as f:
         for line in f:
-            if line.startswith('VmHWM:'):
+            if line.startswith(field + ':'):
                 return int(line.split()[1]) * 1024
     return 0
 
@@ -298,12 +300,6 @@ def validation_rows(args, mount, store, size):
         print(f'{label:<20} {len(data):>10} {per_target["native"] * 1000:>10.2f} {per_target["docfs"] * 1000:>10.2f}'
               f' {per_target["docfs"] / raw:>16.2f} {per_target["docfs"] / per_target["native"]:>14.2f}', flush=True)
 
-def resident_bytes(pid):
-    with open(f'/proc/{pid}/status') as f:
-        for line in f:
-            if line.startswith('VmRSS:'):
-                return int(line.split()[1]) * 1024
-    return 0
 
 def held_inodes(mountpoint):
     return int(subprocess.run(['getfattr', '--only-values', '-n', 'user.docfs.inodes', mountpoint],
@@ -334,13 +330,13 @@ def scale(args, targets, sources, docfs_mount):
         targets = {name: target for name, target in targets.items() if name != 'passthrough_ll'}
     for name, target in targets.items():
         drop_caches()
-        before = resident_bytes(docfs_mount.process.pid)
+        before = memory_bytes(docfs_mount.process.pid)
         cold = timed(lambda: walk(target))
         warm = timed(lambda: walk(target))
         results[name] = (cold, warm)
         if name == 'docfs':
             # Before the next target's drop_caches makes the kernel forget DocFS's inodes.
-            memory = (before, resident_bytes(docfs_mount.process.pid), held_inodes(target))
+            memory = (before, memory_bytes(docfs_mount.process.pid), held_inodes(target))
     header = f'{"scale":<20} {"what":<36}' + ''.join(f'{name:>16}' for name in targets) + ''.join(f'{name + "/native":>22}' for name in targets if name != 'native')
     print(header)
     for index, label in enumerate(['cold find+stat', 'warm find+stat']):
@@ -353,7 +349,7 @@ def scale(args, targets, sources, docfs_mount):
     # The kernel forgets the inodes it evicts (FORGET): the daemon should give their memory back.
     drop_caches()
     time.sleep(3)
-    print(f'docfs daemon after the kernel forgot them: {resident_bytes(docfs_mount.process.pid) / 2**20:.0f} MiB resident, '
+    print(f'docfs daemon after the kernel forgot them: {memory_bytes(docfs_mount.process.pid) / 2**20:.0f} MiB resident, '
           f'{held_inodes(targets["docfs"])} inodes held')
     print('(scale ratios are times: target / native, lower is better)')
 
