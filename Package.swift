@@ -73,7 +73,8 @@ let package = Package(
         ]),
         // Fuzz targets for everything DocFS reads from bytes anyone can write: run by libFuzzer when
         // built with -sanitize=fuzzer -DFUZZING (scripts/fuzz), else a replayer of found inputs.
-        .executableTarget(name: "DocFSFuzz", dependencies: ["DocumentModel", "DocumentStore", "StandardDocuments", "TypeConfiguration"]),
+        .executableTarget(
+            name: "DocFSFuzz", dependencies: ["DocumentModel", "DocumentStore", "PostgresDocumentStore", "StandardDocuments", "TypeConfiguration"]),
         .testTarget(name: "DocumentModelTests", dependencies: ["DocumentModel", "StandardDocuments", "SwiftUI", "UniformTypeIdentifiers"]),
         .testTarget(name: "TypeConfigurationTests", dependencies: ["TypeConfiguration", "DocumentFS", "DocumentStore", "StandardDocuments"]),
         // Document types written exactly as for Apple platforms (import SwiftUI, UniformTypeIdentifiers,

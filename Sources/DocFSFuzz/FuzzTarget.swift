@@ -1,15 +1,16 @@
 import DocumentModel
 import DocumentStore
+import PostgresDocumentStore
 import StandardDocuments
 import TypeConfiguration
 
 /// What DocFS reads from bytes anyone can write, one entry point each: the built-in document types
 /// (the four whose parsers are C or C++, and the ones written in Swift), `FileWrapper`'s
-/// serialized form, the type configuration and the quarantine's notes. Each takes any bytes; a
+/// serialized form, the type configuration, the quarantine's notes and a PostgreSQL store's rows. Each takes any bytes; a
 /// refusal is an answer, a crash or a hang is a bug.
 enum FuzzTarget: String, CaseIterable {
     case toml, yaml, xml, plist, json, csv, tsv, text
-    case archive, configuration, note
+    case archive, configuration, note, row
 
     /// Runs the target on `data`. The four C and C++ parsers run where `ParserCheck` puts them: in
     /// this process while fuzzing (so libFuzzer sees their crashes), in a helper when replaying.
@@ -32,6 +33,8 @@ enum FuzzTarget: String, CaseIterable {
             _ = try? TypeConfiguration.parse(String(decoding: data, as: UTF8.self), path: "fuzz.toml")
         case .note:
             _ = Quarantine.Note(parsing: data)
+        case .row:
+            RowDecodingCheck.mirror(encodedRows: data)
         }
     }
 

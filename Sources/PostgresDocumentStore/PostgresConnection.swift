@@ -57,8 +57,12 @@ public struct PostgresRows: ~Copyable {
 
     /// An integer column (int2, int4 or int8), big-endian in binary format; nil when NULL.
     public func integer(_ row: Int, _ column: Int) -> Int64? {
-        guard !isNull(row, column) else { return nil }
-        let raw = bytes(row, column)
+        isNull(row, column) ? nil : Self.integer(fromBinary: bytes(row, column))
+    }
+
+    /// A big-endian two's complement integer (libpq's binary form of int2, int4 and int8); of a
+    /// longer value, the last 8 bytes.
+    static func integer(fromBinary raw: [UInt8]) -> Int64 {
         var value: Int64 = raw.first.map { $0 & 0x80 != 0 ? -1 : 0 } ?? 0
         for byte in raw { value = (value << 8) | Int64(byte) }
         return value

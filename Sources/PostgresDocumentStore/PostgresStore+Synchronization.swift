@@ -185,23 +185,19 @@ extension PostgresStore {
         state.withLock { $0.set(record, KnownItem(item)) }
     }
 
-    /// The name a row may be mirrored under in the folder at `path`. A row is written by whoever
-    /// can write the database: one whose name is no file name (`..`, `a/b`, a NUL byte, more than
-    /// 255 bytes) or that names the store's private area is never mirrored, and is logged once and kept for `docfs check` to report.
+    /// The name a row may be mirrored under in the folder at `path` (see `StoredItem.mirroredName`);
+    /// a row refused is logged once and kept for `docfs check` to report.
     func acceptedName(of item: StoredItem, at path: String) -> FileName? {
-        let problem: String
-        do {
-            let name = try FileName(bytes: item.rawName)
-            guard path.isEmpty && name == DirectoryStore.privateName else { return name }
-            problem = "\(DirectoryStore.privateAreaName) is the name of DocFS's private area, which no row may take"
-        } catch {
-            problem = "its name is \(error)"
+        switch StoredItem.mirroredName(of: item, inFolder: path) {
+        case .success(let name):
+            return name
+        case .failure(let refusal):
+            let row = InvalidRow(id: item.id, parent: item.parent, name: item.rawName, folder: path, problem: refusal.problem)
+            if state.withLock({ $0.invalidRows.updateValue(row, forKey: item.id) == nil }) {
+                logger.error("row \(item.id) of docfs_items (in \(path.isEmpty ? "the root folder" : path)) is not mirrored: \(refusal.problem); its name's bytes are \(row.nameDescription)")
+            }
+            return nil
         }
-        let row = InvalidRow(id: item.id, parent: item.parent, name: item.rawName, folder: path, problem: problem)
-        if state.withLock({ $0.invalidRows.updateValue(row, forKey: item.id) == nil }) {
-            logger.error("row \(item.id) of docfs_items (in \(path.isEmpty ? "the root folder" : path)) is not mirrored: \(problem); its name's bytes are \(row.nameDescription)")
-        }
-        return nil
     }
 
     private func applyAttributes(_ item: StoredItem, at path: String) throws {

@@ -1,3 +1,4 @@
+import DocumentStore
 import Foundation
 import Glibc
 import SystemSupport
@@ -36,30 +37,92 @@ struct StoredItem: Sendable {
 
     static let columns = "id, parent, name, mode, uid, gid, rdev, atime_ns, mtime_ns, size, chunks, target, version, content_version"
 
+    /// The row `row` of a query that selected `columns`, in libpq's binary format.
     init(_ rows: borrowing PostgresRows, _ row: Int) {
-        id = rows.integer(row, 0) ?? 0
-        parent = rows.integer(row, 1)
-        rawName = rows.bytes(row, 2)
-        mode = UInt32(truncatingIfNeeded: rows.integer(row, 3) ?? 0)
-        userID = UInt32(truncatingIfNeeded: rows.integer(row, 4) ?? 0)
-        groupID = UInt32(truncatingIfNeeded: rows.integer(row, 5) ?? 0)
-        device = UInt64(bitPattern: rows.integer(row, 6) ?? 0)
-        accessNanoseconds = rows.integer(row, 7) ?? 0
-        modificationNanoseconds = rows.integer(row, 8) ?? 0
-        size = rows.integer(row, 9) ?? 0
-        chunks = rows.bytes(row, 10)
-        target = rows.isNull(row, 11) ? nil : FileSystemPath.string(fromBytes: rows.bytes(row, 11))
-        version = rows.integer(row, 12) ?? 0
-        contentVersion = rows.integer(row, 13) ?? 0
+        var values: [[UInt8]?] = []
+        values.reserveCapacity(Self.columnCount)
+        for column in 0..<Self.columnCount { values.append(rows.isNull(row, column) ? nil : rows.bytes(row, column)) }
+        self.init(columns: values)
     }
+
+    static let columnCount = 14
+
+    /// A row from its columns' bytes (nil for NULL), in the order of `columns`. Every byte is the
+    /// choice of whoever can write the database: a missing column, a NULL where the schema forbids
+    /// it, or an integer of the wrong width decodes to something, never to a crash.
+    init(columns: [[UInt8]?]) {
+        func bytes(_ column: Int) -> [UInt8]? { column < columns.count ? columns[column] : nil }
+        func integer(_ column: Int) -> Int64? { bytes(column).map(PostgresRows.integer(fromBinary:)) }
+        id = integer(0) ?? 0
+        parent = integer(1)
+        rawName = bytes(2) ?? []
+        mode = UInt32(truncatingIfNeeded: integer(3) ?? 0)
+        userID = UInt32(truncatingIfNeeded: integer(4) ?? 0)
+        groupID = UInt32(truncatingIfNeeded: integer(5) ?? 0)
+        device = UInt64(bitPattern: integer(6) ?? 0)
+        accessNanoseconds = integer(7) ?? 0
+        modificationNanoseconds = integer(8) ?? 0
+        size = integer(9) ?? 0
+        chunks = bytes(10) ?? []
+        target = bytes(11).map { FileSystemPath.string(fromBytes: $0) }
+        version = integer(12) ?? 0
+        contentVersion = integer(13) ?? 0
+    }
+
+    /// The name a row may be mirrored under in the folder at `folder` (a store path), or why not.
+    /// Never mirrored: a row whose name is no file name (`..`, `a/b`, a NUL byte, more than 255
+    /// bytes) or names the store's private area; whose path would be longer than a path Linux
+    /// takes (4,095 bytes: a chain of rows a million folders deep would otherwise cost the
+    /// mirror's walk its stack); whose mode is no type of file; or whose size no file can have.
+    static func mirroredName(of item: StoredItem, inFolder folder: String) -> Result<FileName, MirrorRefusal> {
+        let name: FileName
+        do {
+            name = try FileName(bytes: item.rawName)
+        } catch {
+            return .failure(MirrorRefusal(problem: "its name is \(error)"))
+        }
+        if folder.isEmpty && name == DirectoryStore.privateName {
+            return .failure(MirrorRefusal(problem: "\(DirectoryStore.privateAreaName) is the name of DocFS's private area, which no row may take"))
+        }
+        let pathLength = StorePath.join(folder, name).utf8.count
+        guard pathLength <= maximumPathLength else {
+            return .failure(MirrorRefusal(problem: "its path would be \(pathLength) bytes long (\(maximumPathLength) at most)"))
+        }
+        guard fileTypes.contains(item.mode & UInt32(S_IFMT)) else {
+            return .failure(MirrorRefusal(problem: "its mode \(String(item.mode, radix: 8)) is no type of file"))
+        }
+        guard !item.isRegular || (0...maximumSize).contains(item.size) else {
+            return .failure(MirrorRefusal(problem: "its size is \(item.size) bytes (0 to \(maximumSize))"))
+        }
+        return .success(name)
+    }
+
+    private static let fileTypes: Set<UInt32> = Set([S_IFDIR, S_IFREG, S_IFLNK, S_IFIFO, S_IFSOCK, S_IFCHR, S_IFBLK].map { UInt32($0) })
+
+    /// The largest file ext4 holds (16 TiB with 4 KiB blocks); a placeholder is a sparse file of
+    /// the row's size.
+    static let maximumSize: Int64 = 1 << 44
+
+    /// PATH_MAX less its NUL.
+    static let maximumPathLength = Int(PATH_MAX) - 1
 
     var times: [timespec] { [Self.timespec(accessNanoseconds), Self.timespec(modificationNanoseconds)] }
 
+    /// Nanoseconds since the epoch as a timespec; before the epoch too (the nanoseconds of a
+    /// timespec are never negative, or utimensat refuses it).
     static func timespec(_ nanoseconds: Int64) -> Glibc.timespec {
-        Glibc.timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+        let (seconds, remainder) = nanoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
+        return remainder < 0
+            ? Glibc.timespec(tv_sec: Int(seconds - 1), tv_nsec: Int(remainder + 1_000_000_000))
+            : Glibc.timespec(tv_sec: Int(seconds), tv_nsec: Int(remainder))
     }
 
     static func nanoseconds(_ time: Glibc.timespec) -> Int64 { Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec) }
+}
+
+/// Why a row is not mirrored.
+struct MirrorRefusal: Error {
+    let problem: String
 }
 
 /// What the mount knows of a stored item it mirrors: which row, at which versions, and for a
@@ -104,7 +167,11 @@ struct ItemTree: Sendable {
     var items: [Int64: StoredItem] = [:]
     var children: [Int64: [Int64]] = [:]
 
+    /// Adds a row; a second row with an id already added is ignored (ids are the table's primary
+    /// key, but a changed schema could repeat one, and a row listed under two parents could make
+    /// a walk come round again).
     mutating func add(_ item: StoredItem) {
+        guard items[item.id] == nil else { return }
         items[item.id] = item
         if let parent = item.parent { children[parent, default: []].append(item.id) }
     }

@@ -391,22 +391,40 @@ final class PostgresStoreTests {
         let privateArea = Set((try? FileManager.default.contentsOfDirectory(atPath: first.inStore(".docfs"))) ?? [])
         #expect(!privateArea.isEmpty)
         let escape = "docfs-escape-\(UUID().uuidString.prefix(8))"
-        let hostile: [(hex: String, mode: Int)] = [
-            (hex("../../../../tmp/" + escape), 0o40755), (hex(".."), 0o40755), (hex("."), 0o40755), (hex("a/b"), 0o40755),
-            (hex(".docfs"), 0o40755), ("78007a", 0o100644), (String(repeating: "61", count: 300), 0o100644), ("", 0o100644),
+        // And rows whose other columns no file can have: a mode of no file type, a negative size.
+        let hostile: [(hex: String, mode: Int, size: Int)] = [
+            (hex("../../../../tmp/" + escape), 0o40755, 0), (hex(".."), 0o40755, 0), (hex("."), 0o40755, 0), (hex("a/b"), 0o40755, 0),
+            (hex(".docfs"), 0o40755, 0), ("78007a", 0o100644, 0), (String(repeating: "61", count: 300), 0o100644, 0), ("", 0o100644, 0),
+            (hex("no-type"), 0o170644, 0), (hex("negative-size"), 0o100644, -5),
         ]
-        // The hostile rows are told apart by their owner, 4242; "after" is valid.
-        let values = (hostile.map { "(decode('\($0.hex)', 'hex'), \($0.mode), 4242)" } + ["(decode('\(hex("after"))', 'hex'), \(0o40755), 0)"])
+        // The hostile rows are told apart by their owner, 4242; "after" is valid, modified 1.5 s
+        // before the epoch (a time whose nanoseconds, taken as a remainder, are negative).
+        let values = (hostile.map { "(decode('\($0.hex)', 'hex'), \($0.mode), 4242, \($0.size), 0)" }
+            + ["(decode('\(hex("after"))', 'hex'), \(0o40755), 0, 0, -1500000000)"])
             .joined(separator: ", ")
+        // A chain of folders with 255-byte names: the 16th is 4,095 bytes from the root, as deep as
+        // a path Linux takes; the 17th (owner 4243) is deeper, and is not mirrored.
+        let deepName = String(repeating: "d", count: 255)
         // Inserted and announced as a mount would record a change of the root folder.
         _ = try cluster.query("""
-            INSERT INTO docfs_items (store, parent, name, mode, uid, gid, atime_ns, mtime_ns, version, content_version)
-            SELECT s.id, s.root, n.name, n.mode, n.uid, 0, 0, 0, nextval('docfs_versions'), currval('docfs_versions')
-            FROM docfs_stores s, (VALUES \(values)) AS n(name, mode, uid) WHERE s.name = 'shared';
+            INSERT INTO docfs_items (store, parent, name, mode, uid, gid, size, atime_ns, mtime_ns, version, content_version)
+            SELECT s.id, s.root, n.name, n.mode, n.uid, 0, n.size, n.mtime, n.mtime, nextval('docfs_versions'), currval('docfs_versions')
+            FROM docfs_stores s, (VALUES \(values)) AS n(name, mode, uid, size, mtime) WHERE s.name = 'shared';
+            DO $$ DECLARE store bigint; folder bigint; BEGIN
+                SELECT id, root INTO store, folder FROM docfs_stores WHERE name = 'shared';
+                FOR level IN 1..17 LOOP
+                    INSERT INTO docfs_items (store, parent, name, mode, uid, gid, atime_ns, mtime_ns, version, content_version)
+                    VALUES (store, folder, convert_to('\(deepName)', 'UTF8'), \(0o40755), CASE WHEN level = 17 THEN 4243 ELSE 0 END, 0, 0, 0,
+                            nextval('docfs_versions'), currval('docfs_versions'))
+                    RETURNING id INTO folder;
+                END LOOP;
+            END $$;
             WITH c AS (UPDATE docfs_stores SET last_change = last_change + 1 WHERE name = 'shared' RETURNING id, root, last_change)
             INSERT INTO docfs_changes (store, seq, directory, origin) SELECT id, last_change, root, 'hostile' FROM c;
             SELECT pg_notify('docfs_store_' || id, last_change::text) FROM docfs_stores WHERE name = 'shared';
             """)
+        let deepest = try cluster.query("SELECT id FROM docfs_items WHERE uid = 4243")
+        let deepPath = Array(repeating: deepName, count: 16).joined(separator: "/")
         let ids = try cluster.query("SELECT id FROM docfs_items WHERE uid = 4242 ORDER BY id")
             .split(separator: "\n").map(String.init)
         #expect(ids.count == hostile.count, "\(ids)")
@@ -417,7 +435,10 @@ final class PostgresStoreTests {
         for (index, mount) in [first, second].enumerated() {
             #expect(!FileManager.default.fileExists(atPath: "/tmp/" + escape), "a row made a folder outside the mirror")
             #expect(Set((try? FileManager.default.contentsOfDirectory(atPath: mount.inStore(".docfs"))) ?? []).isSuperset(of: privateArea))
-            #expect(try mount.run(["ls", "-A"]).output.split(separator: "\n").filter { !$0.hasPrefix("new-") } == ["after", "kept.json"])
+            #expect(try mount.run(["ls", "-A"]).output.split(separator: "\n").filter { !$0.hasPrefix("new-") } == ["after", Substring(deepName), "kept.json"])
+            #expect(try mount.run(["stat", "-c", "%Y", mount.inMount("after")]).output == "-2\n")
+            #expect(try mount.run(["ls", "-A", deepPath]).output == "")
+            #expect(mount.log.contains("row \(deepest) of docfs_items"), "the 17th folder is not in the log")
             #expect(try mount.read("kept.json") == "[1]")
             #expect(try mount.save("new-\(index).json", Data("[2]".utf8)) == "ok")
             for id in ids { #expect(mount.log.contains("row \(id) of docfs_items"), "row \(id) is not in the log") }
@@ -425,7 +446,7 @@ final class PostgresStoreTests {
         let check = try MountedStore.run([MountedStore.binary, "check", location], timeout: 60)
         #expect(check.status == 1, "\(check.output)\(check.error)")
         for id in ids { #expect(check.output.contains("invalid  row \(id) in the root folder"), "\(check.output)") }
-        #expect(check.output.contains("\(ids.count) rows of the database not served"))
+        #expect(check.output.contains("\(ids.count + 1) rows of the database not served"))
     }
 
     private func hex(_ text: String) -> String { text.utf8.map { String(format: "%02x", $0) }.joined() }
