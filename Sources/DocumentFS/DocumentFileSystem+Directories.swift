@@ -42,7 +42,7 @@ extension DocumentFileSystem {
                 let found = namespace.reading { () -> (Inode, FileStatus)? in
                     let status = listing.descriptor.flatMap { try? store.status(of: stored.name, in: $0) } ?? (try? store.status(of: path))
                     guard let status else { return nil }
-                    return (nodes.child(parent: inode, name: stored.name, counting: true, linkedFile: StoredFileIdentity(status)), status)
+                    return (nodes.child(parent: inode, name: stored.name, counting: true, linkedFile: StoredFileIdentity(status), identity: storedIdentity), status)
                 }
                 guard let (child, status) = found else { continue }
                 if status.kind == .directory { watchDirectory(child, path: path, status: status) }

@@ -59,11 +59,16 @@ extension DocumentFileSystem {
         return (try? file.status(), 0)
     }
 
+    /// The identity of the stored file at `path` when it has several links (see `NodeTable.child`).
+    func storedIdentity(at path: String) -> StoredFileIdentity? {
+        (try? store.status(of: path)).flatMap(StoredFileIdentity.init)
+    }
+
     /// Looks up a name that must now exist in the store and counts the kernel's new reference.
     func countedEntry(parent: Inode, name: FileName, path: String, caller: pid_t?) throws(FUSEError) -> Entry {
         try namespace.reading { () throws(FUSEError) -> Entry in
             let status = try storeCall { try store.status(of: path) }
-            let inode = nodes.child(parent: parent, name: name, counting: true, linkedFile: StoredFileIdentity(status))
+            let inode = nodes.child(parent: parent, name: name, counting: true, linkedFile: StoredFileIdentity(status), identity: storedIdentity)
             if status.kind == .directory { watchDirectory(inode, path: path, status: status) }
             return entry(for: inode, path: path, status: status, caller: caller)
         }

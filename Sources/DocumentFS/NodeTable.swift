@@ -126,8 +126,14 @@ final class NodeTable: Sendable {
 
     /// The inode for `name` in `parent`, made if new; counts one lookup when `counting`.
     /// `linkedFile` identifies a stored file with several links: a name of a file that already has
-    /// a record becomes another name of that inode.
-    func child(parent: Inode, name: FileName, counting: Bool, linkedFile: StoredFileIdentity? = nil) -> Inode {
+    /// a record becomes another name of that inode, when `identity(at:)` says that record's stored
+    /// file still is that file. A record's file is replaced by a save, the file system then gives
+    /// its number to a new file, and a file has several links for a moment while a package is
+    /// cloned: without that check, two unrelated names became one inode, sharing one stage.
+    func child(
+        parent: Inode, name: FileName, counting: Bool, linkedFile: StoredFileIdentity? = nil,
+        identity: (_ at: String) -> StoredFileIdentity? = { _ in nil }
+    ) -> Inode {
         state.withLock { state in
             let key = ChildKey(parent: parent, name: name)
             if let inode = state.byName[key], var record = state.records[inode] {
@@ -136,11 +142,16 @@ final class NodeTable: Sendable {
                 return inode
             }
             if let linkedFile, let inode = state.byLinkedFile[linkedFile], var record = state.records[inode], !record.isDetached {
-                state.links[inode, default: Links()].aliases += 1
-                if counting { record.lookupCount += 1 }
-                state.records[inode] = record
-                state.byName[key] = inode
-                return inode
+                if let path = Self.path(of: inode, in: state), identity(path) == linkedFile {
+                    state.links[inode, default: Links()].aliases += 1
+                    if counting { record.lookupCount += 1 }
+                    state.records[inode] = record
+                    state.byName[key] = inode
+                    return inode
+                }
+                // That record's file is another now: the identity is free for this name.
+                state.byLinkedFile[linkedFile] = nil
+                if state.links[inode]?.file == linkedFile { state.links[inode]?.file = nil }
             }
             let inode = state.nextInode
             state.nextInode += 1
