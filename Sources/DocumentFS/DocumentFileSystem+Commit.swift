@@ -34,9 +34,16 @@ extension DocumentFileSystem {
             }
             let verdict: Verdict
             switch role(forPath: path) {
-            case .packageMember(let member):
-                try commitMember(&slot, node: node, path: path, member: member, durable: durable, closing: closing)
-                return
+            case .packageMember:
+                // Resolved again with folder renames held off, so the commit lands in the package
+                // the member is in now, under its current name.
+                let committed = try packageLayout.reading { () throws(FUSEError) -> Bool in
+                    guard let now = nodes.path(of: node.inode), case .packageMember(let member) = role(forPath: now) else { return false }
+                    try commitMember(&slot, node: node, path: now, member: member, durable: durable, closing: closing)
+                    return true
+                }
+                if committed { return }
+                continue
             case .raw:
                 verdict = .asStaged
             case .document(let claim):

@@ -180,7 +180,7 @@ extension DocumentFileSystem {
         let change: (String) -> PackageChange = isRegular
             ? { .createFile($0, mode: mode & 0o7777, owner: owner) }
             : { .makeSpecialFile($0, mode: mode, device: device, owner: owner) }
-        if try changeInPackage(path, change) {
+        if try changeInPackage(parent: parent, name: name, change) {
             return try countedEntry(parent: parent, name: name, path: path, caller: context.processID)
         }
         if isRegular {
@@ -194,20 +194,23 @@ extension DocumentFileSystem {
 
     /// Makes a change inside a package through the package's commit (validated unless the package
     /// is a draft); returns false when `path` is not inside a package.
-    func changeInPackage(_ path: String, _ change: (String) -> PackageChange) throws(FUSEError) -> Bool {
-        guard let member = packageMember(of: path) else { return false }
-        try packages.withPackage(member.root) { () throws(FUSEError) in
-            _ = try packages.commit(change(member.member), root: member.root, claim: member.claim)
+    /// The name is resolved again once folder renames are held off (`packageLayout`).
+    func changeInPackage(parent: Inode, name: FileName, _ change: (String) -> PackageChange) throws(FUSEError) -> Bool {
+        try packageLayout.reading { () throws(FUSEError) -> Bool in
+            guard let member = packageMember(of: try childPath(parent: parent, name: name)) else { return false }
+            try packages.withPackage(member.root) { () throws(FUSEError) in
+                _ = try packages.commit(change(member.member), root: member.root, claim: member.claim)
+            }
+            rewatchPackage(member.root)
+            return true
         }
-        rewatchPackage(member.root)
-        return true
     }
 
     func makeDirectory(parent: Inode, name: FileName, mode: mode_t, context: RequestContext) throws(FUSEError) -> Entry {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
         let owner = owner(context)
-        if try !changeInPackage(path, { .makeDirectory($0, mode: mode & 0o7777, owner: owner) }) {
+        if try !changeInPackage(parent: parent, name: name, { .makeDirectory($0, mode: mode & 0o7777, owner: owner) }) {
             try storeCall { try store.makeDirectory(path, mode: mode & 0o7777, owner: owner) }
         }
         return try countedEntry(parent: parent, name: name, path: path, caller: context.processID)
@@ -216,7 +219,7 @@ extension DocumentFileSystem {
     func unlink(parent: Inode, name: FileName, context: RequestContext) throws(FUSEError) {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
-        if try changeInPackage(path, { .removeFile($0) }) {
+        if try changeInPackage(parent: parent, name: name, { .removeFile($0) }) {
             namespace.writing { nodes.detach(parent: parent, name: name) }
             return
         }
@@ -229,7 +232,7 @@ extension DocumentFileSystem {
     func removeDirectory(parent: Inode, name: FileName, context: RequestContext) throws(FUSEError) {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
-        if try changeInPackage(path, { .removeDirectory($0) }) {
+        if try changeInPackage(parent: parent, name: name, { .removeDirectory($0) }) {
             namespace.writing { nodes.detach(parent: parent, name: name) }
             return
         }
@@ -244,7 +247,7 @@ extension DocumentFileSystem {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
         let owner = owner(context)
-        if try !changeInPackage(path, { .makeSymbolicLink($0, target: target, owner: owner) }) {
+        if try !changeInPackage(parent: parent, name: name, { .makeSymbolicLink($0, target: target, owner: owner) }) {
             try storeCall { try store.makeSymbolicLink(path, target: target, owner: owner) }
         }
         return try countedEntry(parent: parent, name: name, path: path, caller: context.processID)
@@ -265,16 +268,37 @@ extension DocumentFileSystem {
 
     func rename(parent: Inode, name: FileName, newParent: Inode, newName: FileName, flags: UInt32, context: RequestContext) throws(FUSEError) {
         try requireWritable()
+        let exchange = flags & renameExchange != 0
+        let movesFolders = try movesFolders(parent: parent, name: name, newParent: newParent, newName: newName, exchange: exchange)
+        let move = { () throws(FUSEError) in
+            try self.rename(parent: parent, name: name, newParent: newParent, newName: newName, flags: flags, exchange: exchange)
+        }
+        if movesFolders { try packageLayout.writing(move) } else { try packageLayout.reading(move) }
+    }
+
+    /// Whether a rename moves a folder (which may be or hold a package): then it waits for the
+    /// changes in flight inside packages, and they for it.
+    private func movesFolders(parent: Inode, name: FileName, newParent: Inode, newName: FileName, exchange: Bool) throws(FUSEError) -> Bool {
+        func isFolder(_ path: String) -> Bool { (try? store.status(of: path))?.kind == .directory }
+        if isFolder(try childPath(parent: parent, name: name)) { return true }
+        guard exchange else { return false }
+        return isFolder(try childPath(parent: newParent, name: newName))
+    }
+
+    private func rename(parent: Inode, name: FileName, newParent: Inode, newName: FileName, flags: UInt32, exchange: Bool) throws(FUSEError) {
         let source = try childPath(parent: parent, name: name)
         let destination = try childPath(parent: newParent, name: newName)
-        let exchange = flags & renameExchange != 0
         let sourcePackage = packageMember(of: source)
         let destinationPackage = packageMember(of: destination)
         if sourcePackage != nil || destinationPackage != nil {
             // Inside one package, a rename is a change to it; across a package's boundary it would
             // change two documents at once, so programs copy instead (mv does, on EXDEV).
             guard let sourcePackage, let destinationPackage, sourcePackage.root == destinationPackage.root else { throw .crossDevice }
-            _ = try changeInPackage(source) { .rename($0, to: destinationPackage.member, flags: flags) }
+            try packages.withPackage(sourcePackage.root) { () throws(FUSEError) in
+                _ = try packages.commit(
+                    .rename(sourcePackage.member, to: destinationPackage.member, flags: flags), root: sourcePackage.root, claim: sourcePackage.claim)
+            }
+            rewatchPackage(sourcePackage.root)
         } else {
             // A file moving under a name that a document type claims becomes that document: its
             // content must decode as one (sed -i, vim, `os.replace` all save this way).

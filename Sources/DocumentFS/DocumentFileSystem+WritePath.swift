@@ -20,15 +20,14 @@ extension DocumentFileSystem {
     func create(parent: Inode, name: FileName, mode: mode_t, flags: Int32, context: RequestContext) throws(FUSEError) -> (Entry, OpenReply) {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
-        if let member = packageMember(of: path) {
+        if packageMember(of: path) != nil {
+            let owner = owner(context)
             do {
-                try packages.withPackage(member.root) { () throws(FUSEError) in
-                    _ = try packages.commit(.createFile(member.member, mode: mode & 0o7777, owner: owner(context)), root: member.root, claim: member.claim)
-                }
+                _ = try changeInPackage(parent: parent, name: name) { .createFile($0, mode: mode & 0o7777, owner: owner) }
             } catch where error.errno == EEXIST && flags & O_EXCL == 0 {
                 // Created since the kernel looked: open what is there.
             }
-            return try openCreated(parent: parent, name: name, path: path, flags: flags, context: context)
+            return try openCreated(parent: parent, name: name, path: try childPath(parent: parent, name: name), flags: flags, context: context)
         }
         try requireClaimedIfStrict(path, isDirectory: false)
         guard claim(forPath: path, isDirectory: false) != nil || !store.writesInPlace else {

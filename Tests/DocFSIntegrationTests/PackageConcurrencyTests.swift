@@ -40,4 +40,77 @@ struct PackageConcurrencyTests {
         #expect(lines.contains("shared inodes: 0"), "\(result.output)")
         #expect(mount.storeContents("Doc.textbundle/text.md")?.hasSuffix("S\(saves)\n") == true)
     }
+
+    /// Appends to `A.textbundle/text.md` (each an open, a write and a close) in one thread while the
+    /// main thread renames packages: `exchange` swaps A and B with RENAME_EXCHANGE, `pingpong`
+    /// renames A to B and back. Prints what was appended and what the packages hold after.
+    static let renamesDuringAppends = #"""
+import ctypes, os, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+mode = sys.argv[1]; rounds = int(sys.argv[2])
+appended = 0; open_failed = 0; close_failed = []
+done = False
+def appender():
+    global appended, open_failed
+    i = 0
+    while not done:
+        i += 1
+        try:
+            f = open("A.textbundle/text.md", "a")
+        except OSError:
+            open_failed += 1; continue
+        try:
+            f.write("x%d\n" % i); f.close(); appended += 1
+        except OSError as e:
+            close_failed.append(str(e))
+t = threading.Thread(target=appender); t.start()
+for r in range(rounds):
+    if mode == "exchange":
+        if libc.renameat2(-100, b"A.textbundle", -100, b"B.textbundle", 2) != 0:
+            print("exchange failed", os.strerror(ctypes.get_errno()))
+    else:
+        os.rename("A.textbundle", "B.textbundle"); os.rename("B.textbundle", "A.textbundle")
+done = True; t.join()
+def lines(p):
+    try: return open(p).read().split("\n")
+    except OSError: return None
+a, b = lines("A.textbundle/text.md"), lines("B.textbundle/text.md")
+firsts = sorted(x[0] for x in (a, b) if x)
+xs = sum(sum(1 for l in x if l.startswith("x")) for x in (a, b) if x)
+print("appended", appended, "open failed", open_failed, "close failed", len(close_failed), close_failed[:2])
+print("firsts", firsts, "x lines", xs, "modes", [oct(os.stat(p).st_mode & 0o777) for p in ("A.textbundle/text.md", "B.textbundle/text.md") if os.path.exists(p)])
+"""#
+
+    static let textBundleInfo = #"{"version": 2}"#
+
+    /// Before the fix, after 300 exchanges both packages held the same document and the other was
+    /// gone, unquarantined: a commit took the package's lock by its name, and the exchange moved
+    /// another package under that name before the commit replaced it.
+    @Test func exchangingTwoPackagesDuringAppendsKeepsBothWhole() throws {
+        let mount = try MountedStore(texts: [
+            "A.textbundle/info.json": Self.textBundleInfo, "A.textbundle/text.md": "A\n",
+            "B.textbundle/info.json": Self.textBundleInfo, "B.textbundle/text.md": "B\n",
+        ])
+        defer { mount.unmount() }
+        let result = try mount.python(Self.renamesDuringAppends, arguments: ["exchange", "300"], timeout: 180)
+        let lines = result.output.split(separator: "\n").map(String.init)
+        let appended = lines.first?.split(separator: " ").dropFirst().first.map(String.init)
+        #expect(lines.first?.contains("close failed 0") == true, "\(result.output)\(result.error)")
+        #expect(lines.last?.hasPrefix("firsts ['A', 'B'] x lines \(appended ?? "?") modes ['0o644', '0o644']") == true, "\(result.output)\(result.error)")
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: mount.inStore(".docfs/staging"))) ?? ["?"]).isEmpty)
+    }
+
+    /// Before the fix, a package renamed back and forth during appends came back twice (A and B,
+    /// one a stale copy), text.md became mode 0600, closes failed with ENOENT and stages piled up.
+    @Test func renamingAPackageBackAndForthDuringAppendsKeepsOnePackage() throws {
+        let mount = try MountedStore(texts: ["A.textbundle/info.json": Self.textBundleInfo, "A.textbundle/text.md": "A\n"])
+        defer { mount.unmount() }
+        let result = try mount.python(Self.renamesDuringAppends, arguments: ["pingpong", "300"], timeout: 180)
+        let lines = result.output.split(separator: "\n").map(String.init)
+        let appended = lines.first?.split(separator: " ").dropFirst().first.map(String.init)
+        #expect(lines.first?.contains("close failed 0") == true, "\(result.output)\(result.error)")
+        #expect(lines.last == "firsts ['A'] x lines \(appended ?? "?") modes ['0o644']", "\(result.output)\(result.error)")
+        #expect(try mount.run(["ls"]).output == "A.textbundle\n")
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: mount.inStore(".docfs/staging"))) ?? ["?"]).isEmpty)
+    }
 }
