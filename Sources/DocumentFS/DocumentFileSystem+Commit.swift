@@ -26,8 +26,12 @@ extension DocumentFileSystem {
         // A rename between judging and installing would install at a stale name: judge again then.
         for _ in 0..<3 {
             guard let path = nodes.path(of: node.inode) else {
-                // Removed while open: there is no document left to commit to.
-                if closing { store.discard(stage.file) }
+                // Removed while open: there is no document left to commit to. The stage stays the
+                // file's content for its writers (reads, fstat) until the last of them closes; then
+                // its space is given back. (Dropping it at the first close leaked it until the next
+                // mount, which took it for a crash's leftover.)
+                guard closing else { return }
+                store.discard(stage.file)
                 slot.stage = nil
                 node.state.withLock { $0.stagedFile = nil }
                 return

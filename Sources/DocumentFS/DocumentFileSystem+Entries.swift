@@ -129,7 +129,10 @@ extension DocumentFileSystem {
 
     func setAttributes(inode: Inode, changes: AttributeChanges, handle: UInt64?, context: RequestContext) throws(FUSEError) -> AttributesReply {
         try requireWritable()
-        let path = try path(of: inode)
+        guard let path = nodes.path(of: inode) else {
+            try setAttributes(ofDetached: inode, changes: changes, handle: handle)
+            return try getAttributes(inode: inode, handle: handle, context: context)
+        }
         guard let node = nodes.node(inode) else { throw .noEntry }
         if let size = changes.size {
             try truncate(node: node, path: path, size: size, handle: handle, caller: context.processID)
@@ -156,6 +159,40 @@ extension DocumentFileSystem {
             }
         }
         return try getAttributes(inode: inode, handle: handle, context: context)
+    }
+
+    /// The file an inode last named, when its name is gone (unlinked, or replaced by a rename) and
+    /// it is still open: it keeps answering for its attributes, as on ext4.
+    func detachedFile(_ inode: Inode) throws(FUSEError) -> OwnedDescriptor {
+        guard let kept = nodes.existingNode(inode)?.state.withLock({ $0.committed }) else { throw .noEntry }
+        return kept
+    }
+
+    /// fchmod, fchown, futimens and ftruncate on a file whose name is gone: applied to the file it
+    /// last named, and to its stage (the version its writer's close would store, nowhere now).
+    private func setAttributes(ofDetached inode: Inode, changes: AttributeChanges, handle: UInt64?) throws(FUSEError) {
+        let file = try detachedFile(inode)
+        let staged = nodes.existingNode(inode)?.state.withLock { $0.stagedFile?.descriptor }
+        let handleFile: OwnedDescriptor? = handle.flatMap { files.get($0) }.flatMap { open in
+            if case .raw(let descriptor) = open.access { return descriptor }
+            return nil
+        }
+        for descriptor in [file, staged, handleFile].compactMap({ $0 }) {
+            try storeCall {
+                if let mode = changes.mode { try descriptor.setPermissions(mode) }
+                if changes.userID != nil || changes.groupID != nil {
+                    let current = try descriptor.status()
+                    try descriptor.setOwner(userID: changes.userID ?? current.userID, groupID: changes.groupID ?? current.groupID)
+                }
+                if changes.accessTime != nil || changes.modificationTime != nil {
+                    try descriptor.setTimes(access: timeValue(changes.accessTime), modification: timeValue(changes.modificationTime))
+                }
+            }
+        }
+        // The size of a file no one can open again: its stage if it has one, or its raw handle's file.
+        if let size = changes.size, let target = staged ?? handleFile {
+            try storeCall { try retryingOnInterrupt("ftruncate") { ftruncate(target.rawValue, off_t(size)) } }
+        }
     }
 
     private func timeValue(_ change: AttributeChanges.TimeChange?) -> timespec {
@@ -224,6 +261,7 @@ extension DocumentFileSystem {
             return
         }
         try namespace.writing { () throws(FUSEError) in
+            retainIfOpen(parent: parent, name: name, path: path)
             try storeCall { try store.removeFile(path) }
             nodes.detach(parent: parent, name: name)
         }
@@ -334,6 +372,16 @@ extension DocumentFileSystem {
         guard let replaced = nodes.existingChild(parent: parent, name: name), let node = nodes.node(replaced) else { return }
         let live = node.state.withLock { $0.live }
         let kept = live ?? (try? store.openForReading(path))
+        node.state.withLock { $0.retained = kept }
+    }
+
+    /// An open file that an unlink removes keeps the file it named, for its attributes (fstat,
+    /// fchmod, fgetxattr) until its last close.
+    private func retainIfOpen(parent: Inode, name: FileName, path: String) {
+        guard let inode = nodes.existingChild(parent: parent, name: name), let node = nodes.existingNode(inode),
+              node.state.withLock({ $0.openHandles > 0 && $0.committed == nil })
+        else { return }
+        let kept = try? store.openForReading(path)
         node.state.withLock { $0.retained = kept }
     }
 

@@ -19,7 +19,12 @@ extension DocumentFileSystem {
     static let inodeCountAttribute = "user.docfs.inodes"
 
     func extendedAttribute(inode: Inode, name: String, context: RequestContext) throws(FUSEError) -> [UInt8] {
-        let path = try path(of: inode)
+        guard let path = nodes.path(of: inode) else {
+            // Unlinked while open: the file it named answers, as on ext4 (ENODATA for a name it lacks).
+            if name.hasPrefix(Self.reservedPrefix) { throw .noAttribute }
+            let file = try detachedFile(inode)
+            return try storeCall { try file.extendedAttribute(name) }
+        }
         switch name {
         case Self.contentTypeAttribute:
             return Array(try contentType(of: path).identifier.utf8)
@@ -56,8 +61,14 @@ extension DocumentFileSystem {
     static func isVirtual(_ name: String) -> Bool { name.hasPrefix(reservedPrefix) }
 
     func extendedAttributeNames(inode: Inode, context: RequestContext) throws(FUSEError) -> [UInt8] {
-        let path = try path(of: inode)
-        let names = try storeCall { try store.extendedAttributeNames(path) }.filter { !$0.hasPrefix(Self.reservedPrefix) }
+        let stored: [String]
+        if let path = nodes.path(of: inode) {
+            stored = try storeCall { try store.extendedAttributeNames(path) }
+        } else {
+            let file = try detachedFile(inode)
+            stored = try storeCall { try file.extendedAttributeNames() }
+        }
+        let names = stored.filter { !$0.hasPrefix(Self.reservedPrefix) }
         return names.flatMap { FileSystemPath.bytes(of: $0) + [0] }
     }
 
@@ -69,14 +80,20 @@ extension DocumentFileSystem {
             guard let current, current.elementsEqual(value), flags & 1 == 0 else { throw .notPermitted }
             return
         }
-        let path = try path(of: inode)
+        guard let path = nodes.path(of: inode) else {
+            let file = try detachedFile(inode)
+            return try storeCall { try file.setExtendedAttribute(name, value: value, flags: flags) }
+        }
         try storeCall { try store.setExtendedAttribute(path, name: name, value: value, flags: flags) }
     }
 
     func removeExtendedAttribute(inode: Inode, name: String, context: RequestContext) throws(FUSEError) {
         try requireWritable()
         guard !Self.isVirtual(name) else { throw .notPermitted }
-        let path = try path(of: inode)
+        guard let path = nodes.path(of: inode) else {
+            let file = try detachedFile(inode)
+            return try storeCall { try file.removeExtendedAttribute(name) }
+        }
         try storeCall { try store.removeExtendedAttribute(path, name: name) }
     }
 }
