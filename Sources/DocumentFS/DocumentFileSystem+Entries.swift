@@ -137,28 +137,45 @@ extension DocumentFileSystem {
         if let size = changes.size {
             try truncate(node: node, path: path, size: size, handle: handle, caller: context.processID)
         }
-        if let mode = changes.mode {
-            try storeCall { try store.setPermissions(path, mode) }
-            node.state.withLock { state in _ = state.stagedFile.map { fchmod($0.descriptor.rawValue, mode & 0o7777) } }
+        guard changes.mode != nil || changes.userID != nil || changes.groupID != nil || changes.accessTime != nil || changes.modificationTime != nil else {
+            return try getAttributes(inode: inode, handle: handle, context: context)
         }
-        if changes.userID != nil || changes.groupID != nil {
-            let current = try storeCall { try store.status(of: path) }
-            let owner = Ownership(userID: changes.userID ?? current.userID, groupID: changes.groupID ?? current.groupID)
-            try storeCall { try store.setOwner(path, owner) }
-        }
-        if changes.accessTime != nil || changes.modificationTime != nil {
-            let access = timeValue(changes.accessTime)
-            let modification = timeValue(changes.modificationTime)
-            try storeCall { try store.setTimes(path, access: access, modification: modification) }
-            // `cp -p` sets the times on the open descriptor before closing: they belong to the staged
-            // version that the close is about to store.
-            node.state.withLock { state in
-                guard let staged = state.stagedFile else { return }
-                var times = [access, modification]
-                futimens(staged.descriptor.rawValue, &times)
+        try withPackageHeldStill(inode) { (path: String) throws(FUSEError) in
+            if let mode = changes.mode {
+                try storeCall { try store.setPermissions(path, mode) }
+                node.state.withLock { state in _ = state.stagedFile.map { fchmod($0.descriptor.rawValue, mode & 0o7777) } }
+            }
+            if changes.userID != nil || changes.groupID != nil {
+                let current = try storeCall { try store.status(of: path) }
+                let owner = Ownership(userID: changes.userID ?? current.userID, groupID: changes.groupID ?? current.groupID)
+                try storeCall { try store.setOwner(path, owner) }
+            }
+            if changes.accessTime != nil || changes.modificationTime != nil {
+                let access = timeValue(changes.accessTime)
+                let modification = timeValue(changes.modificationTime)
+                try storeCall { try store.setTimes(path, access: access, modification: modification) }
+                // `cp -p` sets the times on the open descriptor before closing: they belong to the staged
+                // version that the close is about to store.
+                node.state.withLock { state in
+                    guard let staged = state.stagedFile else { return }
+                    var times = [access, modification]
+                    futimens(staged.descriptor.rawValue, &times)
+                }
             }
         }
         return try getAttributes(inode: inode, handle: handle, context: context)
+    }
+
+    /// Runs `body` with the inode's path while no change to the package it is in or is (its root)
+    /// can be in flight: a member's commit swaps in a clone of the package taken before, which
+    /// undid a chmod, a time or an extended attribute set on a package folder in between.
+    func withPackageHeldStill<T>(_ inode: Inode, _ body: (String) throws(FUSEError) -> T) throws(FUSEError) -> T {
+        try packageLayout.reading { () throws(FUSEError) -> T in
+            let path = try path(of: inode)
+            let root = packageMember(of: path)?.root ?? (registry.claim(forName: lastComponent(path), isDirectory: true) != nil ? path : nil)
+            guard let root else { return try body(path) }
+            return try packages.withPackage(root) { () throws(FUSEError) -> T in try body(path) }
+        }
     }
 
     /// The file an inode last named, when its name is gone (unlinked, or replaced by a rename) and

@@ -80,20 +80,24 @@ extension DocumentFileSystem {
             guard let current, current.elementsEqual(value), flags & 1 == 0 else { throw .notPermitted }
             return
         }
-        guard let path = nodes.path(of: inode) else {
+        guard nodes.path(of: inode) != nil else {
             let file = try detachedFile(inode)
             return try storeCall { try file.setExtendedAttribute(name, value: value, flags: flags) }
         }
-        try storeCall { try store.setExtendedAttribute(path, name: name, value: value, flags: flags) }
+        try withPackageHeldStill(inode) { (path: String) throws(FUSEError) in
+            try storeCall { try store.setExtendedAttribute(path, name: name, value: value, flags: flags) }
+        }
     }
 
     func removeExtendedAttribute(inode: Inode, name: String, context: RequestContext) throws(FUSEError) {
         try requireWritable()
         guard !Self.isVirtual(name) else { throw .notPermitted }
-        guard let path = nodes.path(of: inode) else {
+        guard nodes.path(of: inode) != nil else {
             let file = try detachedFile(inode)
             return try storeCall { try file.removeExtendedAttribute(name) }
         }
-        try storeCall { try store.removeExtendedAttribute(path, name: name) }
+        try withPackageHeldStill(inode) { (path: String) throws(FUSEError) in
+            try storeCall { try store.removeExtendedAttribute(path, name: name) }
+        }
     }
 }
