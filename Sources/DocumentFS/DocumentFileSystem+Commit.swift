@@ -184,7 +184,7 @@ extension DocumentFileSystem {
     ) throws(FUSEError) {
         guard let stage = slot.stage else { return }
         try packages.withPackage(member.root) { () throws(FUSEError) in
-            if let outcome = try packages.commitWriteInPlace(member.member, staging: stage.file, root: member.root, claim: member.claim, durable: durable) {
+            if let outcome = try packages.commitInPlace(.replaceFile(member.member, stage.file), root: member.root, claim: member.claim, durable: durable) {
                 if case .refusedByStore(let reason) = outcome {
                     try refuse(&slot, node: node, path: path, reason: reason, closing: closing)
                 }

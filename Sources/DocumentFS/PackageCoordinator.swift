@@ -1,4 +1,4 @@
-import DocumentModel
+@_spi(DocumentStore) import DocumentModel
 import DocumentStore
 import FUSE
 import Foundation
@@ -92,6 +92,13 @@ final class PackageCoordinator: Sendable {
             return .asApplied
         }
 
+        if case .valid = state, let outcome = try commitInPlace(change, root: root, claim: claim, durable: durable) {
+            if case .refusedByStore(let reason) = outcome {
+                logger.error("refused a change to \(change.member) in \(root): \(reason)")
+                throw .ioError
+            }
+            return outcome
+        }
         let clone: String
         do { clone = try store.cloneDirectory(root) } catch { throw FUSEError(error) }
         do {
@@ -136,28 +143,43 @@ final class PackageCoordinator: Sendable {
         return result === file ? .asApplied : .reencoded
     }
 
-    /// A write to one member of a package that decodes needs no clone: the stored package, with the
-    /// staged bytes in the member's place, is decoded as a tree of wrappers, and when the type keeps
-    /// it as it is, moving the stage over the member is the whole commit — one file changes, so a
-    /// reader sees the old package or the new one. The stage is consumed only when this returns an
-    /// outcome. Returns nil to leave the write to `commit` (its clone path): for a draft, a member
-    /// that is not where it was, or a package that would not decode (`commit` judges it again and
-    /// keeps the refused package whole in the quarantine). Call with the package's lock held.
-    func commitWriteInPlace(
-        _ member: String, staging: StagingFile, root: String, claim: DocumentClaim, durable: Bool
-    ) throws(FUSEError) -> Outcome? {
+    /// A change that puts one item into a package that decodes — a write to a member, a new file or
+    /// folder — needs no clone: the stored package, read lazily with the item in its place, is
+    /// decoded as a tree of wrappers (reading only what the type reads: a TextBundle's root, never
+    /// its thousands of assets), and when the type keeps it as it is, making that one change in
+    /// the store is the whole commit, so a reader sees the old package or the new one. A write's
+    /// stage is consumed only when this returns an outcome. Returns nil to leave the change to
+    /// `commit` (its clone path): for a draft, a member that is not where it was, a name taken, a
+    /// package the type rewrites, or one that would not decode (`commit` judges it again and keeps
+    /// the refused package whole in the quarantine). Call with the package's lock held.
+    func commitInPlace(_ change: PackageChange, root: String, claim: DocumentClaim, durable: Bool) throws(FUSEError) -> Outcome? {
         guard case .valid = state(of: root, claim: claim), let package = try? store.fileWrapper(at: root) else { return nil }
-        let components = member.split(separator: "/").map(String.init)
+        let components = change.member.split(separator: "/").map(String.init)
         var directory = package
         for component in components.dropLast() {
-            guard let next = directory.fileWrappers?[component], next.isDirectory else { return nil }
+            guard let next = directory.child(named: component), next.isDirectory else { return nil }
             directory = next
         }
-        guard let name = components.last, let old = directory.fileWrappers?[name], old.isRegularFile,
-              let staged = try? codec.wrapper(for: staging.descriptor, name: name)
-        else { return nil }
-        directory.removeFileWrapper(old)
-        directory.addFileWrapper(staged)
+        guard let name = components.last else { return nil }
+        let existing = directory.child(named: name)
+        let item: FileWrapper
+        switch change {
+        case .replaceFile(_, let staging):
+            guard let existing, existing.isRegularFile, let staged = try? codec.wrapper(for: staging.descriptor, name: name) else { return nil }
+            item = staged
+        case .createFile(_, let mode, _):
+            guard existing == nil else { return nil }
+            item = FileWrapper(regularFileWithContents: Data())
+            item.fileAttributes = [FileAttributeKey.posixPermissions.rawValue: NSNumber(value: mode)]
+        case .makeDirectory(_, let mode, _):
+            guard existing == nil else { return nil }
+            item = FileWrapper(directoryWithFileWrappers: [:])
+            item.fileAttributes = [FileAttributeKey.posixPermissions.rawValue: NSNumber(value: mode)]
+        default:
+            return nil
+        }
+        item.preferredFilename = name
+        directory.replaceChild(named: name, with: item)
         let result: FileWrapper
         do {
             let document = try codec.decode(package, claim: claim)
@@ -166,12 +188,17 @@ final class PackageCoordinator: Sendable {
             return nil
         }
         do {
-            if result === package {
+            switch (change, result === package) {
+            case (.replaceFile(let member, let staging), true):
                 try store.install(staging, at: root + "/" + member, durable: durable)
-            } else {
+            case (.replaceFile(_, let staging), false):
                 try store.persist(result, at: root, durable: durable)
                 store.discard(staging)
                 try? PackageMarker.mark(root, in: store)
+            case (_, true):
+                try change.apply(in: root, store: store)
+            case (_, false):
+                return nil
             }
         } catch let refusal as StoreRefusal {
             return .refusedByStore(refusal.reason)

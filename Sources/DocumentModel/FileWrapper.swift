@@ -48,6 +48,10 @@ open class FileWrapper: @unchecked Sendable {
     private(set) var kind: Kind
     private var loadedContents: Data?
     private var loadedChildren: [String: FileWrapper]?
+    /// Children read or replaced one at a time before the directory was listed (`child(named:)`,
+    /// `replaceChild(named:with:)`): a listing, when one is made, takes them as they are. A nil
+    /// value is a child removed.
+    private var childOverlay: [String: FileWrapper?] = [:]
     private var symbolicLinkDestination: String?
     var source: Source?
     /// Parents holding this wrapper, so a new `preferredFilename` can re-key it in each of them.
@@ -217,13 +221,59 @@ open class FileWrapper: @unchecked Sendable {
         if let loadedChildren { return loadedChildren }
         guard kind == .directory, let source else { return nil }
         var children: [String: FileWrapper] = [:]
-        for name in (try? FileIO.directoryEntries(source.path)) ?? [] {
-            guard let child = try? FileWrapper(url: URL(fileURLWithPath: source.path + "/" + name), options: source.options) else { continue }
-            child.parents.append(WeakParent(wrapper: self))
+        for name in (try? FileIO.directoryEntries(source.path)) ?? [] where childOverlay[name] == nil {
+            guard let child = readChild(named: name, of: source) else { continue }
             children[name] = child
         }
+        for case let (name, child?) in childOverlay { children[name] = child }
+        childOverlay = [:]
         loadedChildren = children
         return children
+    }
+
+    /// Call with `lock` held.
+    private func readChild(named name: String, of source: Source) -> FileWrapper? {
+        guard let child = try? FileWrapper(url: URL(fileURLWithPath: source.path + "/" + name), options: source.options) else { return nil }
+        child.parents.append(WeakParent(wrapper: self))
+        return child
+    }
+
+    // MARK: One child at a time
+
+    /// The child named `name` of a directory read from disk, reading that one item only when the
+    /// directory has not been listed: a store changing one member of a package of thousands
+    /// decodes it without listing the folders the document type never looks into.
+    @_spi(DocumentStore) public func child(named name: String) -> FileWrapper? {
+        guard kind == .directory else { return nil }
+        return lock.withLock {
+            if let loadedChildren { return loadedChildren[name] }
+            if let overlaid = childOverlay[name] { return overlaid }
+            guard let source, let child = readChild(named: name, of: source) else { return nil }
+            childOverlay[name] = child
+            return child
+        }
+    }
+
+    /// Puts `child` under the key `name` (nil: removes what is there), without listing the
+    /// directory when it has not been listed.
+    @_spi(DocumentStore) public func replaceChild(named name: String, with child: FileWrapper?) {
+        precondition(kind == .directory, "replaceChild(named:with:) on a FileWrapper that is not a directory")
+        let old: FileWrapper? = lock.withLock {
+            let old: FileWrapper?
+            if loadedChildren != nil {
+                old = loadedChildren?[name]
+                loadedChildren?[name] = child
+            } else {
+                old = childOverlay[name] ?? nil
+                childOverlay[name] = .some(child)
+            }
+            return old
+        }
+        old?.parents.removeAll { $0.wrapper === self || $0.wrapper == nil }
+        if let child {
+            if child.preferredFilename == nil { child.preferredFilename = name }
+            child.parents.append(WeakParent(wrapper: self))
+        }
     }
 
     // MARK: Reading
@@ -268,6 +318,7 @@ open class FileWrapper: @unchecked Sendable {
             source = newSource
             loadedContents = newContents
             loadedChildren = newChildren
+            childOverlay = [:]
             symbolicLinkDestination = newDestination
         }
         if let newChildren { for child in newChildren.values { child.parents.append(WeakParent(wrapper: self)) } }
@@ -390,6 +441,7 @@ open class FileWrapper: @unchecked Sendable {
         kind = newKind
         loadedContents = contents
         loadedChildren = children
+        childOverlay = [:]
         symbolicLinkDestination = destination
         for child in children?.values ?? [:].values { child.parents.append(WeakParent(wrapper: self)) }
     }

@@ -1,4 +1,4 @@
-import DocumentModel
+@_spi(DocumentStore) import DocumentModel
 import Foundation
 import Glibc
 import Testing
@@ -97,6 +97,29 @@ import Testing
         #expect(Set(lazy.fileWrappers?.keys ?? [:].keys) == ["a.txt", "b.txt"])
         #expect(Set(immediate.fileWrappers?.keys ?? [:].keys) == ["a.txt"])
         #expect(immediate.fileWrappers?["a.txt"]?.hasLoadedContents == true)
+    }
+
+    /// A store changing one member reads and replaces children one at a time; a listing made later
+    /// keeps what was read (the same wrappers) and what was replaced.
+    @Test func childrenReadAndReplacedOneAtATimeBeforeAListing() throws {
+        let temporary = try TemporaryDirectory()
+        try temporary.write("a", to: "pkg/a.txt")
+        try temporary.write("b", to: "pkg/b.txt")
+        let package = try FileWrapper(url: temporary.url.appendingPathComponent("pkg"))
+        let a = package.child(named: "a.txt")
+        #expect(a?.regularFileContents == Data("a".utf8))
+        #expect(package.child(named: "missing") == nil)
+        package.replaceChild(named: "b.txt", with: nil)
+        package.replaceChild(named: "new.txt", with: FileWrapper(regularFileWithContents: Data("n".utf8)))
+        #expect(package.child(named: "b.txt") == nil)
+        try temporary.write("c", to: "pkg/c.txt")
+        let listed = try #require(package.fileWrappers)
+        #expect(Set(listed.keys) == ["a.txt", "c.txt", "new.txt"])
+        #expect(listed["a.txt"] === a)
+        #expect(listed["new.txt"]?.preferredFilename == "new.txt")
+        // Once listed, one at a time works on the listing.
+        package.replaceChild(named: "c.txt", with: nil)
+        #expect(Set(package.fileWrappers?.keys ?? [:].keys) == ["a.txt", "new.txt"])
     }
 
     @Test func aLargeFileIsMappedNotCopied() throws {
