@@ -183,6 +183,11 @@ extension DocumentFileSystem {
         _ slot: inout StageSlot, node: Node, path: String, member: PackageMember, durable: Bool, closing: Bool
     ) throws(FUSEError) {
         guard let stage = slot.stage else { return }
+        // A member is a document of its own type too (assets/x.json must be JSON), judged before
+        // the package's type judges the package with it.
+        if let own = claim(forPath: path, isDirectory: false), case .refused(let reason) = judge(stage, path: path, claim: own) {
+            try refuse(&slot, node: node, path: path, reason: reason, closing: closing)
+        }
         try packages.withPackage(member.root) { () throws(FUSEError) in
             if let outcome = try packages.commitInPlace(.replaceFile(member.member, stage.file), root: member.root, claim: member.claim, durable: durable) {
                 if case .refusedByStore(let reason) = outcome {

@@ -18,6 +18,19 @@ struct PackageTests {
         return packages.map { $0 + "\n" }.joined()
     }
 
+    /// A member whose name a type claims is a document of that type too: before, `assets/x.json`
+    /// holding `{bad` was accepted into a TextBundle.
+    @Test func aMemberIsJudgedByItsOwnTypeToo() throws {
+        let mount = try MountedStore(texts: Self.bundle)
+        defer { mount.unmount() }
+        #expect(try mount.save("Doc.textbundle/assets/x.json", Data("{bad".utf8)) == "EIO")
+        #expect(try mount.save("Doc.textbundle/assets/y.json", Data("[1]".utf8)) == "ok")
+        #expect(mount.storeContents("Doc.textbundle/assets/y.json") == "[1]")
+        #expect(mount.storeContents("Doc.textbundle/assets/x.json") == "")
+        #expect(mount.log.contains("refused a write to Doc.textbundle/assets/x.json: it does not decode as json"))
+        #expect(mount.quarantineReasons.contains { $0.contains("document: Doc.textbundle/assets/x.json") }, "\(mount.quarantineReasons)")
+    }
+
     @Test func lsAndCatInsideAStoredTextBundle() throws {
         let mount = try MountedStore(texts: Self.bundle)
         defer { mount.unmount() }
@@ -64,6 +77,12 @@ struct PackageTests {
         #expect(!result.succeeded && result.error.contains("Input/output error"), "\(result.error)")
         #expect(mount.storeContents("Doc.textbundle/info.json") == Self.info)
         #expect(try mount.read("Doc.textbundle/info.json") == Self.info)
+        // info.json is JSON of its own: judged as that first, and quarantined alone.
+        #expect(mount.quarantineReasons.contains { $0.contains("document: Doc.textbundle/info.json") }, "\(mount.quarantineReasons)")
+        #expect(mount.log.contains("refused a write to Doc.textbundle/info.json: it does not decode as json"))
+        // Valid JSON that is no TextBundle's info is refused by the package's type, which keeps the
+        // refused package whole.
+        #expect(try mount.save("Doc.textbundle/info.json", Data("[]".utf8)) == "EIO")
         #expect(mount.quarantined.contains { $0.hasSuffix("Doc.textbundle") })
         #expect(mount.log.contains("refused a change to info.json in Doc.textbundle"))
         // Removing the text would leave no TextBundle: allowed (rm -r must work), but a draft again.
