@@ -48,14 +48,22 @@ final class PackageCoordinator: Sendable {
     }
 
     /// The package's state now; decodes only when its stored version changed since the last decode.
+    /// A reader holds no package lock: when a commit swapped a new version in while it decoded (the
+    /// listing it read may be of the old folder, emptied as it went), it decodes the new one.
     func state(of root: String, claim: DocumentClaim) -> State {
-        guard let status = try? store.status(of: root) else { return .draft(reason: "it does not exist") }
-        if decodedVersions.withLock({ $0[root] }) == status.version { return .valid }
-        do {
-            _ = try codec.decode(store.fileWrapper(at: root), claim: claim)
-        } catch {
-            let reason = describe(error)
-            return PackageMarker.isMarked(root, in: store) ? .corrupt(reason: reason) : .draft(reason: reason)
+        var attempts = 0
+        while true {
+            guard let status = try? store.status(of: root) else { return .draft(reason: "it does not exist") }
+            if decodedVersions.withLock({ $0[root] }) == status.version { return .valid }
+            do {
+                _ = try codec.decode(store.fileWrapper(at: root), claim: claim)
+                break
+            } catch {
+                attempts += 1
+                if attempts < 3, let now = try? store.status(of: root), now.version != status.version { continue }
+                let reason = describe(error)
+                return PackageMarker.isMarked(root, in: store) ? .corrupt(reason: reason) : .draft(reason: reason)
+            }
         }
         if !PackageMarker.isMarked(root, in: store) {
             try? PackageMarker.mark(root, in: store)
@@ -154,16 +162,28 @@ final class PackageCoordinator: Sendable {
     /// the refused package whole in the quarantine). Call with the package's lock held.
     func commitInPlace(_ change: PackageChange, root: String, claim: DocumentClaim, durable: Bool) throws(FUSEError) -> Outcome? {
         guard case .valid = state(of: root, claim: claim), let package = try? store.fileWrapper(at: root) else { return nil }
-        let components = change.member.split(separator: "/").map(String.init)
-        var directory = package
-        for component in components.dropLast() {
-            guard let next = directory.child(named: component), next.isDirectory else { return nil }
-            directory = next
+        // The folder holding a member, and the member's name, in the lazily read package.
+        func place(_ member: String) -> (folder: FileWrapper, name: String)? {
+            let components = member.split(separator: "/").map(String.init)
+            var directory = package
+            for component in components.dropLast() {
+                guard let next = directory.child(named: component), next.isDirectory else { return nil }
+                directory = next
+            }
+            return components.last.map { (directory, $0) }
         }
-        guard let name = components.last else { return nil }
+        guard let (directory, name) = place(change.member) else { return nil }
         let existing = directory.child(named: name)
         let item: FileWrapper
         switch change {
+        case .rename(let source, _, let flags):
+            // A file saved by renaming a new version over it (sed -i, vim, os.replace): the one
+            // rename is the whole commit. Folders, exchanges and RENAME_NOREPLACE take the copy.
+            guard flags == 0, let (sourceFolder, sourceName) = place(source), let moved = sourceFolder.child(named: sourceName),
+                  !moved.isDirectory, existing.map({ !$0.isDirectory }) ?? true
+            else { return nil }
+            sourceFolder.replaceChild(named: sourceName, with: nil)
+            item = moved
         case .replaceFile(_, let staging):
             guard let existing, existing.isRegularFile, let staged = try? codec.wrapper(for: staging.descriptor, name: name) else { return nil }
             item = staged
