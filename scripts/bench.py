@@ -191,6 +191,31 @@ def make_package(directory, asset_mb):
         for _ in range(asset_mb):
             f.write(chunk)
 
+def make_member_package(directory, members):
+    """A TextBundle holding `members` small assets, made in the store directly."""
+    os.makedirs(os.path.join(directory, 'assets'), exist_ok=True)
+    with open(os.path.join(directory, 'info.json'), 'w') as f:
+        f.write('{"version": 2, "type": "net.daringfireball.markdown"}')
+    with open(os.path.join(directory, 'text.md'), 'w') as f:
+        f.write('# Members\n')
+    for index in range(members):
+        with open(os.path.join(directory, 'assets', f'a{index}.txt'), 'w') as f:
+            f.write(f'asset {index}\n')
+
+def create_files(directory, prefix, count):
+    """Create `count` small .txt files (open, write, close) named PREFIX-K.txt."""
+    os.makedirs(directory, exist_ok=True)
+    for index in range(count):
+        with open(f'{directory}/{prefix}-{index}.txt', 'w') as f:
+            f.write(f'new {index}\n')
+
+def save_by_rename(path, count):
+    """Save a small document `count` times as sed -i and vim do: a new file, renamed over it."""
+    for index in range(count):
+        with open(path + '.tmp', 'w') as f:
+            f.write(f'# Save {index}\n' + 'text ' * 50)
+        os.replace(path + '.tmp', path)
+
 def edit_small(path, count):
     """Rewrite a small document `count` times (open, write 1 KiB, close)."""
     for index in range(count):
@@ -364,6 +389,7 @@ def main():
     parser.add_argument('--big-tree', type=int, default=100000, help='documents in the find+stat scale case, made in the store directly (default 100000; 0 skips it)')
     parser.add_argument('--asset-mb', type=int, default=200, help='size of the asset in the package case (default 200)')
     parser.add_argument('--edits', type=int, default=50, help='small edits per run in the package case (default 50)')
+    parser.add_argument('--package-members', type=int, default=3000, help='assets of the package in the member create and save cases, made in the store directly (default 3000; 0 skips them)')
     parser.add_argument('--scale', type=int, default=0, help='the scale case: N documents in folders of 1,000, made in each store directly; cold and warm find+stat once each, and the DocFS daemon\'s memory per inode it holds (default 0: skipped)')
     parser.add_argument('--scale-only', action='store_true', help='run only the scale case')
     parser.add_argument('--validation-size', type=byte_count, nargs='*', default=[1 << 20],
@@ -430,6 +456,9 @@ def main():
         # The package case is built through each target (DocFS sees a package built piece by piece).
         for name, target in targets.items():
             make_package(os.path.join(target, 'Bench.textbundle'), args.asset_mb)
+        if args.package_members:
+            for source in sources.values():
+                make_member_package(os.path.join(source, 'Members.textbundle'), args.package_members)
         cold = drop_caches()
         dirs = max(1, args.tree // 100)
         for name, target in targets.items():
@@ -459,6 +488,14 @@ def main():
             ('flat edit', f'{args.edits} x 1 KiB rewrite of a .md', lambda t, i: edit_small(f'{t}/flat.md', args.edits), args.edits, 'edits/s'),
             ('package edit', f'the same, text.md beside a {args.asset_mb} MB asset', lambda t, i: edit_small(f'{t}/Bench.textbundle/text.md', args.edits), args.edits, 'edits/s'),
         ]
+        if args.package_members:
+            members = args.package_members
+            cases += [
+                ('flat create', f'{args.edits} x create of a .txt', lambda t, i: create_files(f'{t}/creates', f'r{i}', args.edits), args.edits, 'files/s'),
+                ('member create', f'the same in a {members}-member package', lambda t, i: create_files(f'{t}/Members.textbundle/assets', f'r{i}', args.edits), args.edits, 'files/s'),
+                ('flat save', f'{args.edits} x save by rename of a .md', lambda t, i: save_by_rename(f'{t}/saved.md', args.edits), args.edits, 'saves/s'),
+                ('member save', f'the same, text.md of that package', lambda t, i: save_by_rename(f'{t}/Members.textbundle/text.md', args.edits), args.edits, 'saves/s'),
+            ]
         print(f'DocFS benchmark: {args.runs} runs per case, medians; store in {args.dir}; cold cache {"available" if cold else "not available"}')
         header = f'{"case":<20} {"what":<36}' + ''.join(f'{name:>16}' for name in targets) + ''.join(f'{name + "/native":>22}' for name in targets if name != 'native')
         if 'docfs-pg' in targets:
@@ -498,6 +535,9 @@ def main():
         if 'package edit' in results and 'flat edit' in results and results['package edit']['docfs'] and results['flat edit']['docfs']:
             ratio = results['package edit']['docfs'] / results['flat edit']['docfs']
             print(f'docfs: editing text.md in a package with a {args.asset_mb} MB asset takes {ratio:.2f} x the time of editing a flat file of the same size')
+        for flat, member in (('flat create', 'member create'), ('flat save', 'member save')):
+            if flat in results and member in results and results[flat]['docfs'] and results[member]['docfs']:
+                print(f'docfs: a {member} in a package of {args.package_members} members takes {results[member]["docfs"] / results[flat]["docfs"]:.2f} x the time of a {flat}')
     finally:
         for mount in mounts:
             mount.close()
