@@ -1,8 +1,9 @@
 import Foundation
 
-/// `postgresql://USER@HOST[:PORT]/DB[?store=NAME]`: the database and the store in it. The password
-/// comes from PGPASSWORD or ~/.pgpass (libpq reads both), never from the command line, where every
-/// user of the machine could read it in the process list.
+/// `postgresql://USER@HOST[:PORT]/DB[?store=NAME]`, or `postgresql:///DB?service=NAME&store=NAME`:
+/// the database and the store in it. The password comes from libpq's own places (PGPASSWORD,
+/// ~/.pgpass or PGPASSFILE, a service in pg_service.conf), never from the location, which every
+/// user of the machine can read (the process list, /proc/mounts, the log, the cache folder's name).
 public struct PostgresLocation: Sendable, CustomStringConvertible {
     /// What libpq connects with: the URI without `store`.
     public let connectionParameters: String
@@ -18,22 +19,52 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         ("keepalives_interval", "5"), ("keepalives_count", "2"), ("tcp_user_timeout", "20000"),
     ]
 
+    /// libpq's parameters that carry a secret.
+    static let secretParameters: Set<String> = ["password", "sslpassword"]
+
+    static let passwordRefusal =
+        "a password does not belong in the location (anyone on the machine can read it there): put it in PGPASSWORD, ~/.pgpass, PGPASSFILE or a service in pg_service.conf"
+
+    /// `text` with the password of its user part and the values of secret parameters replaced by
+    /// `***`, for messages about a location that holds one.
+    static func redacted(_ text: String) -> String {
+        var result = text
+        // user:password@ in the authority.
+        if let scheme = result.range(of: "://") {
+            let authorityEnd = result[scheme.upperBound...].firstIndex { "/?#".contains($0) } ?? result.endIndex
+            if let at = result[scheme.upperBound..<authorityEnd].lastIndex(of: "@"),
+               let colon = result[scheme.upperBound..<at].firstIndex(of: ":")
+            {
+                result.replaceSubrange(result.index(after: colon)..<at, with: "***")
+            }
+        }
+        // password=… and sslpassword=… in the query, whatever their case.
+        guard let query = result.firstIndex(of: "?") else { return result }
+        let parameters = result[result.index(after: query)...].split(separator: "&", omittingEmptySubsequences: false).map { parameter -> String in
+            let name = parameter.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+            let decoded = name.removingPercentEncoding ?? name
+            return secretParameters.contains(decoded.lowercased()) ? name + "=***" : String(parameter)
+        }
+        return String(result[...query]) + parameters.joined(separator: "&")
+    }
+
     public static func isPostgresLocation(_ text: String) -> Bool {
         text.hasPrefix("postgresql://") || text.hasPrefix("postgres://")
     }
 
     public init(_ text: String) throws {
         guard Self.isPostgresLocation(text), var components = URLComponents(string: text) else {
-            throw PostgresStoreError.badLocation(text, "expected postgresql://USER@HOST[:PORT]/DB[?store=NAME]")
+            throw PostgresStoreError.badLocation(Self.redacted(text), "expected postgresql://USER@HOST[:PORT]/DB[?store=NAME]")
         }
-        if components.password != nil {
-            throw PostgresStoreError.badLocation(text, "a password does not belong on the command line (anyone on the machine can read it there): put it in PGPASSWORD or ~/.pgpass")
+        var items = components.queryItems ?? []
+        if components.password != nil || items.contains(where: { Self.secretParameters.contains($0.name.lowercased()) }) {
+            throw PostgresStoreError.badLocation(Self.redacted(text), Self.passwordRefusal)
         }
-        guard components.host?.isEmpty == false || components.queryItems?.contains(where: { $0.name == "host" }) == true else {
+        let service = items.contains { $0.name == "service" }
+        guard components.host?.isEmpty == false || items.contains(where: { $0.name == "host" }) || service else {
             throw PostgresStoreError.badLocation(text, "no host")
         }
-        guard components.path.count > 1 else { throw PostgresStoreError.badLocation(text, "no database name") }
-        var items = components.queryItems ?? []
+        guard components.path.count > 1 || service else { throw PostgresStoreError.badLocation(text, "no database name") }
         let store = items.first { $0.name == "store" }?.value ?? "default"
         guard !store.isEmpty else { throw PostgresStoreError.badLocation(text, "the store name is empty") }
         items.removeAll { $0.name == "store" }

@@ -185,7 +185,7 @@ struct Helper: Sendable {
     /// Closes the helper's input (it exits at the end of its input) and reaps it.
     func end() {
         close(socket)
-        _ = ChildProcesses.waitStatus(of: pid)
+        _ = try? ChildProcesses.waitStatus(of: pid)
         close(errors)
     }
 
@@ -193,15 +193,17 @@ struct Helper: Sendable {
     private func ended(deadline: Double) -> Outcome {
         close(socket)
         // A crash closes the socket at once; its exit is there to reap within moments.
+        // Ended without an answer is a crash whatever the wait says; a wait that fails only loses
+        // the signal for the message.
         var status: Int32?
         while status == nil && ChildProcesses.now() < deadline {
-            status = ChildProcesses.waitStatus(of: pid, blocking: false)
+            do { status = try ChildProcesses.waitStatus(of: pid, blocking: false) } catch { status = 0 }
             if status == nil { usleep(1000) }
         }
         let timedOut = status == nil
         if timedOut {
             kill(pid, SIGKILL)
-            status = ChildProcesses.waitStatus(of: pid)
+            status = try? ChildProcesses.waitStatus(of: pid)
         }
         let said = drainErrors()
         close(errors)

@@ -3,14 +3,15 @@ import Glibc
 /// Waiting for the processes DocFS starts (validator commands, parser helpers) against a deadline.
 public enum ChildProcesses {
     /// The wait status of child `pid` once it has exited; nil while it runs (when not blocking).
-    /// A child already reaped, or none, reads as status 0.
-    public static func waitStatus(of pid: pid_t, blocking: Bool = true) -> Int32? {
+    /// A wait that fails (no such child: reaped already, or never ours) throws: a caller deciding on
+    /// the exit status must not take a failure for a success.
+    public static func waitStatus(of pid: pid_t, blocking: Bool = true) throws(SystemCallError) -> Int32? {
         var status: Int32 = 0
         while true {
             let result = waitpid(pid, &status, blocking ? 0 : WNOHANG)
             if result == pid { return status }
             if result == 0 { return nil }
-            if errno != EINTR { return 0 }
+            if errno != EINTR { throw SystemCallError.last("waitpid") }
         }
     }
 

@@ -7,21 +7,36 @@ import SystemSupport
 /// A validator program a configuration file names: it reads the document on standard input and
 /// exits 0 to accept it; anything else refuses it, with what it wrote to standard error (or, when
 /// that is empty, standard output) as the reason. It runs without a shell, in "/", in a process
-/// group of its own that is killed whole when it overruns its time limit.
+/// group of its own that is killed whole when it overruns its time limit. Its environment is
+/// minimal: the daemon's secrets (PGPASSWORD, a service's credentials) are not a validator's.
 public struct CommandValidator: Sendable {
     /// The configured command, `command[0]` as written.
     public let command: [String]
     /// `command[0]` resolved against PATH when the configuration was read.
     public let executablePath: String
     public let timeout: Double
+    /// Variables of the daemon's environment the configuration passes on (`environment = [...]`),
+    /// besides PATH, LANG, LC_* and DOCFS_*.
+    public let passedVariables: [String]
 
     /// How much of the validator's output a refusal quotes.
     static let reasonLimit = 2000
 
-    public init(command: [String], executablePath: String, timeout: Double) {
+    public init(command: [String], executablePath: String, timeout: Double, passedVariables: [String] = []) {
         self.command = command
         self.executablePath = executablePath
         self.timeout = timeout
+        self.passedVariables = passedVariables
+    }
+
+    /// The validator's environment, from the daemon's: PATH, LANG, LC_*, DOCFS_* and the variables
+    /// the configuration names; nothing else.
+    func environment(from daemon: [String: String]) -> [String: String] {
+        var environment = daemon.filter { name, _ in
+            name == "PATH" || name == "LANG" || name.hasPrefix("LC_") || name.hasPrefix("DOCFS_") || passedVariables.contains(name)
+        }
+        if environment["PATH"] == nil { environment["PATH"] = "/usr/local/bin:/usr/bin:/bin" }
+        return environment
     }
 
     /// Accepts `contents` or throws the validator's refusal (`CocoaError(.fileReadCorruptFile)`).
@@ -37,6 +52,8 @@ public struct CommandValidator: Sendable {
             throw Self.refusal("validator \(program) was killed by signal \(signal)\(Self.quote(output))")
         case .timedOut:
             throw Self.refusal("validator \(program) did not finish within \(Self.seconds(timeout)) (time limit); it was killed and the save refused")
+        case .lost(let reason):
+            throw Self.refusal("the exit of validator \(program) could not be learned (\(reason)); the save is refused")
         }
     }
 
@@ -62,6 +79,8 @@ private final class ValidatorRun {
         case exited(Int32, String)
         case signaled(Int32, String)
         case timedOut
+        /// The validator's exit could not be learned: the save is refused, never taken as accepted.
+        case lost(String)
     }
 
     private let pid: pid_t
@@ -89,7 +108,7 @@ private final class ValidatorRun {
             Self.closeAll(inputPipe + outputPipe)
             throw SystemCallError.last("pipe")
         }
-        var environment = ProcessInfo.processInfo.environment
+        var environment = validator.environment(from: ProcessInfo.processInfo.environment)
         environment["DOCFS_NAME"] = name ?? ""
         environment["DOCFS_CONTENT_TYPE"] = contentType.identifier
         let arguments = validator.command.map { strdup($0) } + [nil]
@@ -154,25 +173,38 @@ private final class ValidatorRun {
                 } else if entry.fd == errors {
                     drain(&errors, into: &collectedErrors)
                 } else if entry.fd == processHandle {
-                    exitStatus = ChildProcesses.waitStatus(of: pid)
+                    do { exitStatus = try waitForExit(blocking: true) } catch { return .lost("\(error)") }
                 }
             }
-            if processHandle < 0 { exitStatus = ChildProcesses.waitStatus(of: pid, blocking: false) }
+            if processHandle < 0 {
+                do { exitStatus = try waitForExit(blocking: false) } catch { return .lost("\(error)") }
+            }
         }
         // What it wrote before exiting is still in the pipes (a child it left behind may hold them
         // open, so read only what is there).
         drain(&output, into: &collectedOutput)
         drain(&errors, into: &collectedErrors)
-        let status = exitStatus ?? 0
+        guard let status = exitStatus else { return .lost("no exit status") }
         let said = collectedErrors.isEmpty ? collectedOutput : collectedErrors
         let text = String(decoding: said.prefix(CommandValidator.reasonLimit), as: UTF8.self)
         if status & 0x7F == 0 { return .exited((status >> 8) & 0xFF, text) }
         return .signaled(status & 0x7F, text)
     }
 
+    /// The validator's wait status once it exited. With `DOCFS_TEST_HOOKS=DIR` and `DIR/validator-wait-fails`
+    /// present, the child is reaped beforehand, so the wait fails as it would if anything else in
+    /// the process had reaped it: a test of failing closed.
+    private func waitForExit(blocking: Bool) throws(SystemCallError) -> Int32? {
+        if let hooks = ProcessInfo.processInfo.environment["DOCFS_TEST_HOOKS"], access(hooks + "/validator-wait-fails", F_OK) == 0 {
+            var status: Int32 = 0
+            _ = waitpid(pid, &status, 0)
+        }
+        return try ChildProcesses.waitStatus(of: pid, blocking: blocking)
+    }
+
     private func kill() -> Outcome {
         Glibc.kill(-pid, SIGKILL)
-        _ = ChildProcesses.waitStatus(of: pid)
+        _ = try? ChildProcesses.waitStatus(of: pid)
         // What the validator started dies with it, but only once scheduled: wait (a little) until
         // its process group is empty, so a refusal at the time limit leaves nothing running.
         for _ in 0..<200 where Glibc.kill(-pid, 0) == 0 { usleep(5_000) }

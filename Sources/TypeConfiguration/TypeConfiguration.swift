@@ -174,8 +174,8 @@ private struct ConfigurationReader {
         guard name != "raw", StandardDocumentTypes.named(name) == nil else {
             throw ConfigurationError(path, "\(section): \(name) is the name of a built-in type; choose another")
         }
-        for key in table.keys where !["extensions", "command", "timeout"].contains(key) {
-            throw ConfigurationError(path, "\(section): unknown key \(key) (known: extensions, command, timeout)")
+        for key in table.keys where !["extensions", "command", "timeout", "environment"].contains(key) {
+            throw ConfigurationError(path, "\(section): unknown key \(key) (known: extensions, command, timeout, environment)")
         }
         guard let commandArray = table["command"]?.array, !commandArray.isEmpty,
               case let command = commandArray.compactMap(\.string), command.count == commandArray.count,
@@ -201,11 +201,27 @@ private struct ConfigurationReader {
             }
             timeout = seconds
         }
+        // A relative path would be looked up in the daemon's working folder when the configuration
+        // is read, and run after a chdir to "/": another program, or none.
+        if program.contains("/") && !program.hasPrefix("/") {
+            throw ConfigurationError(path, "\(section): the validator \(program) is a relative path; give an absolute path, or a bare name to look up in PATH")
+        }
+        var passedVariables: [String] = []
+        if let value = table["environment"] {
+            let isName = { (name: String) in
+                !name.isEmpty && name.utf8.allSatisfy { $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }
+                    && !(0x30...0x39).contains(name.utf8.first ?? 0)
+            }
+            guard let array = value.array, case let names = array.compactMap(\.string), names.count == array.count, names.allSatisfy(isName) else {
+                throw ConfigurationError(path, "\(section): environment must be a list of variable names to pass on, like [\"HOME\"]")
+            }
+            passedVariables = names
+        }
         guard let executable = Self.executable(program) else {
             let searched = program.contains("/") ? "" : " in PATH (\(ProcessInfo.processInfo.environment["PATH"] ?? ""))"
             throw ConfigurationError(path, "\(section): the validator \(program) was not found\(searched) or is not executable")
         }
-        let validator = CommandValidator(command: command, executablePath: executable, timeout: timeout)
+        let validator = CommandValidator(command: command, executablePath: executable, timeout: timeout, passedVariables: passedVariables)
         let contentTypes = extensions.compactMap { UTType(filenameExtension: $0) }
         let type = DocumentType.validator(named: name, readableContentTypes: contentTypes.isEmpty ? [.data] : contentTypes) { configuration in
             guard let contents = configuration.file.regularFileContents else {

@@ -58,6 +58,15 @@ final class PostgresCluster {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    /// Makes `role` log in with its password over TCP (scram-sha-256), ahead of the trust rules.
+    func requirePassword(forRole role: String) throws {
+        guard let binaries = Self.binaries else { return }
+        let rules = directory + "/data/pg_hba.conf"
+        let existing = try String(contentsOfFile: rules, encoding: .utf8)
+        try ("host all \(role) 127.0.0.1/32 scram-sha-256\n" + existing).write(toFile: rules, atomically: false, encoding: .utf8)
+        try runAsServerUser([binaries + "/pg_ctl", "-D", directory + "/data", "reload"], timeout: 30)
+    }
+
     private func runAsServerUser(_ arguments: [String], timeout: Int) throws {
         let command = geteuid() == 0 ? ["runuser", "-u", "nobody", "--"] + arguments : arguments
         let result = try MountedStore.run(command, timeout: timeout, in: "/")
