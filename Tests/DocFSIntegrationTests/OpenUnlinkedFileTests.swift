@@ -71,4 +71,35 @@ struct OpenUnlinkedFileTests {
         while Date() < deadline, ((try? FileManager.default.contentsOfDirectory(atPath: staging)) ?? []).isEmpty == false { usleep(20_000) }
         #expect((try? FileManager.default.contentsOfDirectory(atPath: staging)) == [])
     }
+
+    /// Part of issue 21: before the fix, Python's TemporaryFile (create, unlink, then write and
+    /// read) failed with ESTALE at its first read, and a raw file unlinked while open answered
+    /// fstat and pread with ESTALE. O_TMPFILE is refused with EOPNOTSUPP (Python names that number
+    /// ENOTSUP: they are one on Linux), so callers fall back.
+    @Test func temporaryFilesLiveUntilTheirLastClose() throws {
+        let mount = try MountedStore()
+        defer { mount.unmount() }
+        let result = try mount.python("""
+            import errno, mmap, os, tempfile
+            with tempfile.TemporaryFile(dir=".") as f:
+                f.write(b"x" * 100_000)
+                f.seek(0)
+                print("TemporaryFile", len(f.read()), os.fstat(f.fileno()).st_nlink)
+            fd = os.open("t.bin", os.O_RDWR | os.O_CREAT, 0o644)
+            os.write(fd, b"y" * 50_000)
+            os.unlink("t.bin")
+            os.write(fd, b"z" * 10)
+            data = os.pread(fd, 100_000, 0)
+            with mmap.mmap(fd, 50_010) as mapped:
+                print("unlinked", len(data), os.fstat(fd).st_size, data[-1:] == b"z", mapped[-1:] == b"z")
+            os.close(fd)
+            try:
+                os.close(os.open(".", os.O_TMPFILE | os.O_RDWR, 0o600))
+                print("O_TMPFILE works")
+            except OSError as error:
+                print("O_TMPFILE", errno.errorcode[error.errno])
+            print(sorted(os.listdir(".")))
+            """)
+        #expect(result.output == "TemporaryFile 100000 0\nunlinked 50010 50010 True True\nO_TMPFILE ENOTSUP\n[]\n", "\(result.output)\(result.error)")
+    }
 }
