@@ -10,6 +10,9 @@
 #include <sys/syscall.h>
 #include <syslog.h>
 #include <unistd.h>
+#include <sys/wait.h>
+#include <pthread.h>
+#include <linux/close_range.h>
 #include <linux/fs.h>
 #include <signal.h>
 #include <string.h>
@@ -131,6 +134,79 @@ pid_t docfs_spawn_validator(const char *path, char *const argv[], char *const en
     // controlling terminal to inject input into, and a time limit kills everything it started.
     posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
     return spawn_finish(path, argv, envp, &actions, &attributes);
+}
+
+pid_t docfs_spawn_validator_as(const char *path, char *const argv[], char *const envp[], int stdin_fd, int stdout_fd, int stderr_fd,
+                               uid_t uid, gid_t gid) {
+    // The child reports a failure before its exec (its errno) on this pipe; a successful exec
+    // closes it (close-on-exec), so the parent reads end-of-file.
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) return -1;
+    // No signal handler of the daemon's may run in the child between fork and exec.
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    pid_t pid = fork();
+    if (pid == 0) {
+        // The child of a multithreaded process: async-signal-safe calls and raw system calls only
+        // (glibc's setuid would try to reach threads that do not exist here).
+        int error = 0;
+        struct sigaction defaults;
+        memset(&defaults, 0, sizeof defaults);
+        defaults.sa_handler = SIG_DFL;
+        for (int signal = 1; signal < NSIG; signal++) sigaction(signal, &defaults, NULL);
+        if (setsid() < 0 || dup2(stdin_fd, 0) < 0 || dup2(stdout_fd, 1) < 0 || dup2(stderr_fd, 2) < 0 || chdir("/") != 0
+            || syscall(SYS_setgroups, 0, NULL) != 0 || syscall(SYS_setgid, gid) != 0 || syscall(SYS_setuid, uid) != 0
+            || syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
+        {
+            error = errno;
+        } else {
+            sigset_t empty;
+            sigemptyset(&empty);
+            sigprocmask(SIG_SETMASK, &empty, NULL);
+            execve(path, argv, envp);
+            error = errno;
+        }
+        ssize_t ignored = write(report[1], &error, sizeof error);
+        (void)ignored;
+        _exit(127);
+    }
+    int forkError = errno;
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    close(report[1]);
+    if (pid < 0) {
+        close(report[0]);
+        errno = forkError;
+        return -1;
+    }
+    int childError = 0;
+    ssize_t count;
+    do { count = read(report[0], &childError, sizeof childError); } while (count < 0 && errno == EINTR);
+    close(report[0]);
+    if (count == (ssize_t)sizeof childError) {
+        int status;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        errno = childError;
+        return -1;
+    }
+    return pid;
+}
+
+static __thread int requester_known;
+static __thread uid_t requester_uid;
+static __thread gid_t requester_gid;
+
+void docfs_set_requester(int known, uid_t uid, gid_t gid) {
+    requester_known = known;
+    requester_uid = uid;
+    requester_gid = gid;
+}
+
+int docfs_requester(uid_t *uid, gid_t *gid) {
+    if (!requester_known) return 0;
+    *uid = requester_uid;
+    *gid = requester_gid;
+    return 1;
 }
 
 int docfs_restrict_helper(void) {

@@ -23,6 +23,10 @@ extension DocumentFileSystem {
     /// quarantine); otherwise it is kept for its writer and a copy is quarantined.
     func commit(_ slot: inout StageSlot, node: Node, durable: Bool, closing: Bool) throws(FUSEError) {
         guard let stage = slot.stage, stage.isDirty, stage.failure == nil else { return }
+        // Judged with its writer's rights, whoever's request this is.
+        let requester = Requester.current
+        if let writer = stage.writer { Requester.set(writer) }
+        defer { Requester.set(requester) }
         // A rename between judging and installing would install at a stale name: judge again then.
         for _ in 0..<3 {
             guard let path = nodes.path(of: node.inode) else {

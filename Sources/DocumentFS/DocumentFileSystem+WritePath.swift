@@ -116,6 +116,7 @@ extension DocumentFileSystem {
             }
             stage.isDirty = true
             stage.generation += 1
+            stage.writer = Requester.current ?? stage.writer
             // A thread new to this stage also joins the node's writers (who see staged attributes).
             if let caller, stage.writers.insert(caller).inserted {
                 node.state.withLock { _ = $0.writerThreads.insert(caller) }

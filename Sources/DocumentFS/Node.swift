@@ -83,6 +83,9 @@ struct Stage {
     /// Threads whose writes it holds. A close by any other process (a child that inherited the
     /// descriptor, another opener) does not judge it: the writer is not done.
     var writers: Set<pid_t> = []
+    /// Who wrote last: a commit judges the stage with that user's rights (its validator runs as
+    /// them), whoever's request the commit happens in (the kernel sends the last release as root).
+    var writer: Requester.Credentials?
     /// Counts changes, so a refused version is neither quarantined twice nor judged twice.
     var generation: UInt64 = 0
     /// The last refusal: of which generation (that version is in the quarantine), at which path,

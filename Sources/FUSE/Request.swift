@@ -12,6 +12,9 @@ struct Request {
         self.raw = raw
         // The userdata is the OperationsBox the session retained for its whole life.
         operations = OperationsBox.from(fuse_req_userdata(raw)).operations
+        // Work done for this request (a validator it runs) runs with its sender's rights.
+        let sender = fuse_req_ctx(raw)
+        Requester.set(sender.map { Requester.Credentials(userID: $0.pointee.uid, groupID: $0.pointee.gid) })
     }
 
     var caller: RequestContext {

@@ -117,7 +117,15 @@ private final class ValidatorRun {
             arguments.forEach { free($0) }
             variables.forEach { free($0) }
         }
-        let pid = docfs_spawn_validator(validator.executablePath, arguments, variables, inputPipe[0], outputPipe[1], errorPipe[1])
+        // A root daemon runs it as the user whose request (or whose write) it judges; as root only
+        // for root's.
+        let pid: pid_t
+        if geteuid() == 0, let requester = Requester.current, requester != Requester.Credentials(userID: 0, groupID: 0) {
+            pid = docfs_spawn_validator_as(
+                validator.executablePath, arguments, variables, inputPipe[0], outputPipe[1], errorPipe[1], requester.userID, requester.groupID)
+        } else {
+            pid = docfs_spawn_validator(validator.executablePath, arguments, variables, inputPipe[0], outputPipe[1], errorPipe[1])
+        }
         let spawnErrno = errno
         close(inputPipe[0])
         close(outputPipe[1])

@@ -121,4 +121,28 @@ struct SecretsTests {
         #expect(result.status == 6, "\(result.status) \(result.error)")
         #expect(result.error.contains("the validator ./check.sh is a relative path"), "\(result.error)")
     }
+
+    /// Before the fix a validator ran as root, whoever saved. Now as the writer: uid and gid 65534
+    /// for a save by `nobody`, with no supplementary groups; as root for root's save.
+    @Test func aValidatorRunsWithTheWritersRights() throws {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-rights-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        chmod(work, 0o1777)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let config = try TypeConfigurationMountTests.writeConfiguration("""
+            [types.probe]
+            extensions = ["probe"]
+            command = ["sh", "-c", 'echo "$(id -u) $(id -g) $(id -G)" > "$0/$DOCFS_NAME.id"', "\(work)"]
+            """)
+        defer { unlink(config) }
+        let mount = try MountedStore(texts: [:], arguments: ["--config", config, "-o", "allow_other"])
+        defer { mount.unmount() }
+        chmod(mount.mountPoint, 0o777)
+        let save = "open('{}', 'w').write('x')"
+        let byNobody = try MountedStore.run(["runuser", "-u", "nobody", "--", "python3", "-c", save.replacingOccurrences(of: "{}", with: mount.inMount("nobody.probe"))], timeout: 30)
+        #expect(byNobody.succeeded, "\(byNobody.error)")
+        #expect(try String(contentsOfFile: work + "/nobody.probe.id", encoding: .utf8) == "65534 65534 65534\n")
+        #expect(try mount.save("root.probe", Data("x".utf8)) == "ok")
+        #expect(try String(contentsOfFile: work + "/root.probe.id", encoding: .utf8).hasPrefix("0 0"))
+    }
 }

@@ -30,6 +30,18 @@ pid_t docfs_spawn_detached(const char *path, char *const argv[], int keep_fd);
 /// of the daemon's open. Returns the pid, or -1 with errno set.
 pid_t docfs_spawn_validator(const char *path, char *const argv[], char *const envp[], int stdin_fd, int stdout_fd, int stderr_fd);
 
+/// `docfs_spawn_validator` as user `uid` and group `gid` with no supplementary groups (the daemon
+/// must be root): forked, the credentials dropped, then exec'd. Returns the pid, or -1 with errno set
+/// (also when dropping the credentials or the exec failed).
+pid_t docfs_spawn_validator_as(const char *path, char *const argv[], char *const envp[], int stdin_fd, int stdout_fd, int stderr_fd,
+                               uid_t uid, gid_t gid);
+
+/// The credentials of the request the calling thread serves (a thread-local the FUSE layer sets
+/// as each request starts, and a commit sets to its writer's): whose rights a validator run for it
+/// gets. `docfs_requester` returns 0 and leaves the outputs alone when none is set.
+void docfs_set_requester(int known, uid_t uid, gid_t gid);
+int docfs_requester(uid_t *uid, gid_t *gid);
+
 /// pidfd_open(2): a descriptor that polls readable when process `pid` exits; -1 with errno where the
 /// kernel lacks it.
 int docfs_pidfd_open(pid_t pid);
