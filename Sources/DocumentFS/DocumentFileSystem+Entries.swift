@@ -349,6 +349,9 @@ extension DocumentFileSystem {
             // Inside one package, a rename is a change to it; across a package's boundary it would
             // change two documents at once, so programs copy instead (mv does, on EXDEV).
             guard let sourcePackage, let destinationPackage, sourcePackage.root == destinationPackage.root else { throw .crossDevice }
+            // A member is a document of the type its name claims too, however it got that name.
+            try validateRename(of: source, as: destination)
+            if exchange { try validateRename(of: destination, as: source) }
             try packages.withPackage(sourcePackage.root) { () throws(FUSEError) in
                 _ = try packages.commit(
                     .rename(sourcePackage.member, to: destinationPackage.member, flags: flags), root: sourcePackage.root, claim: sourcePackage.claim)

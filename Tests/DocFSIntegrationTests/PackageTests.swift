@@ -29,6 +29,12 @@ struct PackageTests {
         #expect(mount.storeContents("Doc.textbundle/assets/x.json") == "")
         #expect(mount.log.contains("refused a write to Doc.textbundle/assets/x.json: it does not decode as json"))
         #expect(mount.quarantineReasons.contains { $0.contains("document: Doc.textbundle/assets/x.json") }, "\(mount.quarantineReasons)")
+        // Given the name by a rename, as sed -i and editors save.
+        #expect(try mount.save("Doc.textbundle/assets/draft.tmp", Data("{bad".utf8)) == "ok")
+        let renamed = try mount.run(["mv", "Doc.textbundle/assets/draft.tmp", "Doc.textbundle/assets/z.json"])
+        #expect(!renamed.succeeded && renamed.error.contains("Input/output error"), "\(renamed.error)")
+        #expect(mount.storeContents("Doc.textbundle/assets/draft.tmp") == "{bad")
+        #expect(!FileManager.default.fileExists(atPath: mount.inStore("Doc.textbundle/assets/z.json")))
     }
 
     @Test func lsAndCatInsideAStoredTextBundle() throws {
