@@ -180,12 +180,16 @@ def make_tree(directory, dirs, files):
             with open(os.path.join(directory, f'd{d}', f'f{f}.txt'), 'w') as out:
                 out.write(f'tree file {d}/{f}\n' * 20)
 
-def make_package(directory, asset_mb):
+def make_text_bundle(directory, title):
+    """A TextBundle's info.json and text.md, and its empty assets folder."""
     os.makedirs(os.path.join(directory, 'assets'), exist_ok=True)
     with open(os.path.join(directory, 'info.json'), 'w') as f:
         f.write('{"version": 2, "type": "net.daringfireball.markdown"}')
     with open(os.path.join(directory, 'text.md'), 'w') as f:
-        f.write('# Bench\n')
+        f.write(f'# {title}\n')
+
+def make_package(directory, asset_mb):
+    make_text_bundle(directory, 'Bench')
     with open(os.path.join(directory, 'assets', 'big.bin'), 'wb') as f:
         chunk = os.urandom(1 << 20)
         for _ in range(asset_mb):
@@ -193,11 +197,7 @@ def make_package(directory, asset_mb):
 
 def make_member_package(directory, members):
     """A TextBundle holding `members` small assets, made in the store directly."""
-    os.makedirs(os.path.join(directory, 'assets'), exist_ok=True)
-    with open(os.path.join(directory, 'info.json'), 'w') as f:
-        f.write('{"version": 2, "type": "net.daringfireball.markdown"}')
-    with open(os.path.join(directory, 'text.md'), 'w') as f:
-        f.write('# Members\n')
+    make_text_bundle(directory, 'Members')
     for index in range(members):
         with open(os.path.join(directory, 'assets', f'a{index}.txt'), 'w') as f:
             f.write(f'asset {index}\n')

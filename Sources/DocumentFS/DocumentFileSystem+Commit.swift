@@ -205,7 +205,8 @@ extension DocumentFileSystem {
             if durable { try storeCall { try FileIO.synchronize(file.descriptor.rawValue, dataOnly: true, path: file.path) } }
             let outcome: PackageCoordinator.Outcome
             do throws(FUSEError) {
-                outcome = try packages.commit(.replaceFile(member.member, file), root: member.root, claim: member.claim, durable: durable)
+                outcome = try packages.commit(
+                    .replaceFile(member.member, file), root: member.root, claim: member.claim, durable: durable, inPlaceTried: true)
             } catch {
                 if closing {
                     slot.stage = nil

@@ -194,7 +194,8 @@ extension DocumentFileSystem {
             if case .raw(let descriptor) = open.access { return descriptor }
             return nil
         }
-        for descriptor in [file, staged, handleFile].compactMap({ $0 }) {
+        // A raw handle's descriptor is the file itself; a document's stage is a file of its own.
+        for descriptor in [handleFile ?? file, staged].compactMap({ $0 }) {
             try storeCall {
                 if let mode = changes.mode { try descriptor.setPermissions(mode) }
                 if changes.userID != nil || changes.groupID != nil {

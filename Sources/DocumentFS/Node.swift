@@ -85,7 +85,7 @@ struct Stage {
     var writers: Set<pid_t> = []
     /// Who wrote last: a commit judges the stage with that user's rights (its validator runs as
     /// them), whoever's request the commit happens in (the kernel sends the last release as root).
-    var writer: Requester.Credentials?
+    var writer: Ownership?
     /// Counts changes, so a refused version is neither quarantined twice nor judged twice.
     var generation: UInt64 = 0
     /// The last refusal: of which generation (that version is in the quarantine), at which path,

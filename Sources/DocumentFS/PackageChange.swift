@@ -1,5 +1,6 @@
 import DocumentStore
 import Glibc
+import SystemSupport
 
 /// A change to something inside a package, applied either to the stored package (a draft) or to a
 /// private clone of it that is validated before it replaces the package.

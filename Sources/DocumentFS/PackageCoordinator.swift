@@ -84,8 +84,9 @@ final class PackageCoordinator: Sendable {
         case refusedByStore(String)
     }
 
-    /// Commits `change` to the package at `root`. Call with the package's lock held.
-    func commit(_ change: PackageChange, root: String, claim: DocumentClaim, durable: Bool = false) throws(FUSEError) -> Outcome {
+    /// Commits `change` to the package at `root`: in place when it can be (`commitInPlace`), unless
+    /// the caller tried that already. Call with the package's lock held.
+    func commit(_ change: PackageChange, root: String, claim: DocumentClaim, durable: Bool = false, inPlaceTried: Bool = false) throws(FUSEError) -> Outcome {
         let state = state(of: root, claim: claim)
         if case .draft = state {
             try apply(change, in: root)
@@ -100,7 +101,7 @@ final class PackageCoordinator: Sendable {
             return .asApplied
         }
 
-        if case .valid = state, let outcome = try commitInPlace(change, root: root, claim: claim, durable: durable) {
+        if case .valid = state, !inPlaceTried, let outcome = try commitInPlace(change, root: root, claim: claim, durable: durable) {
             if case .refusedByStore(let reason) = outcome {
                 logger.error("refused a change to \(change.member) in \(root): \(reason)")
                 throw .ioError

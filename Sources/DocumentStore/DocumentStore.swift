@@ -137,16 +137,6 @@ public struct StoreDirectoryEntry: Sendable {
     }
 }
 
-/// The owner to give a new item: the user who asked for it, when the daemon may set it.
-public struct Ownership: Sendable, Equatable {
-    public var userID: uid_t
-    public var groupID: gid_t
-    public init(userID: uid_t, groupID: gid_t) {
-        self.userID = userID
-        self.groupID = groupID
-    }
-}
-
 /// A write in progress, outside the live document.
 public final class StagingFile: Sendable {
     /// Where the staged bytes are (in the store's private area).

@@ -14,7 +14,7 @@ struct Request {
         operations = OperationsBox.from(fuse_req_userdata(raw)).operations
         // Work done for this request (a validator it runs) runs with its sender's rights.
         let sender = fuse_req_ctx(raw)
-        Requester.set(sender.map { Requester.Credentials(userID: $0.pointee.uid, groupID: $0.pointee.gid) })
+        Requester.set(sender.map { Ownership(userID: $0.pointee.uid, groupID: $0.pointee.gid) })
     }
 
     var caller: RequestContext {

@@ -7,26 +7,16 @@ import Glibc
 /// (`CommandValidator`). Nothing sets it for `docfs check` or a library user: their validators run
 /// as themselves.
 public enum Requester {
-    public struct Credentials: Sendable, Equatable {
-        public let userID: uid_t
-        public let groupID: gid_t
-
-        public init(userID: uid_t, groupID: gid_t) {
-            self.userID = userID
-            self.groupID = groupID
-        }
-    }
-
     /// The calling thread's requester, if one is set.
-    public static var current: Credentials? {
+    public static var current: Ownership? {
         var userID: uid_t = 0
         var groupID: gid_t = 0
         guard docfs_requester(&userID, &groupID) != 0 else { return nil }
-        return Credentials(userID: userID, groupID: groupID)
+        return Ownership(userID: userID, groupID: groupID)
     }
 
     /// Sets (or, with nil, clears) the calling thread's requester.
-    public static func set(_ credentials: Credentials?) {
+    public static func set(_ credentials: Ownership?) {
         docfs_set_requester(credentials == nil ? 0 : 1, credentials?.userID ?? 0, credentials?.groupID ?? 0)
     }
 }

@@ -120,7 +120,7 @@ private final class ValidatorRun {
         // A root daemon runs it as the user whose request (or whose write) it judges; as root only
         // for root's.
         let pid: pid_t
-        if geteuid() == 0, let requester = Requester.current, requester != Requester.Credentials(userID: 0, groupID: 0) {
+        if geteuid() == 0, let requester = Requester.current, requester != Ownership(userID: 0, groupID: 0) {
             pid = docfs_spawn_validator_as(
                 validator.executablePath, arguments, variables, inputPipe[0], outputPipe[1], errorPipe[1], requester.userID, requester.groupID)
         } else {
@@ -203,12 +203,14 @@ private final class ValidatorRun {
     /// present, the child is reaped beforehand, so the wait fails as it would if anything else in
     /// the process had reaped it: a test of failing closed.
     private func waitForExit(blocking: Bool) throws(SystemCallError) -> Int32? {
-        if let hooks = ProcessInfo.processInfo.environment["DOCFS_TEST_HOOKS"], access(hooks + "/validator-wait-fails", F_OK) == 0 {
+        if let hooks = Self.testHooks, access(hooks + "/validator-wait-fails", F_OK) == 0 {
             var status: Int32 = 0
             _ = waitpid(pid, &status, 0)
         }
         return try ChildProcesses.waitStatus(of: pid, blocking: blocking)
     }
+
+    private static let testHooks = ProcessInfo.processInfo.environment["DOCFS_TEST_HOOKS"]
 
     private func kill() -> Outcome {
         Glibc.kill(-pid, SIGKILL)

@@ -214,14 +214,5 @@ struct ConfinementTests {
     }
 
     /// Waits (up to 20 s) for a file the daemon makes when a request reaches a hook.
-    private func waitForFile(_ path: String) -> Bool { waitFor { FileManager.default.fileExists(atPath: path) } }
-
-    private func waitFor(_ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(5000)
-        }
-        return false
-    }
+    private func waitForFile(_ path: String) -> Bool { MountedStore.waitUntil { FileManager.default.fileExists(atPath: path) } }
 }

@@ -119,6 +119,17 @@ final class MountedStore {
 
     var log: String { (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "" }
 
+    /// Waits until `condition` holds (what the daemon does after a request has been answered, such
+    /// as a release the kernel sends after `close` returned), 20 s at most; whether it came to hold.
+    static func waitUntil(_ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if condition() { return true }
+            usleep(5000)
+        }
+        return false
+    }
+
     /// Detaches the mount and stops the daemon, whatever state it is in.
     func unmount() {
         guard !unmounted else { return }
