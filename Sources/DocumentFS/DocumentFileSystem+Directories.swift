@@ -23,6 +23,9 @@ extension DocumentFileSystem {
             // The first read, or a rewinddir(3): the directory as it is now, not as it was at opendir.
             listing.entries = try storeCall { try store.list(listing.path) }
             if plus, listing.descriptor == nil { listing.descriptor = try? store.openDirectory(listing.path) }
+            listing.ownIdentity = (try? store.status(of: listing.path))?.identity ?? 0
+            let parentPath = inode == .root ? listing.path : nodes.parent(of: inode).flatMap { nodes.path(of: $0) }
+            listing.parentIdentity = parentPath.flatMap { try? store.status(of: $0) }?.identity ?? 0
             directories.replace(handle, with: listing)
         }
         // Offsets: 0 is ".", 1 is "..", 2 + i is entries[i]; each entry's cookie is its offset + 1.
@@ -31,7 +34,8 @@ extension DocumentFileSystem {
             defer { index += 1 }
             if index < 2 {
                 // The kernel takes no reference on "." and "..", even in readdirplus.
-                let item = DirectoryEntry(name: index == 0 ? "." : "..", nextOffset: Int64(index + 1), inode: inode, mode: S_IFDIR)
+                let number = index == 0 ? listing.ownIdentity : listing.parentIdentity
+                let item = DirectoryEntry(name: index == 0 ? "." : "..", nextOffset: Int64(index + 1), number: number, mode: S_IFDIR)
                 guard add(item) else { return }
                 continue
             }
@@ -40,25 +44,22 @@ extension DocumentFileSystem {
             if plus {
                 // Vanished since the listing was taken: skip it.
                 let found = namespace.reading { () -> (Inode, FileStatus)? in
-                    let status = listing.descriptor.flatMap { try? store.status(of: stored.name, in: $0) } ?? (try? store.status(of: path))
+                    let status = listing.descriptor.flatMap { try? store.status(of: stored.name, in: $0, folder: listing.path) } ?? (try? store.status(of: path))
                     guard let status else { return nil }
-                    return (nodes.child(parent: inode, name: stored.name, counting: true, linkedFile: StoredFileIdentity(status), identity: storedIdentity), status)
+                    return (nodes.child(parent: inode, name: stored.name, counting: true, status: status, identity: storedIdentity), status)
                 }
                 guard let (child, status) = found else { continue }
                 if status.kind == .directory { watchDirectory(child, path: path, status: status) }
                 let item = DirectoryEntry(
-                    name: stored.name.string, nextOffset: Int64(index + 1), inode: child, mode: status.mode,
+                    name: stored.name.string, nextOffset: Int64(index + 1), number: status.identity, mode: status.mode,
                     entry: entry(for: child, path: path, status: status, caller: nil))
                 guard add(item) else {
                     nodes.forget(child, count: 1)
                     return
                 }
             } else {
-                // Plain readdir needs no stat: the type comes from the listing. A name the kernel does
-                // not hold yet gets a provisional number outside the range of assigned ones.
-                let number = nodes.existingChild(parent: inode, name: stored.name)
-                    ?? (1 << 62) | UInt64(truncatingIfNeeded: stored.name.hashValue) >> 2
-                guard add(DirectoryEntry(name: stored.name.string, nextOffset: Int64(index + 1), inode: number, mode: Self.mode(of: stored.kind))) else { return }
+                // Plain readdir needs no stat: the type and number come from the listing.
+                guard add(DirectoryEntry(name: stored.name.string, nextOffset: Int64(index + 1), number: stored.identity, mode: Self.mode(of: stored.kind))) else { return }
             }
         }
     }

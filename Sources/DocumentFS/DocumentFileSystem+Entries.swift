@@ -11,12 +11,12 @@ extension DocumentFileSystem {
     private static let timeNow = Int((1 << 30) - 1)
     private static let timeOmit = Int((1 << 30) - 2)
 
-    /// The attributes the kernel sees: the stored file's, with our inode number, the staged size
+    /// The attributes the kernel sees: the stored file's, with its number in the store, the staged size
     /// and times while a write is open, and no write permission where the document is not editable.
-    func attributes(of inode: Inode, path: String, status: FileStatus, staged: FileStatus? = nil) -> stat {
+    func attributes(path: String, status: FileStatus, staged: FileStatus? = nil) -> stat {
         var result = stat()
         let shown = staged ?? status
-        result.st_ino = ino_t(inode)
+        result.st_ino = ino_t(status.identity)
         result.st_mode = status.mode
         result.st_nlink = nlink_t(status.linkCount)
         result.st_rdev = dev_t(status.specialDevice)
@@ -46,7 +46,7 @@ extension DocumentFileSystem {
     func entry(for inode: Inode, path: String, status: FileStatus, caller: pid_t?) -> Entry {
         let (staged, timeout) = stagedStatus(of: nodes.existingNode(inode), for: caller)
         return Entry(
-            inode: inode, attributes: attributes(of: inode, path: path, status: status, staged: staged),
+            inode: inode, attributes: attributes(path: path, status: status, staged: staged),
             entryTimeout: cacheTimeout, attributeTimeout: timeout)
     }
 
@@ -68,7 +68,7 @@ extension DocumentFileSystem {
     func countedEntry(parent: Inode, name: FileName, path: String, caller: pid_t?) throws(FUSEError) -> Entry {
         try namespace.reading { () throws(FUSEError) -> Entry in
             let status = try storeCall { try store.status(of: path) }
-            let inode = nodes.child(parent: parent, name: name, counting: true, linkedFile: StoredFileIdentity(status), identity: storedIdentity)
+            let inode = nodes.child(parent: parent, name: name, counting: true, status: status, identity: storedIdentity)
             if status.kind == .directory { watchDirectory(inode, path: path, status: status) }
             return entry(for: inode, path: path, status: status, caller: caller)
         }
@@ -119,11 +119,12 @@ extension DocumentFileSystem {
         return try namespace.reading { () throws(FUSEError) -> AttributesReply in
             if let path = nodes.path(of: inode) {
                 let status = try storeCall { try store.status(of: path) }
-                return AttributesReply(attributes: attributes(of: inode, path: path, status: status, staged: staged), timeout: timeout)
+                return AttributesReply(attributes: attributes(path: path, status: status, staged: staged), timeout: timeout)
             }
             // Unlinked while open, or replaced by a rename: what its last file still shows.
-            guard let kept = node?.state.withLock({ $0.committed }), let status = try? kept.status() else { throw .stale }
-            return AttributesReply(attributes: attributes(of: inode, path: "", status: status, staged: staged), timeout: timeout)
+            guard let kept = node?.state.withLock({ $0.committed }), var status = try? kept.status() else { throw .stale }
+            status.identity = nodes.identity(of: inode) ?? status.identity
+            return AttributesReply(attributes: attributes(path: "", status: status, staged: staged), timeout: timeout)
         }
     }
 

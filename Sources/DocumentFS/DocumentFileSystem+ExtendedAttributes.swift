@@ -21,7 +21,7 @@ extension DocumentFileSystem {
     func extendedAttribute(inode: Inode, name: String, context: RequestContext) throws(FUSEError) -> [UInt8] {
         guard let path = nodes.path(of: inode) else {
             // Unlinked while open: the file it named answers, as on ext4 (ENODATA for a name it lacks).
-            if name.hasPrefix(Self.reservedPrefix) { throw .noAttribute }
+            if Self.isVirtual(name) { throw .noAttribute }
             let file = try detachedFile(inode)
             return try storeCall { try file.extendedAttribute(name) }
         }
@@ -35,8 +35,8 @@ extension DocumentFileSystem {
             let editable = isEditable(path: path, status: status)
             return Array((editable ? "true" : "false").utf8)
         default:
-            // DocFS's own bookkeeping in the store (the package marker) is not the user's.
-            if name.hasPrefix(Self.reservedPrefix) { throw .noAttribute }
+            // DocFS's own bookkeeping in the store (the package marker, the item's number) is not the user's.
+            if Self.isVirtual(name) { throw .noAttribute }
             return try storeCall { try store.extendedAttribute(path, name: name) }
         }
     }
@@ -56,9 +56,11 @@ extension DocumentFileSystem {
         return isDirectory ? .folder : .data
     }
 
-    static let reservedPrefix = "user.docfs."
+    /// DocFS's names: its own attributes, and its bookkeeping in the store (`trusted.` for a root
+    /// daemon's, which root on the mount could otherwise read and set).
+    static let reservedPrefixes = ["user.docfs.", "trusted.docfs."]
 
-    static func isVirtual(_ name: String) -> Bool { name.hasPrefix(reservedPrefix) }
+    static func isVirtual(_ name: String) -> Bool { reservedPrefixes.contains { name.hasPrefix($0) } }
 
     func extendedAttributeNames(inode: Inode, context: RequestContext) throws(FUSEError) -> [UInt8] {
         let stored: [String]
@@ -68,7 +70,7 @@ extension DocumentFileSystem {
             let file = try detachedFile(inode)
             stored = try storeCall { try file.extendedAttributeNames() }
         }
-        let names = stored.filter { !$0.hasPrefix(Self.reservedPrefix) }
+        let names = stored.filter { !Self.isVirtual($0) }
         return names.flatMap { FileSystemPath.bytes(of: $0) + [0] }
     }
 

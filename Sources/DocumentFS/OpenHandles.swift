@@ -60,6 +60,9 @@ struct DirectoryListing: Sendable {
     /// The directory, opened at the first listing and kept while the handle is, so readdirplus stats
     /// entries relative to it. An open whose listing the kernel has cached never opens it.
     var descriptor: OwnedDescriptor?
+    /// The numbers `.` and `..` are listed with, taken with the listing.
+    var ownIdentity: UInt64 = 0
+    var parentIdentity: UInt64 = 0
 }
 
 /// Handles by number. Numbers are never reused within a mount.

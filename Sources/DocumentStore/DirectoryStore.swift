@@ -38,6 +38,10 @@ public final class DirectoryStore: DocumentStore {
     public let quarantineLimits: QuarantineLimits
     /// Serializes pruning, which lists and sizes the whole quarantine.
     private let pruning = Mutex<Void>(())
+    /// The numbers items are known by in the mount; nil for a store whose numbers are given by
+    /// another (a database's mirror).
+    let identities: ItemIdentities?
+    let isReadOnly: Bool
 
     public enum OpenError: Error, CustomStringConvertible {
         case notADirectory(String)
@@ -56,8 +60,13 @@ public final class DirectoryStore: DocumentStore {
     /// temporary items are removed — the items they were to replace are intact.
     /// `readOnly` opens a store without creating its private area (for `docfs check` and `status`,
     /// which never write, and work on read-only stores).
-    public init(path: String, quarantineLimits: QuarantineLimits = QuarantineLimits(), readOnly: Bool = false) throws {
+    /// `keepsIdentities`: items keep their numbers across saves (see `ItemIdentities`); a store
+    /// whose numbers come from elsewhere (a database's mirror) says no.
+    public init(
+        path: String, quarantineLimits: QuarantineLimits = QuarantineLimits(), readOnly: Bool = false, keepsIdentities: Bool = true
+    ) throws {
         self.quarantineLimits = quarantineLimits
+        isReadOnly = readOnly
         // The root is the administrator's choice, links and all; everything below it is confined.
         let resolved = realpath(path, nil).map { pointer in
             defer { free(pointer) }
@@ -80,6 +89,10 @@ public final class DirectoryStore: DocumentStore {
             for directory in [stagingDirectory, temporaryDirectory, quarantineDirectory] { try Self.makePrivateDirectory(directory) }
         }
         stagingTree = readOnly ? nil : try ConfinedTree(path: stagingDirectory)
+        let hasPrivateArea = privateTree != nil
+        identities = keepsIdentities
+            ? ItemIdentities(directory: hasPrivateArea ? privateArea : nil, probe: hasPrivateArea ? privateArea : nil, writable: !readOnly)
+            : nil
     }
 
     /// Makes a folder of the private area, or accepts the one there if it is a real folder (never
@@ -154,10 +167,13 @@ public final class DirectoryStore: DocumentStore {
 
     // MARK: Reading
 
-    public func status(of path: String) throws -> FileStatus { try FileStatus.of(path: absolute(path)) }
+    public func status(of path: String) throws -> FileStatus {
+        let full = absolute(path)
+        return try FileSystemPath.at(full) { directory, name in try identifiedStatus(name: name, in: directory, path: full) }
+    }
 
-    public func status(of name: FileName, in directory: OwnedDescriptor) throws -> FileStatus {
-        try FileStatus.of(name: name.string, in: directory.rawValue)
+    public func status(of name: FileName, in directory: OwnedDescriptor, folder: String) throws -> FileStatus {
+        try FileSystemPath.withCString(name.string) { try identifiedStatus(name: $0, in: directory.rawValue, path: name.string) }
     }
 
     public func openDirectory(_ path: String) throws -> OwnedDescriptor {
@@ -165,7 +181,8 @@ public final class DirectoryStore: DocumentStore {
     }
 
     public func list(_ path: String) throws -> [StoreDirectoryEntry] {
-        try FileIO.directoryEntriesWithTypes(absolute(path)).compactMap { entry, type in
+        let directory = try openDirectory(path)
+        return try FileIO.listing(of: directory.rawValue, path: absolute(path)).compactMap { entry, type, inode in
             guard let name = try? FileName(entry) else { return nil }
             if path.isEmpty && name == Self.privateName { return nil }
             let kind: StoreDirectoryEntry.Kind = switch Int32(type) {
@@ -178,7 +195,7 @@ public final class DirectoryStore: DocumentStore {
             case Int32(DT_BLK): .blockDevice
             default: .unknown
             }
-            return StoreDirectoryEntry(name: name, kind: kind)
+            return StoreDirectoryEntry(name: name, kind: kind, identity: listedIdentity(of: name, kind: kind, inode: inode, in: directory))
         }
     }
 
@@ -287,6 +304,8 @@ public final class DirectoryStore: DocumentStore {
                 let descriptor = try FileIO.open(temporary, O_RDONLY | O_NOFOLLOW)
                 defer { FileIO.close(descriptor) }
                 try copyMetadata(from: destination, existing: existing, to: descriptor, path: temporary)
+            } else if let existing, existing.kind == .directory {
+                carryIdentities(from: destination, to: temporary)
             }
             if durable { try synchronizeTree(temporary) }
             try FileIO.replaceItem(at: destination, with: temporary)
@@ -388,9 +407,14 @@ public final class DirectoryStore: DocumentStore {
         let status = try FileStatus.of(path: source)
         try Paths.makeDirectory(destination, mode: status.permissions)
         if canChangeOwner { try? Paths.setOwner(destination, userID: status.userID, groupID: status.groupID) }
-        for name in (try? extendedAttributeNames(relativeOrAbsolute: source)) ?? [] {
+        for name in (try? extendedAttributeNames(relativeOrAbsolute: source)) ?? [] where name != identities?.attributeName {
             guard let value = try? rawExtendedAttribute(source, name: name) else { continue }
             try? value.withUnsafeBytes { try Paths.setExtendedAttribute(destination, name: name, value: $0, flags: 0) }
+        }
+        // The clone replaces the folder: it is known by the folder's number (its files are the
+        // folder's own, linked).
+        if let identity = identityToCarry(from: status, at: source), let attribute = identities?.attributeName {
+            try? ItemIdentities.bytes(of: identity).withUnsafeBytes { try Paths.setExtendedAttribute(destination, name: attribute, value: $0, flags: 0) }
         }
         for entry in try FileIO.directoryEntriesWithTypes(source) {
             let from = source + "/" + entry.name
@@ -424,13 +448,14 @@ public final class DirectoryStore: DocumentStore {
         Paths.remove(staging.path)
     }
 
-    /// The replaced file's permissions, owner and user extended attributes go to its successor, so
-    /// a save through DocFS is as invisible to them as an in-place write.
+    /// The replaced file's permissions, owner, extended attributes and number go to its successor,
+    /// so a save through DocFS is as invisible to them as an in-place write.
     private func copyMetadata(from source: String, existing: FileStatus, to descriptor: Int32, path: String) throws {
         // A write clears set-user-ID and set-group-ID, as the kernel would on a local disk.
         fchmod(descriptor, existing.permissions & ~mode_t(S_ISUID | S_ISGID))
         if canChangeOwner { fchown(descriptor, existing.userID, existing.groupID) }
-        for name in (try? extendedAttributeNames(relativeOrAbsolute: source)) ?? [] {
+        assignIdentity(identityToCarry(from: existing, at: source), to: descriptor)
+        for name in (try? extendedAttributeNames(relativeOrAbsolute: source)) ?? [] where name != identities?.attributeName {
             guard let value = try? rawExtendedAttribute(source, name: name) else { continue }
             _ = value.withUnsafeBytes { bytes in
                 FileSystemPath.withCString(name) { fsetxattr(descriptor, $0, bytes.baseAddress, bytes.count, 0) }
@@ -456,6 +481,7 @@ public final class DirectoryStore: DocumentStore {
         // Read-write, so the mode a user gives (0200, say) cannot stop the daemon reading it back.
         let descriptor = OwnedDescriptor(try FileIO.open(full, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode))
         giveNewItem(descriptor.rawValue, mode: mode, owner: owner, at: full)
+        assignFreshIdentity(to: descriptor.rawValue)
         return descriptor
     }
 

@@ -17,9 +17,9 @@ public protocol DocumentStore: AnyObject, Sendable {
     func localPath(of path: String) -> String?
 
     func status(of path: String) throws -> FileStatus
-    /// The status of `name` in a directory opened with `openDirectory`: one path component for the
-    /// kernel to resolve instead of the whole path, for listings that stat every entry.
-    func status(of name: FileName, in directory: OwnedDescriptor) throws -> FileStatus
+    /// The status of `name` in the directory `folder`, opened with `openDirectory`: one path
+    /// component for the kernel to resolve instead of the whole path, for listings that stat every entry.
+    func status(of name: FileName, in directory: OwnedDescriptor, folder: String) throws -> FileStatus
     func openDirectory(_ path: String) throws -> OwnedDescriptor
     /// The directory's entries with their kinds; the store's private area is never listed.
     func list(_ path: String) throws -> [StoreDirectoryEntry]
@@ -131,9 +131,12 @@ public struct StoreDirectoryEntry: Sendable {
     public enum Kind: Sendable { case regular, directory, symbolicLink, fifo, socket, characterDevice, blockDevice, unknown }
     public var name: FileName
     public var kind: Kind
-    public init(name: FileName, kind: Kind) {
+    /// The number the item is known by (`FileStatus.identity`).
+    public var identity: UInt64
+    public init(name: FileName, kind: Kind, identity: UInt64) {
         self.name = name
         self.kind = kind
+        self.identity = identity
     }
 }
 

@@ -91,15 +91,17 @@ public enum ReadReply {
 public struct DirectoryEntry {
     public var name: String
     public var nextOffset: Int64
-    /// For plain readdir only the type bits of `mode` and `inode` matter; readdirplus carries a full entry.
-    public var inode: Inode
+    /// The number `readdir` shows (`d_ino`), which `stat` shows as `st_ino`; not the kernel's
+    /// inode (readdirplus carries that in `entry`).
+    public var number: UInt64
+    /// For plain readdir only the type bits matter; readdirplus carries a full entry.
     public var mode: mode_t
     public var entry: Entry?
 
-    public init(name: String, nextOffset: Int64, inode: Inode, mode: mode_t, entry: Entry? = nil) {
+    public init(name: String, nextOffset: Int64, number: UInt64, mode: mode_t, entry: Entry? = nil) {
         self.name = name
         self.nextOffset = nextOffset
-        self.inode = inode
+        self.number = number
         self.mode = mode
         self.entry = entry
     }

@@ -85,13 +85,13 @@ struct Request {
                 if plus {
                     var parameters = item.entry?.parameters ?? fuse_entry_param()
                     if item.entry == nil {
-                        parameters.attr.st_ino = ino_t(item.inode)
+                        parameters.attr.st_ino = ino_t(item.number)
                         parameters.attr.st_mode = item.mode
                     }
                     needed = FileSystemPath.withCString(item.name) { fuse_add_direntry_plus(raw, buffer + used, remaining, $0, &parameters, off_t(item.nextOffset)) }
                 } else {
                     var attributes = stat()
-                    attributes.st_ino = ino_t(item.inode)
+                    attributes.st_ino = ino_t(item.number)
                     attributes.st_mode = item.mode
                     needed = FileSystemPath.withCString(item.name) { fuse_add_direntry(raw, buffer + used, remaining, $0, &attributes, off_t(item.nextOffset)) }
                 }

@@ -93,8 +93,14 @@ extension PostgresStore {
                 published += try publishChildren(db, of: prepared, parentID: root.id, as: path)
             } else {
                 let chunks = try queries.upload(db, descriptor: try mirror.openForReading(prepared), size: status.size, path: prepared)
-                if let stored { try db.execute("DELETE FROM docfs_items WHERE id = $1", [.integer(stored.id)]) }
-                let item = try queries.insert(db, parent: parent.id, name: name, status: status, chunks: chunks)
+                let item: KnownItem
+                if let stored, !stored.isFolder, let updated = try queries.updateContent(db, id: stored.id, status: status, chunks: chunks) {
+                    // The same row, so the document keeps its number in every mount.
+                    item = updated
+                } else {
+                    if let stored { try db.execute("DELETE FROM docfs_items WHERE id = $1", [.integer(stored.id)]) }
+                    item = try queries.insert(db, parent: parent.id, name: name, status: status, chunks: chunks)
+                }
                 try publishExtendedAttributes(db, of: prepared, id: item.id)
                 published = [(path, item)]
             }

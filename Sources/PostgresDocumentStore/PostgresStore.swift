@@ -58,7 +58,8 @@ public final class PostgresStore: DocumentStore {
         if (try? Paths.makeDirectory(cacheDirectory, mode: 0o700)) == nil && errno != EEXIST {
             throw SystemCallError.last("mkdir", path: cacheDirectory)
         }
-        mirror = try DirectoryStore(path: cacheDirectory, quarantineLimits: quarantineLimits)
+        // Items are known by their rows' ids (see `identified`), not by the mirror's files.
+        mirror = try DirectoryStore(path: cacheDirectory, quarantineLimits: quarantineLimits, keepsIdentities: false)
         let origin = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
         let (storeID, rootID) = try pool.withConnection { db in
             if readOnly { return try Self.existingStore(named: location.storeName, db) }
@@ -161,12 +162,34 @@ public final class PostgresStore: DocumentStore {
 
     // MARK: Reading: served by the mirror, content fetched first when only its placeholder is there
 
-    public func status(of path: String) throws -> FileStatus { Self.blocksAsFetched(try mirror.status(of: path)) }
-    public func status(of name: FileName, in directory: OwnedDescriptor) throws -> FileStatus {
-        Self.blocksAsFetched(try mirror.status(of: name, in: directory))
+    public func status(of path: String) throws -> FileStatus { identified(Self.blocksAsFetched(try mirror.status(of: path)), at: path) }
+    public func status(of name: FileName, in directory: OwnedDescriptor, folder: String) throws -> FileStatus {
+        identified(Self.blocksAsFetched(try mirror.status(of: name, in: directory, folder: folder)), at: StorePath.join(folder, name))
     }
     public func openDirectory(_ path: String) throws -> OwnedDescriptor { try mirror.openDirectory(path) }
-    public func list(_ path: String) throws -> [StoreDirectoryEntry] { try mirror.list(path) }
+    public func list(_ path: String) throws -> [StoreDirectoryEntry] {
+        let entries = try mirror.list(path)
+        let ids = state.withLock { state in entries.map { state[StorePath.join(path, $0.name)]?.id } }
+        return zip(entries, ids).map { entry, id in
+            var entry = entry
+            entry.identity = Self.identity(row: id, mirrored: entry.identity)
+            return entry
+        }
+    }
+
+    /// An item is known by its row's id in every mount, across remounts and saves. An item the
+    /// database does not hold (the private area) is known by its mirror's number, kept apart.
+    private func identified(_ status: FileStatus, at path: String) -> FileStatus {
+        var status = status
+        let id: Int64? = path.isEmpty ? rootID : state.withLock { $0[path]?.id }
+        status.identity = Self.identity(row: id, mirrored: status.inode)
+        return status
+    }
+
+    private static func identity(row id: Int64?, mirrored: UInt64) -> UInt64 {
+        guard let id, id > 0 else { return mirrored | 1 << 63 }
+        return UInt64(id)
+    }
     public func openForReading(_ path: String) throws -> OwnedDescriptor { try withContent(path) { try mirror.openForReading(path) } }
 
     /// Read whole at once (not lazily, as a directory store's): a lazy wrapper would read its files

@@ -143,21 +143,31 @@ public enum FileIO {
     /// file system does not say), without `.` and `..`.
     public static func directoryEntriesWithTypes(_ path: String) throws -> [(name: String, type: UInt8)] {
         let descriptor = try open(path, O_RDONLY | O_DIRECTORY)
-        guard let directory = fdopendir(descriptor) else {
-            close(descriptor)
+        defer { close(descriptor) }
+        return try listing(of: descriptor, path: path).map { ($0.name, $0.type) }
+    }
+
+    /// The entries of an open directory with their `d_type` and inode number, without `.` and `..`.
+    /// Reads from a duplicate of `descriptor`, from the start, and leaves `descriptor` open.
+    public static func listing(of descriptor: Int32, path: String) throws -> [(name: String, type: UInt8, inode: UInt64)] {
+        let duplicate = try retryingOnInterrupt("dup", path: path) { fcntl(descriptor, F_DUPFD_CLOEXEC, 0) }
+        guard let directory = fdopendir(duplicate) else {
+            close(duplicate)
             throw SystemCallError.last("opendir", path: path)
         }
         defer { closedir(directory) }
-        var names: [(name: String, type: UInt8)] = []
+        // A duplicate shares its offset with the original: start from the beginning either way.
+        rewinddir(directory)
+        var entries: [(name: String, type: UInt8, inode: UInt64)] = []
         while let entry = readdir(directory) {
             var rawName = entry.pointee.d_name
             let capacity = MemoryLayout.size(ofValue: rawName)
             let name = withUnsafePointer(to: &rawName) { tuple in
                 tuple.withMemoryRebound(to: CChar.self, capacity: capacity) { FileSystemPath.string(fromCString: $0) }
             }
-            if name != "." && name != ".." { names.append((name, entry.pointee.d_type)) }
+            if name != "." && name != ".." { entries.append((name, entry.pointee.d_type, UInt64(entry.pointee.d_ino))) }
         }
-        return names
+        return entries
     }
 
     /// Removes a file, a symlink or a whole directory tree; a missing item is not an error.

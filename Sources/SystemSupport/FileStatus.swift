@@ -5,7 +5,11 @@ public struct FileStatus: Equatable, Sendable {
     public enum Kind: Sendable { case regular, directory, symbolicLink, other }
 
     public var device: UInt64
+    /// The number the file system gave the item; it changes when a save replaces the file.
     public var inode: UInt64
+    /// The number the item is known by in the mount: a store that keeps identities (see
+    /// `DirectoryStore`'s) carries it over when a save replaces the file; else the inode number.
+    public var identity: UInt64
     /// The device a character or block special file stands for.
     public var specialDevice: UInt64
     public var mode: UInt32
@@ -21,6 +25,7 @@ public struct FileStatus: Equatable, Sendable {
     public init(_ raw: stat) {
         device = UInt64(raw.st_dev)
         inode = UInt64(raw.st_ino)
+        identity = UInt64(raw.st_ino)
         specialDevice = UInt64(raw.st_rdev)
         mode = raw.st_mode
         linkCount = UInt64(raw.st_nlink)

@@ -1,0 +1,131 @@
+import CSystemShims
+import Glibc
+import SystemSupport
+
+/// Each item's number in the mount (see `ItemIdentities`): read with its status, carried over by
+/// every save that replaces its file.
+extension DirectoryStore {
+    /// The status of the item `name` in `directory` (AT_FDCWD: `name` is a whole path), with its identity.
+    func identifiedStatus(name: UnsafePointer<CChar>, in directory: Int32, path: String) throws -> FileStatus {
+        var raw = stat()
+        try retryingOnInterrupt("lstat", path: path) { fstatat(directory, name, &raw, AT_SYMLINK_NOFOLLOW) }
+        var status = FileStatus(raw)
+        status.identity = identity(of: status, at: Self.attributePath(name: name, in: directory))
+        return status
+    }
+
+    /// The path extended attribute calls take for `name` in `directory`: they have no `*at` form.
+    static func attributePath(name: UnsafePointer<CChar>, in directory: Int32) -> String {
+        let name = FileSystemPath.string(fromCString: name)
+        return directory == AT_FDCWD ? name : "/proc/self/fd/\(directory)/" + name
+    }
+
+    /// Calls `body` with a path for extended attribute calls on the item at `full`, resolved
+    /// beneath the store as every path is (see `ConfinedTree`).
+    private static func withAttributePath<T>(_ full: String, _ body: (String) -> T) -> T? {
+        try? FileSystemPath.at(full) { directory, name in body(attributePath(name: name, in: directory)) }
+    }
+
+    /// The number the item at `attributePath` (as `attributePath(name:in:)` gives) is known by.
+    func identity(of status: FileStatus, at attributePath: String) -> UInt64 {
+        guard let identities, let attribute = identities.attributeName else { return status.inode }
+        // Only files and folders are ever replaced by a save; other items keep their own number.
+        guard status.kind == .regular || status.kind == .directory else {
+            return identities.ownsNumber(status.inode) ? status.inode : status.inode | ItemIdentities.transientBit
+        }
+        if let kept = Self.storedIdentity(at: attributePath, attribute: attribute) { return kept }
+        if identities.ownsNumber(status.inode) { return status.inode }
+        // The file system gave this new item a number that another item carries: give it its own.
+        if !isReadOnly, let fresh = identities.fresh() {
+            if Self.storeIdentity(fresh, at: attributePath, attribute: attribute, exclusive: true) { return fresh }
+            if let kept = Self.storedIdentity(at: attributePath, attribute: attribute) { return kept }
+        }
+        return status.inode | ItemIdentities.transientBit
+    }
+
+    /// The number of a listed entry: its stored number, or the file system's when it owns it; the
+    /// whole status is taken only for an entry that needs a fresh number or of unknown kind.
+    func listedIdentity(of name: FileName, kind: StoreDirectoryEntry.Kind, inode: UInt64, in directory: OwnedDescriptor) -> UInt64 {
+        guard let identities, let attribute = identities.attributeName else { return inode }
+        switch kind {
+        case .regular, .directory:
+            let path = "/proc/self/fd/\(directory.rawValue)/" + name.string
+            if let kept = Self.storedIdentity(at: path, attribute: attribute) { return kept }
+            if identities.ownsNumber(inode) { return inode }
+        case .unknown:
+            break
+        default:
+            return identities.ownsNumber(inode) ? inode : inode | ItemIdentities.transientBit
+        }
+        return (try? status(of: name, in: directory, folder: ""))?.identity ?? inode | ItemIdentities.transientBit
+    }
+
+    /// The number an item's successor carries: the item's own, or a fresh one when the item has
+    /// other names (they keep the number; the saved name becomes a file of its own) or its number
+    /// cannot be recorded as carried. Nil when identities are not kept.
+    func identityToCarry(from existing: FileStatus, at full: String) -> UInt64? {
+        guard let identities, let attribute = identities.attributeName else { return nil }
+        guard existing.kind == .directory || existing.linkCount == 1 else { return identities.fresh() }
+        return Self.withAttributePath(full) { attributePath -> UInt64? in
+            if let kept = Self.storedIdentity(at: attributePath, attribute: attribute) { return kept }
+            guard identities.ownsNumber(existing.inode) else { return identities.fresh() }
+            // The item keeps its number in the attribute too, so a lookup between here and the
+            // install does not find its number carried, unclaimed, and give it a fresh one.
+            _ = Self.storeIdentity(existing.inode, at: attributePath, attribute: attribute, exclusive: true)
+            return identities.recordCarried(existing.inode) ? existing.inode : identities.fresh()
+        } ?? nil
+    }
+
+    /// Gives the file open as `descriptor` the number `identity`.
+    func assignIdentity(_ identity: UInt64?, to descriptor: Int32) {
+        guard let identity, let attribute = identities?.attributeName else { return }
+        let value = ItemIdentities.bytes(of: identity)
+        _ = value.withUnsafeBytes { bytes in
+            FileSystemPath.withCString(attribute) { fsetxattr(descriptor, $0, bytes.baseAddress, bytes.count, 0) }
+        }
+    }
+
+    /// Gives a file DocFS just made a fresh number, so its first save has nothing to record.
+    func assignFreshIdentity(to descriptor: Int32) {
+        guard identities?.attributeName != nil else { return }
+        assignIdentity(identities?.fresh(), to: descriptor)
+    }
+
+    /// Carries the numbers of a replaced folder's items to the folder replacing it (a package
+    /// rewritten whole): each item of `replacement` that stands where an item of `original` stood,
+    /// with a file of its own, takes that item's number. Items linked from the original are that
+    /// item already.
+    func carryIdentities(from original: String, to replacement: String) {
+        guard identities?.attributeName != nil,
+              let originalStatus = try? FileStatus.of(path: original), let replacementStatus = try? FileStatus.of(path: replacement),
+              originalStatus.kind == replacementStatus.kind, originalStatus.inode != replacementStatus.inode
+        else { return }
+        if originalStatus.kind == .regular || originalStatus.kind == .directory {
+            if let carried = identityToCarry(from: originalStatus, at: original), let attribute = identities?.attributeName {
+                _ = Self.withAttributePath(replacement) { Self.storeIdentity(carried, at: $0, attribute: attribute, exclusive: false) }
+            }
+        }
+        guard originalStatus.kind == .directory, let names = try? FileIO.directoryEntries(replacement) else { return }
+        for name in names { carryIdentities(from: original + "/" + name, to: replacement + "/" + name) }
+    }
+
+    /// setxattr's XATTR_CREATE, which Glibc's module does not export.
+    private static let createOnly: Int32 = 1
+
+    private static func storedIdentity(at attributePath: String, attribute: String) -> UInt64? {
+        var value = [UInt8](repeating: 0, count: 8)
+        let read = FileSystemPath.withCString(attributePath) { path in
+            FileSystemPath.withCString(attribute) { lgetxattr(path, $0, &value, value.count) }
+        }
+        return read == 8 ? ItemIdentities.number(attributeValue: value) : nil
+    }
+
+    private static func storeIdentity(_ identity: UInt64, at attributePath: String, attribute: String, exclusive: Bool) -> Bool {
+        let value = ItemIdentities.bytes(of: identity)
+        return value.withUnsafeBytes { bytes in
+            FileSystemPath.withCString(attributePath) { path in
+                FileSystemPath.withCString(attribute) { lsetxattr(path, $0, bytes.baseAddress, bytes.count, exclusive ? Self.createOnly : 0) == 0 }
+            }
+        }
+    }
+}

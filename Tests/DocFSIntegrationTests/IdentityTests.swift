@@ -1,0 +1,193 @@
+import Foundation
+import Testing
+
+/// A file keeps its inode number for as long as it exists (issue 21): across remounts, the kernel
+/// forgetting it, renames and saves, so backup tools and git do not read everything again. Runs on
+/// directory stores and, in `scripts/test`, on PostgreSQL stores too.
+///
+/// Before the fix every number here was the daemon's own counter, handed out afresh whenever the
+/// kernel looked a name up again: each of these tests failed on 7d310cf.
+@Suite(.timeLimit(.minutes(5)))
+struct IdentityTests {
+    /// 2,000 documents in 40 folders, made beside the mount (through it on PostgreSQL).
+    static let tree: [String: String] = Dictionary(uniqueKeysWithValues: (0..<2000).map { ("folder\($0 % 40)/note\($0).txt", "note \($0)\n") })
+
+    /// Every entry's number, looked up in sorted order or in reverse.
+    private static let numbersScript = """
+        import os, sys
+        paths = []
+        for folder, folders, files in os.walk("."):
+            paths += [os.path.join(folder, name) for name in folders + files]
+        paths.sort(reverse=sys.argv[1] == "reverse")
+        for path in paths: print(os.lstat(path).st_ino, path)
+        """
+
+    private static func numbers(_ mount: MountedStore, order: String) throws -> [String: String] {
+        let result = try mount.python(numbersScript, arguments: [order], timeout: 120)
+        #expect(result.succeeded, "\(result.error)")
+        return Dictionary(uniqueKeysWithValues: result.output.split(separator: "\n").map { line in
+            let parts = line.split(separator: " ", maxSplits: 1)
+            return (String(parts[1]), String(parts[0]))
+        })
+    }
+
+    private static func dropCaches() throws {
+        try "3".write(toFile: "/proc/sys/vm/drop_caches", atomically: false, encoding: .utf8)
+    }
+
+    @Test func numbersOfATreeSurviveARemountAndTheKernelForgetting() throws {
+        let mount = try MountedStore(texts: Self.tree)
+        defer { mount.unmount() }
+        let first = try Self.numbers(mount, order: "sorted")
+        #expect(first.count == 2040)
+        #expect(Set(first.values).count == first.count, "no two items share a number")
+        try Self.dropCaches()
+        #expect(try Self.numbers(mount, order: "reverse") == first, "after drop_caches")
+        mount.unmount()
+        try mount.mount()
+        #expect(try Self.numbers(mount, order: "reverse") == first, "after a remount")
+        // `ls -i` takes numbers from readdir: they are the same.
+        let listing = try mount.run(["ls", "-i", "-a", "folder7"])
+        for line in listing.output.split(separator: "\n") {
+            let parts = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard parts.count == 2, parts[1] != "." && parts[1] != ".." else { continue }
+            #expect(first["./folder7/\(parts[1])"] == String(parts[0]), "\(line)")
+        }
+        #expect(listing.output.contains("\(first["./folder7"] ?? "?") ."), "readdir's . is the folder: \(listing.output.prefix(200))")
+    }
+
+    /// rename(2) moves the file: its number goes with it, for every kind of item.
+    @Test func aRenameKeepsTheNumber() throws {
+        let mount = try MountedStore(texts: ["doc.txt": "a document\n"])
+        defer { mount.unmount() }
+        let result = try mount.python("""
+            import os
+            os.mkdir("folder"); os.symlink("doc.txt", "link"); os.mkfifo("fifo")
+            with open("raw.bin", "wb") as f: f.write(b"raw")
+            os.mkdir("into")
+            for name in ["doc.txt", "folder", "link", "fifo", "raw.bin"]:
+                before = os.lstat(name).st_ino
+                os.rename(name, "into/" + name)
+                after = os.lstat("into/" + name).st_ino
+                os.rename("into/" + name, "into/renamed-" + name)
+                print(name, before == after == os.lstat("into/renamed-" + name).st_ino)
+            """)
+        #expect(result.output == "doc.txt True\nfolder True\nlink True\nfifo True\nraw.bin True\n", "\(result.output)\(result.error)")
+    }
+
+    /// A save in place (O_TRUNC, then write) keeps the document's number, as ext4 does; a save by
+    /// rename (sed -i) gives the new file its own; hard links share one.
+    @Test func aSaveInPlaceKeepsTheNumberAndASaveByRenameMakesANewOne() throws {
+        let mount = try MountedStore(texts: ["beside.txt": "made beside DocFS\n", "other.txt": "other\n"])
+        defer { mount.unmount() }
+        let result = try mount.python("""
+            import os, subprocess
+            with open("made.txt", "w") as f: f.write("made through DocFS\\n")
+            for name in ["beside.txt", "made.txt"]:
+                before = os.lstat(name).st_ino
+                for round in range(3):
+                    with open(name, "w") as f: f.write(f"saved {round}\\n")
+                print(name, "in place", os.lstat(name).st_ino == before)
+            before = os.lstat("other.txt").st_ino
+            subprocess.run(["sed", "-i", "s/other/edited/", "other.txt"], check=True)
+            print("sed -i", os.lstat("other.txt").st_ino != before)
+            numbers = {os.lstat(name).st_ino for name in os.listdir(".")}
+            print("distinct", len(numbers) == len(os.listdir(".")))
+            with open("raw.bin", "wb") as f: f.write(b"raw")
+            try:
+                os.link("raw.bin", "raw-link.bin")
+                print("hard link", os.lstat("raw.bin").st_ino == os.lstat("raw-link.bin").st_ino)
+            except PermissionError:
+                print("hard link refused")
+            """)
+        // A PostgreSQL store has no hard links (EPERM).
+        let link = MountedStore.backendIsPostgres ? "hard link refused" : "hard link True"
+        #expect(result.output == "beside.txt in place True\nmade.txt in place True\nsed -i True\ndistinct True\n\(link)\n", "\(result.output)\(result.error)")
+        mount.unmount()
+        try mount.mount()
+        let again = try mount.run(["stat", "-c", "%i", "beside.txt", "made.txt"])
+        #expect(again.succeeded && Set(again.output.split(separator: "\n")).count == 2)
+    }
+
+    private func restic(_ mount: MountedStore, _ arguments: [String]) throws -> MountedStore.Result {
+        let repository = mount.root.appendingPathComponent("restic").path
+        return try mount.run(["env", "RESTIC_PASSWORD=docfs-test", "RESTIC_CACHE_DIR=\(mount.root.path)/restic-cache", "restic", "--repo", repository] + arguments, timeout: 180)
+    }
+
+    /// The summary line of `restic backup --json`: how many files it read again.
+    private func resticBackup(_ mount: MountedStore) throws -> (changed: Int, new: Int, unmodified: Int) {
+        let result = try restic(mount, ["backup", "--json", "--host", "docfs-test", mount.mountPoint])
+        let summary = result.output.split(separator: "\n").last { $0.contains("\"summary\"") }
+        guard result.succeeded, let summary, let data = String(summary).data(using: .utf8),
+              let fields = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else {
+            Issue.record("restic backup failed: \(result.error)")
+            return (-1, -1, -1)
+        }
+        return (fields["files_changed"] as? Int ?? -1, fields["files_new"] as? Int ?? -1, fields["files_unmodified"] as? Int ?? -1)
+    }
+
+    @Test func resticReadsNothingAgainAfterARemountOrDropCaches() throws {
+        let mount = try MountedStore(texts: Self.tree)
+        defer { mount.unmount() }
+        #expect(try restic(mount, ["init"]).succeeded)
+        #expect(try resticBackup(mount) == (0, 2000, 0))
+        mount.unmount()
+        try mount.mount()
+        #expect(try resticBackup(mount) == (0, 0, 2000), "after a remount")
+        try Self.dropCaches()
+        #expect(try resticBackup(mount) == (0, 0, 2000), "after drop_caches")
+        try mount.shell("echo saved >> folder3/note3.txt")
+        #expect(try resticBackup(mount) == (1, 0, 1999), "after one save")
+    }
+
+    @Test func borgFindsNothingModifiedAfterARemount() throws {
+        let mount = try MountedStore(texts: Self.tree)
+        defer { mount.unmount() }
+        let repository = mount.root.appendingPathComponent("borg").path
+        let environment = [
+            "env", "BORG_BASE_DIR=\(mount.root.path)/borg-home", "BORG_UNKNOWN_UNENCRYPTED_REPO_ACCESS_IS_OK=yes",
+            "BORG_RELOCATED_REPO_ACCESS_IS_OK=yes",
+        ]
+        #expect(try mount.run(environment + ["borg", "init", "--encryption=none", repository]).succeeded)
+        // borg keeps in its files cache only files changed before the newest one it saw (a file
+        // changed within the same clock tick might change again unseen): one file newer than the
+        // tree, made once the clock has moved on, lets it keep the whole tree.
+        let newest = try mount.python("""
+            import os
+            tree = max(os.lstat(os.path.join(folder, name)).st_ctime_ns for folder, _, names in os.walk(".") for name in names)
+            while True:
+                with open("newest.txt", "w") as f: f.write("newest\\n")
+                if os.lstat("newest.txt").st_ctime_ns > tree: break
+            """)
+        #expect(newest.succeeded, "\(newest.error)")
+        let first = try mount.run(environment + ["borg", "create", "--list", "--filter=AM", "\(repository)::first", "."], timeout: 180)
+        #expect(first.succeeded, "\(first.error)")
+        mount.unmount()
+        try mount.mount()
+        let second = try mount.run(environment + ["borg", "create", "--list", "--filter=AM", "\(repository)::second", "."], timeout: 180)
+        #expect(second.succeeded, "\(second.error)")
+        let listed = (second.output + second.error).split(separator: "\n").filter { $0.hasPrefix("A ") || $0.hasPrefix("M ") }
+        #expect(listed == ["A newest.txt"], "borg read again: \(listed.prefix(5)) (\(listed.count))")
+    }
+
+    /// git keeps each file's inode number in its index: numbers that changed make `git diff-files`
+    /// (which compares what the index recorded with lstat, without reading content) list them.
+    @Test func gitSeesNoChangedFileAfterARemount() throws {
+        let mount = try MountedStore(texts: Self.tree)
+        defer { mount.unmount() }
+        // Files older than the index, so git finds none of them racily clean and rewrites nothing
+        // for that reason.
+        let setup = try mount.shell("""
+            find . -type f -exec touch -d '1 hour ago' {} + && git init -q . && git -c user.name=t -c user.email=t@t add -A && git -c user.name=t -c user.email=t@t commit -qm tree \
+            && git update-index --refresh >/dev/null && stat -c %Y.%i .git/index
+            """, timeout: 180)
+        #expect(setup.succeeded, "\(setup.error)")
+        mount.unmount()
+        try mount.mount()
+        let changed = try mount.run(["git", "diff-files", "--name-only"], timeout: 120)
+        #expect(changed.succeeded && changed.output.isEmpty, "git sees as changed: \(changed.output.prefix(300))")
+        let index = try mount.shell("git status --porcelain && stat -c %Y.%i .git/index", timeout: 120)
+        #expect(index.output == setup.output.split(separator: "\n").last.map { String($0) + "\n" }, "git status rewrote the index: \(index.output)")
+    }
+}
