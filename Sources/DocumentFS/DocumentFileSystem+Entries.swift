@@ -123,7 +123,7 @@ extension DocumentFileSystem {
             }
             // Unlinked while open, or replaced by a rename: what its last file still shows.
             guard let kept = node?.state.withLock({ $0.committed }), var status = try? kept.status() else { throw .stale }
-            status.identity = nodes.identity(of: inode) ?? status.identity
+            status.identity = node?.state.withLock { $0.formerIdentity } ?? status.identity
             return AttributesReply(attributes: attributes(path: "", status: status, staged: staged), timeout: timeout)
         }
     }
@@ -394,17 +394,25 @@ extension DocumentFileSystem {
         guard let replaced = nodes.existingChild(parent: parent, name: name), let node = nodes.node(replaced) else { return }
         let live = node.state.withLock { $0.live }
         let kept = live ?? (try? store.openForReading(path))
-        node.state.withLock { $0.retained = kept }
+        let identity = (try? store.status(of: path))?.identity
+        node.state.withLock { state in
+            state.retained = kept
+            state.formerIdentity = identity
+        }
     }
 
     /// An open file that an unlink removes keeps the file it named, for its attributes (fstat,
     /// fchmod, fgetxattr) until its last close.
     private func retainIfOpen(parent: Inode, name: FileName, path: String) {
         guard let inode = nodes.existingChild(parent: parent, name: name), let node = nodes.existingNode(inode),
-              node.state.withLock({ $0.openHandles > 0 && $0.committed == nil })
+              node.state.withLock({ $0.openHandles > 0 })
         else { return }
-        let kept = try? store.openForReading(path)
-        node.state.withLock { $0.retained = kept }
+        let identity = (try? store.status(of: path))?.identity
+        let kept = node.state.withLock { $0.committed } == nil ? try? store.openForReading(path) : nil
+        node.state.withLock { state in
+            state.formerIdentity = identity
+            if state.committed == nil { state.retained = kept }
+        }
     }
 
     /// A raw file renamed, while open in place, to a name a document type claims: its handles'

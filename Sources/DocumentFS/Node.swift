@@ -40,6 +40,9 @@ struct NodeState {
     /// The file this inode named when a rename replaced it or an unlink removed it while the kernel
     /// still held it: an open racing with a save-by-rename gets this old version, whole.
     var retained: OwnedDescriptor?
+    /// The number the file was known by when its name went while it was open or held: what
+    /// `fstat` still shows.
+    var formerIdentity: UInt64?
     /// The stage's file while there is one (a mirror of `StageSlot.stage`), for attributes.
     var stagedFile: StagingFile?
     /// Threads that opened the document for writing or wrote to it; they see the staged size and

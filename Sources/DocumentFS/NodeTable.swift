@@ -18,16 +18,13 @@ final class NodeTable: Sendable {
         var name: FileName
     }
 
-    /// 64 bytes: one per inode the kernel holds, so a million of them are a dictionary of this size.
+    /// 56 bytes: one per inode the kernel holds, so a million of them are a dictionary of this size.
     /// What only hard-linked files need lives in `links`.
     private struct Record {
         var node: Node?
         var parent: Inode
         /// The root's record has no name of its own; this one is never looked up.
         var name: FileName
-        /// The number the store knows the item by (`FileStatus.identity`) when last looked up: what
-        /// it still shows once its name is gone.
-        var identity: UInt64 = 0
         var lookupCount: UInt64 = 0
         var openCount: Int32 = 0
         var childRecords: Int32 = 0
@@ -107,10 +104,6 @@ final class NodeTable: Sendable {
 
     func name(of inode: Inode) -> FileName? { state.withLock { $0.records[inode]?.name } }
 
-    /// The number the store knew the inode's item by when it was last looked up; nil if never.
-    func identity(of inode: Inode) -> UInt64? {
-        state.withLock { state in state.records[inode].flatMap { $0.identity == 0 ? nil : $0.identity } }
-    }
 
     /// Where a detached inode was last named (a rename replaced it, or it was removed), while its
     /// parent is still known.
@@ -138,18 +131,16 @@ final class NodeTable: Sendable {
     /// file still is that file. A record's file is replaced by a save, the file system then gives
     /// its number to a new file, and a file has several links for a moment while a package is
     /// cloned: without that check, two unrelated names became one inode, sharing one stage.
-    /// `status`: the item's, as just taken (its identity is remembered).
+    /// `status`: the item's, as just taken.
     func child(
         parent: Inode, name: FileName, counting: Bool, status: FileStatus? = nil,
         identity: (_ at: String) -> StoredFileIdentity? = { _ in nil }
     ) -> Inode {
         let linkedFile = status.flatMap(StoredFileIdentity.init)
-        let shown = status?.identity ?? 0
         return state.withLock { state in
             let key = ChildKey(parent: parent, name: name)
             if let inode = state.byName[key], var record = state.records[inode] {
                 if counting { record.lookupCount += 1 }
-                if shown != 0 { record.identity = shown }
                 state.records[inode] = record
                 return inode
             }
@@ -157,7 +148,6 @@ final class NodeTable: Sendable {
                 if let path = Self.path(of: inode, in: state), identity(path) == linkedFile {
                     state.links[inode, default: Links()].aliases += 1
                     if counting { record.lookupCount += 1 }
-                    if shown != 0 { record.identity = shown }
                     state.records[inode] = record
                     state.byName[key] = inode
                     return inode
@@ -168,7 +158,7 @@ final class NodeTable: Sendable {
             }
             let inode = state.nextInode
             state.nextInode += 1
-            var record = Record(node: nil, parent: parent, name: name, identity: shown)
+            var record = Record(node: nil, parent: parent, name: name)
             if counting { record.lookupCount = 1 }
             state.records[inode] = record
             state.byName[key] = inode

@@ -10,24 +10,47 @@ extension DirectoryStore {
         var raw = stat()
         try retryingOnInterrupt("lstat", path: path) { fstatat(directory, name, &raw, AT_SYMLINK_NOFOLLOW) }
         var status = FileStatus(raw)
-        status.identity = identity(of: status, at: Self.attributePath(name: name, in: directory))
+        status.identity = Self.withAttributePath(name: name, in: directory) { identity(of: status, at: $0) }
         return status
     }
 
-    /// The path extended attribute calls take for `name` in `directory`: they have no `*at` form.
-    static func attributePath(name: UnsafePointer<CChar>, in directory: Int32) -> String {
-        let name = FileSystemPath.string(fromCString: name)
-        return directory == AT_FDCWD ? name : "/proc/self/fd/\(directory)/" + name
+    /// Calls `body` with the path extended attribute calls (which have no `*at` form) take for
+    /// `name` in `directory`: `/proc/self/fd/N/name`. Built on the stack: this is on every lookup,
+    /// and small allocations between the node table's long-lived ones keep the heap from shrinking.
+    static func withAttributePath<T>(name: UnsafePointer<CChar>, in directory: Int32, _ body: (UnsafePointer<CChar>) -> T) -> T {
+        guard directory != AT_FDCWD else { return body(name) }
+        let length = strlen(name)
+        var digits = 1
+        var rest = UInt32(bitPattern: directory) / 10
+        while rest > 0 {
+            digits += 1
+            rest /= 10
+        }
+        let prefix = procFDPrefix.count
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: prefix + digits + 1 + length + 1) { buffer in
+            for (index, character) in procFDPrefix.enumerated() { buffer[index] = character }
+            var number = UInt32(bitPattern: directory)
+            for index in stride(from: prefix + digits - 1, through: prefix, by: -1) {
+                buffer[index] = CChar(UInt8(ascii: "0") + UInt8(number % 10))
+                number /= 10
+            }
+            buffer[prefix + digits] = CChar(UInt8(ascii: "/"))
+            for index in 0...length { buffer[prefix + digits + 1 + index] = name[index] }
+            guard let path = buffer.baseAddress else { return body(name) }
+            return body(path)
+        }
     }
+
+    private static let procFDPrefix: [CChar] = Array("/proc/self/fd/".utf8CString.dropLast())
 
     /// Calls `body` with a path for extended attribute calls on the item at `full`, resolved
     /// beneath the store as every path is (see `ConfinedTree`).
-    private static func withAttributePath<T>(_ full: String, _ body: (String) -> T) -> T? {
-        try? FileSystemPath.at(full) { directory, name in body(attributePath(name: name, in: directory)) }
+    private static func withAttributePath<T>(_ full: String, _ body: (UnsafePointer<CChar>) -> T) -> T? {
+        try? FileSystemPath.at(full) { directory, name in withAttributePath(name: name, in: directory, body) }
     }
 
-    /// The number the item at `attributePath` (as `attributePath(name:in:)` gives) is known by.
-    func identity(of status: FileStatus, at attributePath: String) -> UInt64 {
+    /// The number the item at `attributePath` (as `withAttributePath` gives) is known by.
+    func identity(of status: FileStatus, at attributePath: UnsafePointer<CChar>) -> UInt64 {
         guard let identities, let attribute = identities.attributeName else { return status.inode }
         // Only files and folders are ever replaced by a save; other items keep their own number.
         guard status.kind == .regular || status.kind == .directory else {
@@ -49,8 +72,10 @@ extension DirectoryStore {
         guard let identities, let attribute = identities.attributeName else { return inode }
         switch kind {
         case .regular, .directory:
-            let path = "/proc/self/fd/\(directory.rawValue)/" + name.string
-            if let kept = Self.storedIdentity(at: path, attribute: attribute) { return kept }
+            let kept = FileSystemPath.withCString(name.string) { name in
+                Self.withAttributePath(name: name, in: directory.rawValue) { Self.storedIdentity(at: $0, attribute: attribute) }
+            }
+            if let kept { return kept }
             if identities.ownsNumber(inode) { return inode }
         case .unknown:
             break
@@ -112,20 +137,17 @@ extension DirectoryStore {
     /// setxattr's XATTR_CREATE, which Glibc's module does not export.
     private static let createOnly: Int32 = 1
 
-    private static func storedIdentity(at attributePath: String, attribute: String) -> UInt64? {
-        var value = [UInt8](repeating: 0, count: 8)
-        let read = FileSystemPath.withCString(attributePath) { path in
-            FileSystemPath.withCString(attribute) { lgetxattr(path, $0, &value, value.count) }
-        }
-        return read == 8 ? ItemIdentities.number(attributeValue: value) : nil
+    /// The number an item's attribute holds: exactly 8 bytes, little-endian, not 0 (which `readdir`
+    /// callers skip).
+    private static func storedIdentity(at attributePath: UnsafePointer<CChar>, attribute: String) -> UInt64? {
+        var value: UInt64 = 0
+        let read = attribute.withCString { lgetxattr(attributePath, $0, &value, MemoryLayout<UInt64>.size) }
+        let number = UInt64(littleEndian: value)
+        return read == MemoryLayout<UInt64>.size && number != 0 ? number : nil
     }
 
-    private static func storeIdentity(_ identity: UInt64, at attributePath: String, attribute: String, exclusive: Bool) -> Bool {
-        let value = ItemIdentities.bytes(of: identity)
-        return value.withUnsafeBytes { bytes in
-            FileSystemPath.withCString(attributePath) { path in
-                FileSystemPath.withCString(attribute) { lsetxattr(path, $0, bytes.baseAddress, bytes.count, exclusive ? Self.createOnly : 0) == 0 }
-            }
-        }
+    private static func storeIdentity(_ identity: UInt64, at attributePath: UnsafePointer<CChar>, attribute: String, exclusive: Bool) -> Bool {
+        var value = identity.littleEndian
+        return attribute.withCString { lsetxattr(attributePath, $0, &value, MemoryLayout<UInt64>.size, exclusive ? Self.createOnly : 0) == 0 }
     }
 }

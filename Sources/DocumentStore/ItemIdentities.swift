@@ -111,13 +111,6 @@ final class ItemIdentities: Sendable {
         (0..<8).map { UInt8(truncatingIfNeeded: number >> (8 * $0)) }
     }
 
-    /// The number an attribute value names: exactly 8 bytes, not 0 (which `readdir` callers skip).
-    static func number(attributeValue value: [UInt8]?) -> UInt64? {
-        guard let value, value.count == 8 else { return nil }
-        let number = number(value[0..<8])
-        return number == 0 ? nil : number
-    }
-
     /// Whether an item without an attribute can be known by its file system's number: not one
     /// carried away to another item, and not in DocFS's own range.
     func ownsNumber(_ inode: UInt64) -> Bool {

@@ -109,6 +109,29 @@ struct IdentityTests {
         #expect(try Self.stat(mount, documents) == after, "after a remount")
     }
 
+    /// A file whose name goes while it is open is still the same file: fstat shows its number.
+    @Test func anOpenFileKeepsItsNumberWhenItsNameGoes() throws {
+        let mount = try MountedStore(texts: ["doc.txt": "a document\n", "other.txt": "other\n"])
+        defer { mount.unmount() }
+        let result = try mount.python("""
+            import os
+            with open("raw.bin", "wb") as f: f.write(b"raw")
+            for name in ["doc.txt", "raw.bin"]:
+                fd = os.open(name, os.O_RDONLY)
+                before = os.fstat(fd).st_ino
+                os.unlink(name)
+                print(name, "unlinked", os.fstat(fd).st_ino == before, os.fstat(fd).st_nlink)
+                os.close(fd)
+            fd = os.open("other.txt", os.O_RDONLY)
+            before = os.fstat(fd).st_ino
+            with open("new.txt", "w") as f: f.write("new\\n")
+            os.rename("new.txt", "other.txt")
+            print("replaced", os.fstat(fd).st_ino == before, os.lstat("other.txt").st_ino != before)
+            os.close(fd)
+            """)
+        #expect(result.output == "doc.txt unlinked True 0\nraw.bin unlinked True 0\nreplaced True True\n", "\(result.output)\(result.error)")
+    }
+
     /// The number a save carries is DocFS's own: root on the mount cannot list, read or forge it.
     @Test func theCarriedNumberCannotBeSeenOrForgedThroughTheMount() throws {
         let mount = try MountedStore(texts: ["doc.txt": "first\n"])
