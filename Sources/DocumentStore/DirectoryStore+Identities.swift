@@ -1,4 +1,3 @@
-import CSystemShims
 import Glibc
 import SystemSupport
 
@@ -7,9 +6,7 @@ import SystemSupport
 extension DirectoryStore {
     /// The status of the item `name` in `directory` (AT_FDCWD: `name` is a whole path), with its identity.
     func identifiedStatus(name: UnsafePointer<CChar>, in directory: Int32, path: String) throws -> FileStatus {
-        var raw = stat()
-        try retryingOnInterrupt("lstat", path: path) { fstatat(directory, name, &raw, AT_SYMLINK_NOFOLLOW) }
-        var status = FileStatus(raw)
+        var status = try FileStatus.of(name: name, in: directory, path: path)
         status.identity = Self.withAttributePath(name: name, in: directory) { identity(of: status, at: $0) }
         return status
     }
@@ -56,12 +53,12 @@ extension DirectoryStore {
         guard status.kind == .regular || status.kind == .directory else {
             return identities.ownsNumber(status.inode) ? status.inode : status.inode | ItemIdentities.transientBit
         }
-        if let kept = Self.storedIdentity(at: attributePath, attribute: attribute) { return kept }
+        if let kept = NumberAttribute.read(at: attributePath, name: attribute) { return kept }
         if identities.ownsNumber(status.inode) { return status.inode }
         // The file system gave this new item a number that another item carries: give it its own.
         if !isReadOnly, let fresh = identities.fresh() {
-            if Self.storeIdentity(fresh, at: attributePath, attribute: attribute, exclusive: true) { return fresh }
-            if let kept = Self.storedIdentity(at: attributePath, attribute: attribute) { return kept }
+            if NumberAttribute.write(fresh, at: attributePath, name: attribute, exclusive: true) { return fresh }
+            if let kept = NumberAttribute.read(at: attributePath, name: attribute) { return kept }
         }
         return status.inode | ItemIdentities.transientBit
     }
@@ -73,7 +70,7 @@ extension DirectoryStore {
         switch kind {
         case .regular, .directory:
             let kept = FileSystemPath.withCString(name.string) { name in
-                Self.withAttributePath(name: name, in: directory.rawValue) { Self.storedIdentity(at: $0, attribute: attribute) }
+                Self.withAttributePath(name: name, in: directory.rawValue) { NumberAttribute.read(at: $0, name: attribute) }
             }
             if let kept { return kept }
             if identities.ownsNumber(inode) { return inode }
@@ -92,11 +89,11 @@ extension DirectoryStore {
         guard let identities, let attribute = identities.attributeName else { return nil }
         guard existing.kind == .directory || existing.linkCount == 1 else { return identities.fresh() }
         return Self.withAttributePath(full) { attributePath -> UInt64? in
-            if let kept = Self.storedIdentity(at: attributePath, attribute: attribute) { return kept }
+            if let kept = NumberAttribute.read(at: attributePath, name: attribute) { return kept }
             guard identities.ownsNumber(existing.inode) else { return identities.fresh() }
             // The item keeps its number in the attribute too, so a lookup between here and the
             // install does not find its number carried, unclaimed, and give it a fresh one.
-            _ = Self.storeIdentity(existing.inode, at: attributePath, attribute: attribute, exclusive: true)
+            _ = NumberAttribute.write(existing.inode, at: attributePath, name: attribute, exclusive: true)
             return identities.recordCarried(existing.inode) ? existing.inode : identities.fresh()
         } ?? nil
     }
@@ -104,10 +101,7 @@ extension DirectoryStore {
     /// Gives the file open as `descriptor` the number `identity`.
     func assignIdentity(_ identity: UInt64?, to descriptor: Int32) {
         guard let identity, let attribute = identities?.attributeName else { return }
-        let value = ItemIdentities.bytes(of: identity)
-        _ = value.withUnsafeBytes { bytes in
-            FileSystemPath.withCString(attribute) { fsetxattr(descriptor, $0, bytes.baseAddress, bytes.count, 0) }
-        }
+        NumberAttribute.write(identity, to: descriptor, name: attribute)
     }
 
     /// Gives a file DocFS just made a fresh number, so its first save has nothing to record.
@@ -127,27 +121,10 @@ extension DirectoryStore {
         else { return }
         if originalStatus.kind == .regular || originalStatus.kind == .directory {
             if let carried = identityToCarry(from: originalStatus, at: original), let attribute = identities?.attributeName {
-                _ = Self.withAttributePath(replacement) { Self.storeIdentity(carried, at: $0, attribute: attribute, exclusive: false) }
+                _ = Self.withAttributePath(replacement) { NumberAttribute.write(carried, at: $0, name: attribute, exclusive: false) }
             }
         }
         guard originalStatus.kind == .directory, let names = try? FileIO.directoryEntries(replacement) else { return }
         for name in names { carryIdentities(from: original + "/" + name, to: replacement + "/" + name) }
-    }
-
-    /// setxattr's XATTR_CREATE, which Glibc's module does not export.
-    private static let createOnly: Int32 = 1
-
-    /// The number an item's attribute holds: exactly 8 bytes, little-endian, not 0 (which `readdir`
-    /// callers skip).
-    private static func storedIdentity(at attributePath: UnsafePointer<CChar>, attribute: String) -> UInt64? {
-        var value: UInt64 = 0
-        let read = attribute.withCString { lgetxattr(attributePath, $0, &value, MemoryLayout<UInt64>.size) }
-        let number = UInt64(littleEndian: value)
-        return read == MemoryLayout<UInt64>.size && number != 0 ? number : nil
-    }
-
-    private static func storeIdentity(_ identity: UInt64, at attributePath: UnsafePointer<CChar>, attribute: String, exclusive: Bool) -> Bool {
-        var value = identity.littleEndian
-        return attribute.withCString { lsetxattr(attributePath, $0, &value, MemoryLayout<UInt64>.size, exclusive ? Self.createOnly : 0) == 0 }
     }
 }

@@ -70,6 +70,13 @@ public struct FileStatus: Equatable, Sendable {
     }
 
     /// `fstatat` relative to a directory descriptor, not following a final symlink.
+    /// `fstatat` of a name already a C string (as `FileSystemPath.at` gives); `path` names it in errors.
+    public static func of(name: UnsafePointer<CChar>, in directory: Int32, path: String) throws -> FileStatus {
+        var raw = stat()
+        try retryingOnInterrupt("lstat", path: path) { fstatat(directory, name, &raw, AT_SYMLINK_NOFOLLOW) }
+        return FileStatus(raw)
+    }
+
     public static func of(name: String, in directory: Int32) throws -> FileStatus {
         var raw = stat()
         try FileSystemPath.withCString(name) { characters in

@@ -1,0 +1,33 @@
+import CSystemShims
+import Glibc
+
+/// A 64-bit number kept in an extended attribute, little-endian, by a path given as a C string
+/// (`/proc/self/fd/N/name` for an item beneath a held directory). No allocation: these calls are on
+/// the lookup path.
+public enum NumberAttribute {
+    /// setxattr's XATTR_CREATE, which Glibc's module does not export.
+    private static let createOnly: Int32 = 1
+
+    /// The number the attribute holds; nil when it is absent, not 8 bytes, or 0 (which `readdir`
+    /// callers skip).
+    public static func read(at path: UnsafePointer<CChar>, name: String) -> UInt64? {
+        var value: UInt64 = 0
+        let read = name.withCString { lgetxattr(path, $0, &value, MemoryLayout<UInt64>.size) }
+        let number = UInt64(littleEndian: value)
+        return read == MemoryLayout<UInt64>.size && number != 0 ? number : nil
+    }
+
+    /// Sets the attribute; `exclusive`: only where it is absent. Whether it was set.
+    @discardableResult
+    public static func write(_ number: UInt64, at path: UnsafePointer<CChar>, name: String, exclusive: Bool) -> Bool {
+        var value = number.littleEndian
+        return name.withCString { lsetxattr(path, $0, &value, MemoryLayout<UInt64>.size, exclusive ? createOnly : 0) == 0 }
+    }
+
+    /// Sets the attribute on an open file. Whether it was set.
+    @discardableResult
+    public static func write(_ number: UInt64, to descriptor: Int32, name: String) -> Bool {
+        var value = number.littleEndian
+        return name.withCString { fsetxattr(descriptor, $0, &value, MemoryLayout<UInt64>.size, 0) == 0 }
+    }
+}
