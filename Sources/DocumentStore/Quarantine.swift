@@ -86,7 +86,7 @@ public enum Quarantine {
         return names.compactMap { name in
             let path = directory + "/" + name
             guard let status = try? FileStatus.of(path: path) else { return nil }
-            let date = timestamp(in: name) ?? status.modificationTime.date
+            let date = timestamp(in: name) ?? status.modificationDate
             return Item(path: path, date: date, bytes: size(of: path, status: status))
         }
     }

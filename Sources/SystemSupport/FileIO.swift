@@ -237,3 +237,10 @@ public enum FileIO {
 extension timespec {
     public var date: Date { Date(timeIntervalSince1970: TimeInterval(tv_sec) + TimeInterval(tv_nsec) / 1_000_000_000) }
 }
+
+extension FileStatus {
+    /// The modification time as a `Date`. Other modules use this rather than `timespec.date`: a
+    /// module that also imports a C module including <sys/types.h> may see another `timespec`,
+    /// which that extension does not reach (seen as a build failure that depended on file batching).
+    public var modificationDate: Date { modificationTime.date }
+}
