@@ -78,11 +78,7 @@ public struct FileStatus: Equatable, Sendable {
     }
 
     public static func of(name: String, in directory: Int32) throws -> FileStatus {
-        var raw = stat()
-        try FileSystemPath.withCString(name) { characters in
-            try retryingOnInterrupt("fstatat", path: name) { fstatat(directory, characters, &raw, AT_SYMLINK_NOFOLLOW) }
-        }
-        return FileStatus(raw)
+        try FileSystemPath.withCString(name) { try of(name: $0, in: directory, path: name) }
     }
 
     public static func == (lhs: FileStatus, rhs: FileStatus) -> Bool {

@@ -43,8 +43,7 @@ struct IdentityTests {
         #expect(Set(first.values).count == first.count, "no two items share a number")
         try Self.dropCaches()
         #expect(try Self.numbers(mount, order: "reverse") == first, "after drop_caches")
-        mount.unmount()
-        try mount.mount()
+        try mount.remount()
         #expect(try Self.numbers(mount, order: "reverse") == first, "after a remount")
         // `ls -i` takes numbers from readdir: they are the same.
         let listing = try mount.run(["ls", "-i", "-a", "folder7"])
@@ -75,8 +74,7 @@ struct IdentityTests {
         #expect(try Self.stat(mount, renamed) == before)
         try Self.dropCaches()
         #expect(try Self.stat(mount, renamed) == before, "after drop_caches")
-        mount.unmount()
-        try mount.mount()
+        try mount.remount()
         #expect(try Self.stat(mount, renamed) == before, "after a remount")
     }
 
@@ -104,8 +102,7 @@ struct IdentityTests {
             let numbers = try Self.stat(mount, ["raw.bin", "raw-link.bin"])
             #expect(link.succeeded && numbers.count == 2 && Set(numbers).count == 1, "hard links share one number")
         }
-        mount.unmount()
-        try mount.mount()
+        try mount.remount()
         #expect(try Self.stat(mount, documents) == after, "after a remount")
     }
 
@@ -171,8 +168,7 @@ struct IdentityTests {
         defer { mount.unmount() }
         #expect(try restic(mount, ["init"]).succeeded)
         #expect(try resticBackup(mount) == (0, 2000, 0))
-        mount.unmount()
-        try mount.mount()
+        try mount.remount()
         #expect(try resticBackup(mount) == (0, 0, 2000), "after a remount")
         try Self.dropCaches()
         #expect(try resticBackup(mount) == (0, 0, 2000), "after drop_caches")
@@ -202,8 +198,7 @@ struct IdentityTests {
         #expect(newest.succeeded, "\(newest.error)")
         let first = try mount.run(environment + ["borg", "create", "--list", "--filter=AM", "\(repository)::first", "."], timeout: 180)
         #expect(first.succeeded, "\(first.error)")
-        mount.unmount()
-        try mount.mount()
+        try mount.remount()
         let second = try mount.run(environment + ["borg", "create", "--list", "--filter=AM", "\(repository)::second", "."], timeout: 180)
         #expect(second.succeeded, "\(second.error)")
         let listed = (second.output + second.error).split(separator: "\n").filter { $0.hasPrefix("A ") || $0.hasPrefix("M ") }
@@ -222,8 +217,7 @@ struct IdentityTests {
             && git update-index --refresh >/dev/null && stat -c %Y.%i .git/index
             """, timeout: 180)
         #expect(setup.succeeded, "\(setup.error)")
-        mount.unmount()
-        try mount.mount()
+        try mount.remount()
         let changed = try mount.run(["git", "diff-files", "--name-only"], timeout: 120)
         #expect(changed.succeeded && changed.output.isEmpty, "git sees as changed: \(changed.output.prefix(300))")
         let index = try mount.shell("git status --porcelain && stat -c %Y.%i .git/index", timeout: 120)

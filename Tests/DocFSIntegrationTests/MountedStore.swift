@@ -130,6 +130,12 @@ final class MountedStore {
         return false
     }
 
+    /// Unmounts and mounts the same store again, with a daemon started afresh.
+    func remount() throws {
+        unmount()
+        try mount()
+    }
+
     /// Detaches the mount and stops the daemon, whatever state it is in.
     func unmount() {
         guard !unmounted else { return }
