@@ -226,6 +226,10 @@ int docfs_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
 }
 
+int docfs_spawn_actions_close_from(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
+
 /// The changes a watched directory reports: to its entries, and to the files in it.
 static const unsigned long long docfs_watched_events =
     FAN_CREATE | FAN_DELETE | FAN_MOVED_FROM | FAN_MOVED_TO | FAN_ATTRIB | FAN_MODIFY | FAN_CLOSE_WRITE

@@ -37,6 +37,10 @@ final class ChildProcess: @unchecked Sendable {
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
             posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         }
+        // Only standard input, output and error: tests run in parallel, and a descriptor another
+        // test holds open in its mount (not close-on-exec, as Foundation's writes are) would keep
+        // that mount busy for the life of this child, so its unmount waited for a server.
+        docfs_spawn_actions_close_from(&actions, 3)
         let cArguments = command.map { strdup($0) } + [nil]
         defer { cArguments.forEach { free($0) } }
         // The spawning thread may block signals (Dispatch's threads do); the child starts with none

@@ -132,20 +132,26 @@ final class MountedStore {
 
     /// Unmounts and mounts the same store again, with a daemon started afresh.
     func remount() throws {
-        unmount()
+        // A daemon killed instead of ending leaves no record of its mirror (a PostgreSQL store's is
+        // then built afresh) and may lose what a clean unmount keeps.
+        #expect(unmount(), "the daemon ended by itself within 10 s of its unmount")
         try mount()
     }
 
-    /// Detaches the mount and stops the daemon, whatever state it is in.
-    func unmount() {
-        guard !unmounted else { return }
+    /// Detaches the mount and stops the daemon, whatever state it is in. False when the daemon had
+    /// to be killed.
+    @discardableResult
+    func unmount() -> Bool {
+        guard !unmounted else { return true }
         unmounted = true
         _ = try? Self.run(["fusermount3", "-uz", mountPoint], timeout: 10)
-        guard let daemon else { return }
+        guard let daemon else { return true }
         if !daemon.wait(seconds: 10) {
             kill(daemon.pid, SIGKILL)
             daemon.wait()
+            return false
         }
+        return true
     }
 
     /// Kills the daemon with SIGKILL, as a crash would, and detaches the dead mount.

@@ -4,6 +4,7 @@
 #define DOCFS_CSYSTEMSHIMS_H
 
 #include <sys/types.h>
+#include <spawn.h>
 #include <sys/xattr.h>
 
 /// renameat2(2); flags are RENAME_NOREPLACE (1) and RENAME_EXCHANGE (2).
@@ -52,6 +53,10 @@ int docfs_malloc_trim(void);
 /// pipe2(O_CLOEXEC): both ends close-on-exec from the start, so no concurrently spawned child
 /// inherits them.
 int docfs_pipe_cloexec(int fds[2]);
+
+/// posix_spawn_file_actions_addclosefrom_np(3) (a GNU extension Swift's Glibc module omits): the
+/// spawned program gets no descriptor from `from` up.
+int docfs_spawn_actions_close_from(posix_spawn_file_actions_t *actions, int from);
 
 /// openat(2) with a creation mode (the libc function is variadic).
 int docfs_openat(int dirfd, const char *path, int flags, mode_t mode);
