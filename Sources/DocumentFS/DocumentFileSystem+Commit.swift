@@ -151,8 +151,8 @@ extension DocumentFileSystem {
         guard var stage = slot.stage else { throw .ioError }
         if stage.refusal?.generation != stage.generation {
             let kept = closing
-                ? try? store.quarantine(stage.file, for: path, reason: reason)
-                : try? store.quarantineCopy(of: stage.file, for: path, reason: reason)
+                ? try? store.quarantine(stage.file, for: path, reason: reason, owner: stage.writer)
+                : try? store.quarantineCopy(of: stage.file, for: path, reason: reason, owner: stage.writer)
             let later = closing ? "" : " The staged bytes are kept: later writes to the open file still land on them."
             logger.error("refused a write to \(path): \(reason). The stored document is unchanged; the refused bytes are in \(kept ?? "(could not be kept)").\(later)")
         } else if closing {

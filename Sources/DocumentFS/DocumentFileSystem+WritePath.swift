@@ -136,7 +136,7 @@ extension DocumentFileSystem {
             store.releaseSpace(of: stage.file)
             logger.error("a write to \(path) failed (\(cause)): the document keeps its previous version and the partial write is dropped to give its space back; the writer sees the error again at close")
         } else {
-            let kept = try? store.quarantine(stage.file, for: path, reason: "a write failed (\(cause)); the document kept its previous version")
+            let kept = try? store.quarantine(stage.file, for: path, reason: "a write failed (\(cause)); the document kept its previous version", owner: stage.writer)
             logger.error("a write to \(path) failed (\(cause)): the document keeps its previous version; the partial write is in \(kept ?? "(could not be kept)")")
         }
         node.state.withLock { $0.stagedFile = nil }
@@ -266,7 +266,7 @@ extension DocumentFileSystem {
             // Refusals have quarantined the bytes already; anything still here could not be stored.
             guard let left = slot.stage else { return }
             let path = nodes.path(of: node.inode) ?? "(removed)"
-            let kept = try? store.quarantine(left.file, for: path, reason: "could not be stored when the file was closed: \(error)")
+            let kept = try? store.quarantine(left.file, for: path, reason: "could not be stored when the file was closed: \(error)", owner: left.writer)
             logger.error("the last write to \(path) could not be stored (\(error)); its bytes are kept in \(kept ?? "the staging area")")
         }
     }

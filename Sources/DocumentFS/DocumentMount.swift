@@ -36,7 +36,7 @@ public final class DocumentMount: Sendable {
     /// unmounted (returns 0) or stopped by SIGINT, SIGTERM or SIGHUP (returns the signal number).
     @discardableResult
     public func serve(at mountPoint: String, ready: () -> Void = {}) throws -> Int32 {
-        let session = try FUSESession(operations: fileSystem, mountPoint: mountPoint, options: mountOptions)
+        let session = try FUSESession(operations: MountOperations(documents: fileSystem), mountPoint: mountPoint, options: mountOptions)
         fileSystem.notifier.attach(session)
         defer { fileSystem.notifier.attach(nil) }
         fileSystem.startWatching()

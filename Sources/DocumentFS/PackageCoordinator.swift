@@ -124,7 +124,7 @@ final class PackageCoordinator: Sendable {
             result = try codec.encode(document, claim: claim, existingFile: try? store.fileWrapper(at: root))
         } catch {
             let reason = "the package would not decode as \(claim.type.name) (\(claim.contentType.identifier)): \(describe(error))"
-            let kept = try? store.quarantineItem(clone, for: root, reason: "change to \(change.member): \(reason)")
+            let kept = try? store.quarantineItem(clone, for: root, reason: "change to \(change.member): \(reason)", owner: Requester.current)
             logger.error("refused a change to \(change.member) in \(root): \(reason). The stored package is unchanged; the refused package is in \(kept ?? "(could not be kept)")")
             if kept == nil { store.removePrivateItem(clone) }
             throw .ioError
@@ -140,7 +140,7 @@ final class PackageCoordinator: Sendable {
             }
         } catch let refusal as StoreRefusal {
             // The changed package is the user's work: kept whole, never dropped.
-            let kept = try? store.quarantineItem(clone, for: root, reason: "change to \(change.member): \(refusal.reason)")
+            let kept = try? store.quarantineItem(clone, for: root, reason: "change to \(change.member): \(refusal.reason)", owner: Requester.current)
             logger.error("refused a change to \(change.member) in \(root): \(refusal.reason). The refused package is in \(kept ?? "(could not be kept)")")
             if kept == nil { store.removePrivateItem(clone) }
             throw .ioError

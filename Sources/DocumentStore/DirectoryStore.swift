@@ -329,32 +329,35 @@ public final class DirectoryStore: DocumentStore {
         try FileIO.synchronize(descriptor, path: full)
     }
 
-    public func quarantine(_ staging: StagingFile, for path: String, reason: String) throws -> String {
-        try quarantine(absolutePath: staging.path, for: path, reason: reason, tag: "rejected")
+    public func quarantine(_ staging: StagingFile, for path: String, reason: String, owner: Ownership?) throws -> String {
+        try quarantine(absolutePath: staging.path, for: path, reason: reason, tag: "rejected", owner: owner)
     }
 
-    public func quarantineCopy(of staging: StagingFile, for path: String, reason: String) throws -> String {
+    public func quarantineCopy(of staging: StagingFile, for path: String, reason: String, owner: Ownership?) throws -> String {
         let copy = try makeStagingFile(seededFrom: staging.descriptor, for: path)
         do {
-            return try quarantine(absolutePath: copy.path, for: path, reason: reason, tag: "rejected")
+            return try quarantine(absolutePath: copy.path, for: path, reason: reason, tag: "rejected", owner: owner)
         } catch {
             discard(copy)
             throw error
         }
     }
 
-    public func quarantineItem(_ item: String, for path: String, reason: String) throws -> String {
-        try quarantine(absolutePath: absolute(item), for: path, reason: reason, tag: "rejected")
+    public func quarantineItem(_ item: String, for path: String, reason: String, owner: Ownership?) throws -> String {
+        try quarantine(absolutePath: absolute(item), for: path, reason: reason, tag: "rejected", owner: owner)
     }
 
     /// Moves an item into the quarantine under a name that sorts by time, with a `.reason` file
-    /// beside it naming the document, the time and why.
-    private func quarantine(absolutePath: String, for path: String, reason: String, tag: String) throws -> String {
+    /// beside it naming the document, the time and why. Both are given to `owner`, so the mount's
+    /// quarantine view shows them to that user (the folders above stay the daemon's, 0700).
+    private func quarantine(absolutePath: String, for path: String, reason: String, tag: String, owner: Ownership? = nil) throws -> String {
         let time = timestamp()
         let base = quarantineDirectory + "/" + time + "-" + uniqueName(tag) + "-" + StagingName.encode(path)
         try FileIO.rename(absolutePath, base)
+        if let owner, canChangeOwner { try? Paths.setOwner(base, userID: owner.userID, groupID: owner.groupID) }
         let note = Quarantine.Note(document: path, time: time, reason: reason)
         if let descriptor = try? FileIO.open(base + ".reason", O_WRONLY | O_CREAT | O_EXCL, mode: 0o600) {
+            if let owner, canChangeOwner { fchown(descriptor, owner.userID, owner.groupID) }
             try? FileIO.writeAll(descriptor, note.data)
             FileIO.close(descriptor)
         }

@@ -47,11 +47,12 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// Makes the folder at `path` durable: its entries, not the items they name (fsync of a folder).
     func synchronizeDirectory(_ path: String) throws
     /// Keeps rejected bytes for the user: moves the staging file into the quarantine, with a note
-    /// saying which document it was for, when and why it was refused. Returns where it went.
-    func quarantine(_ staging: StagingFile, for path: String, reason: String) throws -> String
+    /// saying which document it was for, when and why it was refused. The item and its note belong
+    /// to `owner`, who wrote the bytes (nil: the daemon's own). Returns where it went.
+    func quarantine(_ staging: StagingFile, for path: String, reason: String, owner: Ownership?) throws -> String
     /// Like `quarantine`, but keeps a copy and leaves the staging file as it is (its writer may still
     /// complete it).
-    func quarantineCopy(of staging: StagingFile, for path: String, reason: String) throws -> String
+    func quarantineCopy(of staging: StagingFile, for path: String, reason: String, owner: Ownership?) throws -> String
     /// A private copy of the directory (package) at `path` to prepare a change in: directories are
     /// made anew, files hard-linked, links copied, so the copy costs one entry per item and no data.
     /// Returns its store path (inside the private area), usable with every call here.
@@ -59,7 +60,7 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// Replaces the directory at `path` with the prepared one at `prepared`, in one atomic step.
     func replaceDirectory(at path: String, with prepared: String) throws
     /// Moves any item (a refused package change, say) into the quarantine with a note.
-    func quarantineItem(_ item: String, for path: String, reason: String) throws -> String
+    func quarantineItem(_ item: String, for path: String, reason: String, owner: Ownership?) throws -> String
     /// Removes a private item (an abandoned clone).
     func removePrivateItem(_ item: String)
 

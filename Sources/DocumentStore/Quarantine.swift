@@ -19,6 +19,12 @@ public struct QuarantineLimits: Sendable {
 /// The quarantine folder's items: each a file or folder named `TIME-TAG-PID-N-DOCUMENT`, with a
 /// `.reason` file beside it.
 public enum Quarantine {
+    /// The quarantine folder's name in the private area.
+    public static let folderName = FileName(validating: "quarantine")
+    /// Its path from the store's root, which is also its path in a mount (see the mount's
+    /// quarantine view).
+    public static let relativePath = DirectoryStore.privateName.string + "/" + folderName.string
+
     public struct Item: Sendable {
         public var path: String
         public var date: Date

@@ -232,18 +232,18 @@ public final class PostgresStore: DocumentStore {
         return clone
     }
 
-    public func quarantine(_ staging: StagingFile, for path: String, reason: String) throws -> String {
+    public func quarantine(_ staging: StagingFile, for path: String, reason: String, owner: Ownership?) throws -> String {
         forgetBase(staging.path)
-        return try mirror.quarantine(staging, for: path, reason: reason)
+        return try mirror.quarantine(staging, for: path, reason: reason, owner: owner)
     }
 
-    public func quarantineCopy(of staging: StagingFile, for path: String, reason: String) throws -> String {
-        try mirror.quarantineCopy(of: staging, for: path, reason: reason)
+    public func quarantineCopy(of staging: StagingFile, for path: String, reason: String, owner: Ownership?) throws -> String {
+        try mirror.quarantineCopy(of: staging, for: path, reason: reason, owner: owner)
     }
 
-    public func quarantineItem(_ item: String, for path: String, reason: String) throws -> String {
+    public func quarantineItem(_ item: String, for path: String, reason: String, owner: Ownership?) throws -> String {
         forgetBase(item)
-        return try mirror.quarantineItem(item, for: path, reason: reason)
+        return try mirror.quarantineItem(item, for: path, reason: reason, owner: owner)
     }
 
     public func removePrivateItem(_ item: String) {

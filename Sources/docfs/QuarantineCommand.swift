@@ -12,14 +12,40 @@ struct QuarantineCommand: ParsableCommand {
         abstract: "List, show, restore or prune the writes a store refused or a crash interrupted.",
         subcommands: [List.self, Show.self, Restore.self, Prune.self])
 
-    /// An item named on the command line: its quarantine name, or a unique prefix of it.
-    static func find(_ name: String, in store: DirectoryStore) throws -> Quarantine.Item {
-        let matches = store.quarantinedItems.filter { $0.name == name || $0.name.hasPrefix(name) }
-        if let exact = matches.first(where: { $0.name == name }) { return exact }
-        guard matches.count == 1, let item = matches.first else {
-            throw ValidationError(matches.isEmpty ? "no quarantined item named \(name) (see `docfs quarantine list`)" : "\(name) names \(matches.count) items; give more of the name")
+    /// Where the quarantine is read: through a mount point, its `.docfs/quarantine` view, where
+    /// every user sees the items they wrote (root sees all) and restored copies are written with
+    /// the user's own rights; else the store's own folder, which only its owner (root) can read.
+    struct Location {
+        let items: String
+        /// The folder the documents' paths are relative to: the mount point, or the store.
+        let documents: String
+
+        init(_ store: StoreArgument) throws {
+            let named = realpath(store.location, nil).map { pointer in
+                defer { free(pointer) }
+                return String(cString: pointer)
+            }
+            if let named, MountTable.docfsStore(mountedAt: named) != nil {
+                items = named + "/" + Quarantine.relativePath
+                documents = named
+                return
+            }
+            let directoryStore = try store.openStore(readOnly: true, hint: geteuid() == 0 ? nil : "a user other than root reads their own refused saves through a mount point: docfs quarantine list MOUNTPOINT")
+            items = directoryStore.quarantineDirectory
+            documents = directoryStore.rootURL.path
         }
-        return item
+
+        var all: [Quarantine.Item] { Quarantine.items(in: items) }
+
+        /// An item named on the command line: its quarantine name, or a unique prefix of it.
+        func find(_ name: String) throws -> Quarantine.Item {
+            let matches = all.filter { $0.name == name || $0.name.hasPrefix(name) }
+            if let exact = matches.first(where: { $0.name == name }) { return exact }
+            guard matches.count == 1, let item = matches.first else {
+                throw ValidationError(matches.isEmpty ? "no quarantined item named \(name) (see `docfs quarantine list`)" : "\(name) names \(matches.count) items; give more of the name")
+            }
+            return item
+        }
     }
 
     struct List: ParsableCommand {
@@ -38,7 +64,7 @@ struct QuarantineCommand: ParsableCommand {
         }
 
         func run() throws {
-            let entries = try store.openStore().quarantinedItems.map { item in
+            let entries = try Location(store).all.map { item in
                 let note = item.note
                 return Entry(name: item.name, document: note?.document ?? "?", time: note?.time ?? "?", reason: note?.reason ?? Self.unreadable, bytes: item.bytes)
             }
@@ -56,7 +82,7 @@ struct QuarantineCommand: ParsableCommand {
         @Argument(help: "The item's name (or a unique prefix).") var item: String
 
         func run() throws {
-            let found = try QuarantineCommand.find(item, in: try store.openStore())
+            let found = try Location(store).find(item)
             let note = found.note
             print("""
                 document: \(PrintableText.escaped(note?.document ?? "?"))
@@ -79,20 +105,21 @@ struct QuarantineCommand: ParsableCommand {
         @Argument(help: "The item's name (or a unique prefix).") var item: String
 
         func run() throws {
-            let directoryStore = try store.openStore(readOnly: false)
-            let found = try QuarantineCommand.find(item, in: directoryStore)
+            let location = try Location(store)
+            let found = try location.find(item)
             guard let note = found.note else {
                 throw ValidationError("the note beside \(PrintableText.escaped(found.name)) does not parse, so which document it was for is not known; copy \(PrintableText.escaped(found.path)) yourself")
             }
             // The note names the document by its store path: every name on it is checked, and the
-            // copy is made beside the document through the store (never through a link).
+            // copy is made beside the document (never through a link), through the mount when the
+            // quarantine was read through one.
             let time = note.time.filter { $0.isLetter || $0.isNumber || $0 == "." }
             guard var names = try? StorePath.components(note.document), let last = names.popLast(),
                   let copyName = try? FileName(last.string + ".refused-" + time)
             else {
                 throw ValidationError("the note beside \(PrintableText.escaped(found.name)) names \(PrintableText.escaped(note.document)), which is no path in a store")
             }
-            var folder = directoryStore.rootURL.path
+            var folder = location.documents
             for name in names {
                 folder += "/" + name.string
                 do {

@@ -30,12 +30,13 @@ struct StoreArgument: ParsableArguments {
         return absolute
     }
 
-    func openStore(readOnly: Bool = true) throws -> DirectoryStore {
+    /// The store's directory, opened; `hint` is added to the message when it cannot be.
+    func openStore(readOnly: Bool = true, hint: String? = nil) throws -> DirectoryStore {
         let path = try path()
         do {
             return try DirectoryStore(path: path, readOnly: readOnly)
         } catch {
-            FileHandle.standardError.write(Data("docfs: cannot open store \(location): \(error)\n".utf8))
+            FileHandle.standardError.write(Data("docfs: cannot open store \(location): \(error)\(hint.map { "\n(\($0))" } ?? "")\n".utf8))
             throw ExitStatus.badStore
         }
     }
