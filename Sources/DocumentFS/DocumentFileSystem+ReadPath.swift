@@ -148,6 +148,7 @@ extension DocumentFileSystem {
             }
         }
         if truncating {
+            dropSetIDBits(of: node, path: path, writer: owner(context), process: context.processID)
             do {
                 try replaceStageWithEmpty(node, path: path)
             } catch {

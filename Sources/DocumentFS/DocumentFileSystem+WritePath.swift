@@ -74,6 +74,11 @@ extension DocumentFileSystem {
         var seed: OwnedDescriptor?
         if case .raw(let descriptor) = file.access {
             if !file.node.isStaged.load(ordering: .acquiring) {
+                if context.userID != 0, let status = try? descriptor.status(), status.permissions & (S_ISUID | S_ISGID) != 0,
+                   let path = nodes.path(of: inode)
+                {
+                    dropSetIDBits(of: file.node, path: path, writer: owner(context), process: context.processID)
+                }
                 try storeCall { try FileIO.writeAll(descriptor.rawValue, bytes, offset: offset) }
                 return bytes.count
             }
@@ -116,6 +121,9 @@ extension DocumentFileSystem {
             }
             stage.isDirty = true
             stage.generation += 1
+            if let requester = Requester.current, requester != stage.writer || stage.generation == 1, let path = nodes.path(of: node.inode) {
+                dropSetIDBits(of: node, path: path, writer: requester, process: caller)
+            }
             stage.writer = Requester.current ?? stage.writer
             // A thread new to this stage also joins the node's writers (who see staged attributes).
             if let caller, stage.writers.insert(caller).inserted {

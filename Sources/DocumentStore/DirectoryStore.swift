@@ -80,7 +80,7 @@ public final class DirectoryStore: DocumentStore {
         let privateArea = root + "/" + Self.privateAreaName
         stagingDirectory = privateArea + "/staging"
         temporaryDirectory = privateArea + "/tmp"
-        quarantineDirectory = privateArea + "/quarantine"
+        quarantineDirectory = privateArea + "/" + Quarantine.folderName.string
         if !readOnly {
             try Self.makePrivateDirectory(privateArea)
         }
@@ -454,9 +454,11 @@ public final class DirectoryStore: DocumentStore {
     /// The replaced file's permissions, owner, extended attributes and number go to its successor,
     /// so a save through DocFS is as invisible to them as an in-place write.
     private func copyMetadata(from source: String, existing: FileStatus, to descriptor: Int32, path: String) throws {
-        // A write clears set-user-ID and set-group-ID, as the kernel would on a local disk.
-        fchmod(descriptor, existing.permissions & ~mode_t(S_ISUID | S_ISGID))
+        // The owner first: a chown clears set-user-ID and set-group-ID. Those bits are taken as
+        // they are now: a write by someone without CAP_FSETID cleared them when it was made (see
+        // DocumentFileSystem.dropSetIDBits).
         if canChangeOwner { fchown(descriptor, existing.userID, existing.groupID) }
+        fchmod(descriptor, existing.permissions)
         assignIdentity(identityToCarry(from: existing, at: source), to: descriptor)
         for name in (try? extendedAttributeNames(relativeOrAbsolute: source)) ?? [] where name != identities?.attributeName {
             guard let value = try? rawExtendedAttribute(source, name: name) else { continue }

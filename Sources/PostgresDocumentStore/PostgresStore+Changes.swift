@@ -47,8 +47,9 @@ extension PostgresStore {
         do {
             // A file keeps the permissions, owner and extended attributes of the one it replaces.
             if let current = try? mirror.status(of: path), current.kind == .regular, wrapper.isRegularFile {
-                try mirror.setPermissions(prepared, mode_t(current.permissions))
+                // The owner first: a chown clears set-user-ID and set-group-ID.
                 if canChangeOwner { try? mirror.setOwner(prepared, Ownership(userID: current.userID, groupID: current.groupID)) }
+                try mirror.setPermissions(prepared, mode_t(current.permissions))
                 for name in (try? mirror.extendedAttributeNames(path)) ?? [] {
                     guard let value = try? mirror.extendedAttribute(path, name: name) else { continue }
                     try value.withUnsafeBytes { try mirror.setExtendedAttribute(prepared, name: name, value: $0, flags: 0) }

@@ -202,8 +202,9 @@ extension PostgresStore {
 
     private func applyAttributes(_ item: StoredItem, at path: String) throws {
         guard !item.isSymbolicLink else { return }
-        try mirror.setPermissions(path, mode_t(item.mode & 0o7777))
+        // The owner first: a chown clears set-user-ID and set-group-ID.
         if canChangeOwner { try? mirror.setOwner(path, Ownership(userID: item.userID, groupID: item.groupID)) }
+        try mirror.setPermissions(path, mode_t(item.mode & 0o7777))
         let wanted = Set(item.extendedAttributes.map(\.name))
         for name in (try? mirror.extendedAttributeNames(path)) ?? [] where !wanted.contains(name) {
             try? mirror.removeExtendedAttribute(path, name: name)

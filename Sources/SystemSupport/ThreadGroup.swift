@@ -6,25 +6,44 @@ public enum ThreadGroup {
     /// The process (thread group) ID of `thread`, from `/proc/THREAD/status`; nil when the thread is
     /// gone or cannot be looked at.
     public static func leader(of thread: pid_t) -> pid_t? {
+        guard let value = numbers(after: "Tgid:", inStatusOf: thread, capacity: 1024)?.first, value > 0 else { return nil }
+        return pid_t(value)
+    }
+
+    /// Whether `thread`'s process has `group` among its supplementary groups (`/proc/THREAD/status`);
+    /// false when the thread is gone.
+    public static func hasSupplementaryGroup(_ thread: pid_t, _ group: gid_t) -> Bool {
+        numbers(after: "Groups:", inStatusOf: thread, capacity: 8192)?.contains(UInt64(group)) ?? false
+    }
+
+    /// The decimal numbers on the line of `/proc/THREAD/status` that starts with `key`
+    /// ("Tgid:\t1234", "Groups:\t4 24 27").
+    private static func numbers(after key: String, inStatusOf thread: pid_t, capacity: Int) -> [UInt64]? {
         guard thread > 0 else { return nil }
         let descriptor = open("/proc/\(thread)/status", O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
-        var buffer = [UInt8](repeating: 0, count: 1024)
+        var buffer = [UInt8](repeating: 0, count: capacity)
         let count = read(descriptor, &buffer, buffer.count)
         guard count > 0 else { return nil }
-        // "Name:\t…\nUmask:\t…\nState:\t…\nTgid:\t1234\n…"
         let text = buffer[0..<count]
-        let key = Array("\nTgid:".utf8)
-        guard let start = text.indices.first(where: { text[$0...].starts(with: key) }) else { return nil }
-        var value: pid_t = 0
-        var index = start + key.count
-        while index < text.endIndex, text[index] == UInt8(ascii: "\t") || text[index] == UInt8(ascii: " ") { index += 1 }
-        while index < text.endIndex, let digit = Optional(text[index]), digit >= 48 && digit <= 57 {
-            value = value * 10 + pid_t(digit - 48)
+        let line = Array(("\n" + key).utf8)
+        guard let start = text.indices.first(where: { text[$0...].starts(with: line) }) else { return nil }
+        var values: [UInt64] = []
+        var current: UInt64?
+        var index = start + line.count
+        while index < text.endIndex, text[index] != UInt8(ascii: "\n") {
+            let byte = text[index]
+            if byte >= 48 && byte <= 57 {
+                current = (current ?? 0) &* 10 &+ UInt64(byte - 48)
+            } else if let value = current {
+                values.append(value)
+                current = nil
+            }
             index += 1
         }
-        return value > 0 ? value : nil
+        if let current { values.append(current) }
+        return values
     }
 
     /// Whether `caller` is one of `threads` or a thread of the same process as one of them.
