@@ -44,9 +44,10 @@ extension DocumentFileSystem {
     /// A node's entry as `caller` should see it: a writer sees its staged size and times, everyone
     /// else the committed ones. While a write is staged the attributes are not cached, so each asks.
     func entry(for inode: Inode, path: String, status: FileStatus, caller: pid_t?) -> Entry {
-        let (staged, timeout) = stagedStatus(of: nodes.existingNode(inode), for: caller)
+        let node = nodes.existingNode(inode)
+        let (staged, timeout) = stagedStatus(of: node, for: caller)
         return Entry(
-            inode: inode, attributes: attributes(path: path, status: status, staged: staged),
+            inode: inode, attributes: attributes(path: path, status: shownStatus(status, of: node), staged: staged),
             entryTimeout: cacheTimeout, attributeTimeout: timeout)
     }
 
@@ -119,7 +120,7 @@ extension DocumentFileSystem {
         return try namespace.reading { () throws(FUSEError) -> AttributesReply in
             if let path = nodes.path(of: inode) {
                 let status = try storeCall { try store.status(of: path) }
-                return AttributesReply(attributes: attributes(path: path, status: status, staged: staged), timeout: timeout)
+                return AttributesReply(attributes: attributes(path: path, status: shownStatus(status, of: node), staged: staged), timeout: timeout)
             }
             // Unlinked while open, or replaced by a rename: what its last file still shows.
             guard let kept = node?.state.withLock({ $0.committed }), var status = try? kept.status() else { throw .stale }

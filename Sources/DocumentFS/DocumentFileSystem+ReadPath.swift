@@ -128,6 +128,7 @@ extension DocumentFileSystem {
         // newer one since this open found its file.
         let raced = node.state.withLock { state -> Bool in
             if let seenCommits, state.commits != seenCommits { return true }
+            holdCachedVersionIfChangedBeside(&state, opening: liveVersion)
             state.live = live
             state.openHandles += 1
             if writing {
@@ -158,19 +159,24 @@ extension DocumentFileSystem {
         }
         let writeOnly = flags & O_ACCMODE == O_WRONLY
         let reply = node.state.withLock { state in
-            let directIO = writing ? writeOnly : state.isBeingWritten
+            // While cached readers hold a version that changed beside this mount, the page cache
+            // is theirs (see `heldStatus`).
+            let directIO = writing ? writeOnly : state.isBeingWritten || state.heldStatus != nil
             let keepCache = !directIO && state.stagedFile == nil && state.cachedVersion == liveVersion
             // A version that replaced the one the kernel last cached, by a change made elsewhere:
             // the kernel may still hold the old size (the change's invalidation can trail this
             // open), and would cut reads at it. Attributes only; the next read fetches them anew.
-            let staleSize = !writing && !keepCache && (state.cachedVersion != nil || store.hasChangeFeed)
+            let staleSize = !writing && !keepCache && state.heldStatus == nil && (state.cachedVersion != nil || store.hasChangeFeed)
             if !directIO {
                 // A cached reader fills the page cache with this version; a cached writer with its writes.
                 state.cachedVersion = writing ? nil : liveVersion
+                state.cachedAtCommit = state.commits
                 state.pageCacheInUse = true
+                if !writing { state.cachedReaders += 1 }
             }
-            let view = writing ? nil : ReadView(live, commit: state.commits)
-            return (register(OpenFile(node: node, access: .staged, flags: flags, view: view), keepCache: keepCache, directIO: directIO), staleSize)
+            var file = OpenFile(node: node, access: .staged, flags: flags, view: writing ? nil : ReadView(live, commit: state.commits))
+            file.readsThroughPageCache = !directIO && !writing
+            return (register(file, keepCache: keepCache, directIO: directIO), staleSize)
         }
         if reply.1 { notifier.invalidateAttributes(of: node.inode) }
         return reply.0

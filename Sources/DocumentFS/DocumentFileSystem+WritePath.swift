@@ -230,6 +230,7 @@ extension DocumentFileSystem {
         // The handle's node, not the kernel's inode: an open of a replaced inode is served by the
         // node that holds its name now.
         nodes.closed(file.node.inode)
+        if file.readsThroughPageCache { releaseCachedReader(of: file.node) }
         release(node: file.node, writable: file.isWritable)
     }
 

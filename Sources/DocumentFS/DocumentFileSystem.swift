@@ -87,12 +87,12 @@ final class DocumentFileSystem: FileSystemOperations {
             notifier.invalidateEntry(parent: parent, name: name)
             // The directory's cached listing, attributes and times changed too.
             notifier.invalidateContent(of: parent)
-            if let child = nodes.existingChild(parent: parent, name: name) { notifier.invalidateContent(of: child) }
+            if let child = nodes.existingChild(parent: parent, name: name) { dropCachedContent(of: child) }
         case .everything:
             logger.warning("the store changed faster than its watch could report; every cached name and attribute is dropped")
             for (parent, name, inode) in nodes.allNames() {
                 notifier.invalidateEntry(parent: parent, name: name)
-                notifier.invalidateContent(of: inode)
+                dropCachedContent(of: inode)
             }
         }
     }

@@ -50,11 +50,21 @@ struct NodeState {
     var writerThreads: Set<pid_t> = []
     /// The last stored version known to decode, so an unchanged document is decoded once.
     var decodedVersion: FileVersion?
-    /// The stored version whose bytes the kernel's page cache holds (from the last cached open).
+    /// The stored version whose bytes the kernel's page cache holds (from the last cached open),
+    /// and how many commits through this mount the node had seen then.
     var cachedVersion: FileVersion?
+    var cachedAtCommit: UInt64 = 0
     /// Whether any handle used the kernel's page cache since the last commit: only then must a
     /// commit drop the cached pages.
     var pageCacheInUse = false
+    /// Reading handles open through the kernel's page cache.
+    var cachedReaders = 0
+    /// Set when the stored version changed beside this mount (another mount's commit, a program
+    /// writing in the store) while cached readers were open: the version they read, whose size and
+    /// times every attribute reply keeps showing until the last of them closes. The kernel keeps
+    /// one size and one page cache per inode; changing either under a cached reader would end its
+    /// reads early or splice two versions. Readers opening meanwhile bypass the cache.
+    var heldStatus: FileStatus?
     /// Counts commits; `lastRewrite` is the last one that was not a pure append. A reader keeps the
     /// version it opened and follows later versions only while they extend it (`tail -f`).
     var commits: UInt64 = 0

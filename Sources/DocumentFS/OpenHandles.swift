@@ -21,6 +21,8 @@ struct OpenFile: Sendable {
     let flags: Int32
     /// For a handle that cannot write: the committed version it reads.
     let view: ReadView?
+    /// A reading handle served through the kernel's page cache.
+    var readsThroughPageCache = false
 
     var isWritable: Bool { flags & O_ACCMODE != O_RDONLY }
     var appends: Bool { flags & O_APPEND != 0 }

@@ -71,6 +71,42 @@ struct StoreWatchTests {
         }.count
     }
 
+    /// Issue 25: a reader half-way through a document keeps reading the version it opened, whole,
+    /// when a program replaces the document in the store beside DocFS (a new file renamed over
+    /// it); the mount shows the new version once the reader closes. Before, the change's
+    /// invalidation cut the reader off at the new, shorter size.
+    @Test func aReaderKeepsItsVersionWhileTheStoreReplacesTheDocument() throws {
+        var old = [UInt8]()
+        while old.count < 8 << 20 { old += Array("a line of the old version, read while it is replaced\n".utf8) }
+        let mount = try MountedStore(files: ["big.txt": Data(old)])
+        defer { mount.unmount() }
+        let reader = open(mount.inMount("big.txt"), O_RDONLY | O_CLOEXEC)
+        try #require(reader >= 0)
+        defer { close(reader) }
+        var read = [UInt8](repeating: 0, count: old.count + 1)
+        var total = 0
+        func readSome(_ limit: Int) {
+            while total < limit {
+                let count = read.withUnsafeMutableBytes { buffer in
+                    buffer.baseAddress.map { Glibc.read(reader, $0 + total, min(1 << 20, limit - total)) } ?? -1
+                }
+                guard count > 0 else { return }
+                total += count
+            }
+        }
+        readSome(1 << 20)
+        try mount.writeToStore("big.txt.new", Data("new\n".utf8))
+        #expect(rename(mount.inStore("big.txt.new"), mount.inStore("big.txt")) == 0)
+        // The change has reached the mount once a new opener reads the new version.
+        #expect(try secondsUntil { try mount.read("big.txt") == "new\n" } != nil)
+        readSome(read.count)
+        #expect(total == old.count, "the reader got \(total) of \(old.count) bytes")
+        #expect(read[0..<total].elementsEqual(old[0..<min(total, old.count)]), "the bytes are the version it opened")
+        close(reader)
+        var status = stat()
+        #expect(secondsUntil { stat(mount.inMount("big.txt"), &status) == 0 && status.st_size == 4 } != nil, "then stat shows the new version")
+    }
+
     @Test func theKernelKeepsAnUnchangedDocumentsPagesAcrossAReopen() throws {
         let text = String(repeating: "cached line\n", count: 20_000)
         let mount = try MountedStore(texts: ["doc.txt": text])
