@@ -131,6 +131,7 @@ extension DocumentFileSystem {
             live = stage.file.descriptor
         }
         let dropPages = node.state.withLock { state in
+            if !stage.onlyAppends { holdCachedVersionForRewrite(&state) }
             state.live = live
             state.decodedVersion = status.version
             state.cachedVersion = nil
@@ -142,7 +143,7 @@ extension DocumentFileSystem {
         }
         notifier.invalidateAttributes(of: node.inode)
         // Write-only handles bypass the page cache, so pages cached from before hold the old version.
-        if dropPages || reencoded { notifier.invalidateContent(of: node.inode) }
+        if dropPages || reencoded { invalidateContentUnlessHeld(node) }
     }
 
     /// Refuses the stage: EIO, the stored document unchanged, the refused bytes in the quarantine
@@ -167,7 +168,7 @@ extension DocumentFileSystem {
             state.cachedVersion = nil
             return state.pageCacheInUse
         }
-        if dropPages { notifier.invalidateContent(of: node.inode) }
+        if dropPages { invalidateContentUnlessHeld(node) }
         throw .ioError
     }
 

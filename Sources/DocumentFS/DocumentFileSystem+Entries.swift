@@ -46,8 +46,9 @@ extension DocumentFileSystem {
     func entry(for inode: Inode, path: String, status: FileStatus, caller: pid_t?) -> Entry {
         let node = nodes.existingNode(inode)
         let (staged, timeout) = stagedStatus(of: node, for: caller)
+        let (shown, shownStaged) = shownStatus(status, staged: staged, of: node)
         return Entry(
-            inode: inode, attributes: attributes(path: path, status: shownStatus(status, of: node), staged: staged),
+            inode: inode, attributes: attributes(path: path, status: shown, staged: shownStaged),
             entryTimeout: cacheTimeout, attributeTimeout: timeout)
     }
 
@@ -119,8 +120,8 @@ extension DocumentFileSystem {
         let (staged, timeout) = stagedStatus(of: node, for: context.processID)
         return try namespace.reading { () throws(FUSEError) -> AttributesReply in
             if let path = nodes.path(of: inode) {
-                let status = try storeCall { try store.status(of: path) }
-                return AttributesReply(attributes: attributes(path: path, status: shownStatus(status, of: node), staged: staged), timeout: timeout)
+                let (shown, shownStaged) = shownStatus(try storeCall { try store.status(of: path) }, staged: staged, of: node)
+                return AttributesReply(attributes: attributes(path: path, status: shown, staged: shownStaged), timeout: timeout)
             }
             // Unlinked while open, or replaced by a rename: what its last file still shows.
             guard let kept = node?.state.withLock({ $0.committed }), var status = try? kept.status() else { throw .stale }

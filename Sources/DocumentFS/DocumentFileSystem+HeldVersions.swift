@@ -2,15 +2,16 @@ import DocumentStore
 import FUSE
 import SystemSupport
 
-/// A version changed beside this mount (another mount's commit, a program writing in the store)
-/// while readers here read an older one through the kernel's page cache. The kernel keeps one size
-/// and one page cache per inode: dropping them, or telling it the new size, would end those
-/// readers' reads early or splice the new version into the old. So the old version is held, its
-/// size and times shown, until the last of those readers closes; then the kernel is told. Readers
-/// that open meanwhile read the new version past the cache.
+/// Readers that read a document through the kernel's page cache while its version changes — a
+/// writer on this mount, another mount's commit, a program replacing it in the store. The kernel
+/// keeps one size and one page cache per inode: telling it a smaller size, or letting a writer's
+/// bytes into the cache, would end those readers' reads early or splice another version into
+/// theirs. So their version is held: its size and times are what attribute replies show (a writer
+/// sees its own, never smaller), and everyone else who opens meanwhile, writers included, bypasses
+/// the cache; the kernel is told the truth when the last of those readers closes.
 extension DocumentFileSystem {
-    /// Drops what the kernel caches of `inode`'s content and attributes, or, while cached readers
-    /// are open, holds their version until they close.
+    /// After a change made beside the mount: drops what the kernel caches of `inode`'s content and
+    /// attributes, or, while cached readers are open, holds their version until they close.
     func dropCachedContent(of inode: Inode) {
         if let node = nodes.existingNode(inode) {
             let held = node.state.withLock { state -> Bool in
@@ -34,6 +35,14 @@ extension DocumentFileSystem {
         state.heldStatus = try? state.live?.status()
     }
 
+    /// Drops the kernel's pages and attributes of `node` after a commit here, unless a version is
+    /// held (then that waits for its readers to close). An append is not held: readers read on
+    /// into it.
+    func invalidateContentUnlessHeld(_ node: Node) {
+        guard node.state.withLock({ $0.heldStatus }) == nil else { return }
+        notifier.invalidateContent(of: node.inode)
+    }
+
     /// A cached reader closed; the last one lets the kernel see a version held for them.
     func releaseCachedReader(of node: Node) {
         let released = node.state.withLock { state -> Bool in
@@ -46,15 +55,27 @@ extension DocumentFileSystem {
         if released { notifier.invalidateContent(of: node.inode) }
     }
 
-    /// The status attribute replies show for `node`: the held version's size and times while one
-    /// is held.
-    func shownStatus(_ status: FileStatus, of node: Node?) -> FileStatus {
-        guard let held = node?.state.withLock({ $0.heldStatus }) else { return status }
+    /// Something on this mount is about to show the kernel a size below the one cached readers
+    /// read (a truncation, a commit that rewrote the document): their version is held first.
+    /// Appends are not held back (readers follow them, as `tail -f` does). Call with the node's
+    /// state locked, before `live` is replaced.
+    func holdCachedVersionForRewrite(_ state: inout NodeState) {
+        guard state.cachedReaders > 0, state.heldStatus == nil else { return }
+        state.heldStatus = try? state.live?.status()
+    }
+
+    /// What attribute replies show for `node` while a version is held: to readers, that version's
+    /// size and times; to a writer, its staged status, but never a size below the held one (every
+    /// size told to the kernel becomes the one size of the inode, under the held readers too).
+    func shownStatus(_ status: FileStatus, staged: FileStatus?, of node: Node?) -> (FileStatus, FileStatus?) {
+        guard let held = node?.state.withLock({ $0.heldStatus }) else { return (status, staged) }
         var shown = status
         shown.size = held.size
         shown.blocks = held.blocks
         shown.modificationTime = held.modificationTime
         shown.changeTime = held.changeTime
-        return shown
+        guard var staged else { return (shown, nil) }
+        staged.size = max(staged.size, held.size)
+        return (status, staged)
     }
 }

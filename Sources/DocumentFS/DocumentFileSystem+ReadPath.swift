@@ -161,7 +161,10 @@ extension DocumentFileSystem {
         let reply = node.state.withLock { state in
             // While cached readers hold a version that changed beside this mount, the page cache
             // is theirs (see `heldStatus`).
-            let directIO = writing ? writeOnly : state.isBeingWritten || state.heldStatus != nil
+            // A writer's bytes never enter the page cache under readers reading through it.
+            let directIO = writing
+                ? writeOnly || state.cachedReaders > 0 || state.heldStatus != nil
+                : state.isBeingWritten || state.heldStatus != nil
             let keepCache = !directIO && state.stagedFile == nil && state.cachedVersion == liveVersion
             // A version that replaced the one the kernel last cached, by a change made elsewhere:
             // the kernel may still hold the old size (the change's invalidation can trail this

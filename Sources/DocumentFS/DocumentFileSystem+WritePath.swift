@@ -95,9 +95,12 @@ extension DocumentFileSystem {
         return bytes.count
     }
 
-    /// Changes the node's stage (made on first need from the committed content, or from `seed`) with
-    /// `body`, and marks it for commit. A failure of `body` poisons the stage.
-    func modifyStage(of node: Node, seed: OwnedDescriptor? = nil, caller: pid_t?, _ body: (inout Stage) throws(FUSEError) -> Void) throws(FUSEError) {
+    /// Changes the node's stage (made on first need from the committed content, or from `seed`, or
+    /// empty with `startEmpty`) with `body`, and marks it for commit. A failure of `body` poisons the
+    /// stage.
+    func modifyStage(
+        of node: Node, seed: OwnedDescriptor? = nil, startEmpty: Bool = false, caller: pid_t?, _ body: (inout Stage) throws(FUSEError) -> Void
+    ) throws(FUSEError) {
         try node.staging.withLock { (slot: inout StageSlot) throws(FUSEError) in
             if let failure = slot.stage?.failure { throw FUSEError(failure) }
             var stage: Stage
@@ -105,8 +108,8 @@ extension DocumentFileSystem {
                 stage = existing
             } else {
                 let storedPath = nodes.path(of: node.inode)
-                var source = node.state.withLock { $0.committed } ?? seed
-                if source == nil, let storedPath { source = try? store.openForReading(storedPath) }
+                var source = startEmpty ? nil : node.state.withLock { $0.committed } ?? seed
+                if source == nil, !startEmpty, let storedPath { source = try? store.openForReading(storedPath) }
                 let file = try storeCall { try store.makeStagingFile(seededFrom: source, for: storedPath ?? "(removed)") }
                 stage = Stage(file: file, isDirty: false)
                 stage.baseSize = source.flatMap { try? $0.status().size }
@@ -168,14 +171,24 @@ extension DocumentFileSystem {
                 return
             }
         }
-        try modifyStage(of: node, caller: handle == nil ? nil : caller) { (stage: inout Stage) throws(FUSEError) in
+        // An O_TRUNC open arrives as a truncation to nothing without a handle (the mount declines
+        // atomic O_TRUNC), from the thread that just opened the file for writing: it belongs to that
+        // writer's stage, as an ftruncate would.
+        let byWriter = node.state.withLock { state -> Bool in
+            holdCachedVersionForRewrite(&state)
+            return handle != nil || ThreadGroup.sameProcess(caller, asAnyOf: state.writerThreads)
+        }
+        // A truncation to nothing starts the stage empty: the content it discards is never copied.
+        // Only an ftruncate makes its caller one of the stage's writers: the opener's truncation
+        // alone, like a shell's `> file` before the command writes, commits nothing at its close.
+        try modifyStage(of: node, startEmpty: size == 0, caller: handle == nil ? nil : caller) { (stage: inout Stage) throws(FUSEError) in
             try storeCall { try retryingOnInterrupt("ftruncate") { ftruncate(stage.file.descriptor.rawValue, off_t(size)) } }
             stage.lowestChange = min(stage.lowestChange, size)
         }
         // ftruncate on an open file is staged with that file's writes; truncate(2) on a path is a
         // commit of its own, made as if by a handle opened and closed around it — final unless a
         // writer is at work on the same stage.
-        guard handle == nil else { return }
+        guard !byWriter else { return }
         let writersAtWork = node.state.withLock { $0.writableHandles > 0 }
         try node.staging.withLock { (slot: inout StageSlot) throws(FUSEError) in
             try commit(&slot, node: node, durable: false, closing: !writersAtWork)
@@ -261,7 +274,8 @@ extension DocumentFileSystem {
             slot.stage = nil
             node.state.withLock { state in
                 state.stagedFile = nil
-                state.writerThreads = []
+                // A writer that opened while this commit ran is a writer of the next stage.
+                if state.writableHandles == 0 { state.writerThreads = [] }
             }
         }
         guard let stage = slot.stage, stage.failure == nil else { return }

@@ -110,7 +110,10 @@ final class DocumentFileSystem: FileSystemOperations {
     }
 
     func initialize(connection: inout ConnectionSettings) {
-        connection.request(Capability.atomicOpenTruncate)
+        // No atomic O_TRUNC: with it the kernel sets the inode's one size to 0 itself after the open,
+        // under readers still reading the committed version through the page cache. Without it a
+        // truncating open arrives as a truncation (setattr) whose reply says what size to keep.
+        connection.decline(Capability.atomicOpenTruncate)
         connection.request(Capability.exportSupport)
         connection.request(Capability.spliceRead)
         connection.request(Capability.spliceWrite)

@@ -59,11 +59,8 @@ struct NodeState {
     var pageCacheInUse = false
     /// Reading handles open through the kernel's page cache.
     var cachedReaders = 0
-    /// Set when the stored version changed beside this mount (another mount's commit, a program
-    /// writing in the store) while cached readers were open: the version they read, whose size and
-    /// times every attribute reply keeps showing until the last of them closes. The kernel keeps
-    /// one size and one page cache per inode; changing either under a cached reader would end its
-    /// reads early or splice two versions. Readers opening meanwhile bypass the cache.
+    /// The version cached readers read, held while a writer is at work or the stored version
+    /// changed (see `DocumentFileSystem+HeldVersions`), until the last of them closes.
     var heldStatus: FileStatus?
     /// Counts commits; `lastRewrite` is the last one that was not a pure append. A reader keeps the
     /// version it opened and follows later versions only while they extend it (`tail -f`).
