@@ -9,9 +9,9 @@ import SystemSupport
 /// Readers see committed versions only. Writes that are not committed yet never reach the kernel's
 /// page cache that readers share: a handle opened write-only bypasses it (direct I/O), and a reader
 /// that opens while a writer is at work (or was, in the last two seconds) bypasses it too and reads
-/// the committed file. The exception: a reader that opened a document nobody was writing reads
-/// through the shared cache, so if a writer starts while it is still reading, it may see what a
-/// reader on a local disk sees (the size the writer sets, a read-write handle's writes).
+/// the committed file. A reader that opened a document nobody was writing reads through the shared
+/// cache; what a writer or a change beside the mount does then is kept from it (see
+/// `DocumentFileSystem+HeldVersions`).
 extension DocumentFileSystem {
     /// What an open found at the inode's name, resolved against renames in one step.
     private enum Found {
