@@ -222,6 +222,13 @@ def edit_small(path, count):
         with open(path, 'w') as f:
             f.write((f'# Edit {index}\n' + 'text ' * 200)[:1024])
 
+def read_tree(directory):
+    """open+read+close of every file under `directory`: small documents read again (cached)."""
+    for root, dirs, files in os.walk(directory):
+        for name in files:
+            with open(os.path.join(root, name), 'rb', buffering=0) as f:
+                f.read()
+
 def stat_tree(directory):
     for root, dirs, files in os.walk(directory):
         for name in files + dirs:
@@ -480,6 +487,7 @@ def main():
             ('small files', f'{args.small} x create+write+close', lambda t, i: small_files(f'{t}/small{i}', args.small), args.small, 'files/s'),
             ('unlink', f'{args.small} x unlink of those files', lambda t, i: unlink_all(f'{t}/small{i}'), args.small, 'files/s'),
             ('stat tree', f'lstat of {args.tree} files', lambda t, i: stat_tree(f'{t}/tree'), args.tree, 'files/s'),
+            ('small reads', f'open+read+close of {args.tree} small .txt', lambda t, i: read_tree(f'{t}/tree'), args.tree, 'files/s'),
             ('tar tree', f'tar c of {args.tree} files to /dev/null', lambda t, i: run('tar', 'cf', '/dev/null', '-C', t, 'tree'), args.tree, 'files/s'),
         ]
         if args.big_tree:
