@@ -18,15 +18,19 @@ public struct CommandValidator: Sendable {
     /// Variables of the daemon's environment the configuration passes on (`environment = [...]`),
     /// besides PATH, LANG, LC_* and DOCFS_*.
     public let passedVariables: [String]
+    /// The user (and that user's group) a root daemon runs the validator as for every save
+    /// (`user = "NAME"`); nil: as the writer.
+    public let user: Ownership?
 
     /// How much of the validator's output a refusal quotes.
     static let reasonLimit = 2000
 
-    public init(command: [String], executablePath: String, timeout: Double, passedVariables: [String] = []) {
+    public init(command: [String], executablePath: String, timeout: Double, passedVariables: [String] = [], user: Ownership? = nil) {
         self.command = command
         self.executablePath = executablePath
         self.timeout = timeout
         self.passedVariables = passedVariables
+        self.user = user
     }
 
     /// The validator's environment, from the daemon's: PATH, LANG, LC_*, DOCFS_* and the variables
@@ -117,12 +121,12 @@ private final class ValidatorRun {
             arguments.forEach { free($0) }
             variables.forEach { free($0) }
         }
-        // A root daemon runs it as the user whose request (or whose write) it judges; as root only
-        // for root's.
+        // A root daemon runs it as the configured user, else as the user whose request (or whose
+        // write) it judges; as root only for root's.
         let pid: pid_t
-        if geteuid() == 0, let requester = Requester.current, requester != Ownership(userID: 0, groupID: 0) {
+        if geteuid() == 0, let runAs = validator.user ?? Requester.current, runAs != Ownership(userID: 0, groupID: 0) {
             pid = docfs_spawn_validator_as(
-                validator.executablePath, arguments, variables, inputPipe[0], outputPipe[1], errorPipe[1], requester.userID, requester.groupID)
+                validator.executablePath, arguments, variables, inputPipe[0], outputPipe[1], errorPipe[1], runAs.userID, runAs.groupID)
         } else {
             pid = docfs_spawn_validator(validator.executablePath, arguments, variables, inputPipe[0], outputPipe[1], errorPipe[1])
         }

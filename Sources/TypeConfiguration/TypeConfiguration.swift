@@ -174,8 +174,8 @@ private struct ConfigurationReader {
         guard name != "raw", StandardDocumentTypes.named(name) == nil else {
             throw ConfigurationError(path, "\(section): \(name) is the name of a built-in type; choose another")
         }
-        for key in table.keys where !["extensions", "command", "timeout", "environment"].contains(key) {
-            throw ConfigurationError(path, "\(section): unknown key \(key) (known: extensions, command, timeout, environment)")
+        for key in table.keys where !["extensions", "command", "timeout", "environment", "user"].contains(key) {
+            throw ConfigurationError(path, "\(section): unknown key \(key) (known: extensions, command, timeout, environment, user)")
         }
         guard let commandArray = table["command"]?.array, !commandArray.isEmpty,
               case let command = commandArray.compactMap(\.string), command.count == commandArray.count,
@@ -217,11 +217,21 @@ private struct ConfigurationReader {
             }
             passedVariables = names
         }
+        var user: Ownership?
+        if let value = table["user"] {
+            guard let name = value.string, !name.isEmpty else {
+                throw ConfigurationError(path, "\(section): user must be the name of a user to run the validator as, like \"nobody\"")
+            }
+            guard let account = Self.account(named: name) else {
+                throw ConfigurationError(path, "\(section): user \(name) does not exist on this machine")
+            }
+            user = account
+        }
         guard let executable = Self.executable(program) else {
             let searched = program.contains("/") ? "" : " in PATH (\(ProcessInfo.processInfo.environment["PATH"] ?? ""))"
             throw ConfigurationError(path, "\(section): the validator \(program) was not found\(searched) or is not executable")
         }
-        let validator = CommandValidator(command: command, executablePath: executable, timeout: timeout, passedVariables: passedVariables)
+        let validator = CommandValidator(command: command, executablePath: executable, timeout: timeout, passedVariables: passedVariables, user: user)
         let contentTypes = extensions.compactMap { UTType(filenameExtension: $0) }
         let type = DocumentType.validator(named: name, readableContentTypes: contentTypes.isEmpty ? [.data] : contentTypes) { configuration in
             guard let contents = configuration.file.regularFileContents else {
@@ -235,6 +245,15 @@ private struct ConfigurationReader {
     /// `program` as an absolute path: as written when it has a '/', else the first executable of
     /// that name in PATH — resolved once, when the configuration is read, so a missing validator
     /// fails the mount rather than every save.
+    /// The user `name` and that user's primary group, from the password database.
+    private static func account(named name: String) -> Ownership? {
+        var entry = passwd()
+        var found: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getpwnam_r(name, &entry, &buffer, buffer.count, &found) == 0, found != nil else { return nil }
+        return Ownership(userID: entry.pw_uid, groupID: entry.pw_gid)
+    }
+
     private static func executable(_ program: String) -> String? {
         if program.contains("/") { return access(program, X_OK) == 0 ? program : nil }
         let searchPath = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"

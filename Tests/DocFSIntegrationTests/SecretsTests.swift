@@ -146,6 +146,37 @@ struct SecretsTests {
         #expect(try String(contentsOfFile: work + "/root.probe.id", encoding: .utf8).hasPrefix("0 0"))
     }
 
+    /// `user = "NAME"` runs the validator as that user for every save, root's included; a user
+    /// that does not exist is refused when the configuration is read.
+    @Test func aConfiguredUserRunsTheValidatorForEverySave() throws {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-user-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        chmod(work, 0o1777)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let config = try TypeConfigurationMountTests.writeConfiguration("""
+            [types.probe]
+            extensions = ["probe"]
+            user = "nobody"
+            command = ["sh", "-c", 'echo "$(id -u) $(id -g) $(id -G)" > "$0/$DOCFS_NAME.id"', "\(work)"]
+            """)
+        defer { unlink(config) }
+        let mount = try MountedStore(texts: [:], arguments: ["--config", config])
+        defer { mount.unmount() }
+        #expect(try mount.save("root.probe", Data("x".utf8)) == "ok")
+        #expect(try String(contentsOfFile: work + "/root.probe.id", encoding: .utf8) == "65534 65534 65534\n")
+
+        let unknown = try TypeConfigurationMountTests.writeConfiguration("""
+            [types.probe]
+            extensions = ["probe"]
+            user = "no-such-user-here"
+            command = ["true"]
+            """)
+        defer { unlink(unknown) }
+        let result = try MountedStore.run([MountedStore.binary, "types", "--config", unknown, "a.probe"], timeout: 30)
+        #expect(result.status == 6, "\(result.status) \(result.error)")
+        #expect(result.error.contains("user no-such-user-here does not exist"), "\(result.error)")
+    }
+
     /// Part of issue 27: creates get exactly the mode ext4 gives under any umask, for root and for
     /// another user on an `allow_other` mount. The issue saw 0644 where 0664 was due under umask
     /// 002 on 3ca9040 (the daemon's umask cut the requester's mode); 7d310cf already sets the mode
