@@ -134,7 +134,11 @@ extension DocumentFileSystem {
             if !stage.onlyAppends { holdCachedVersionForRewrite(&state) }
             state.live = live
             state.decodedVersion = status.version
-            state.cachedVersion = nil
+            // After an append, what cached readers hold is a prefix of the new version: it is the
+            // cached one now, so a change made beside the mount later is still recognized.
+            let appendedUnderReaders = stage.onlyAppends && state.cachedReaders > 0 && state.heldStatus == nil
+            state.cachedVersion = appendedUnderReaders ? status.version : nil
+            state.cachedAtCommit = state.commits + 1
             state.stagedFile = nil
             state.commits += 1
             if !stage.onlyAppends { state.lastRewrite = state.commits }
@@ -152,8 +156,8 @@ extension DocumentFileSystem {
         guard var stage = slot.stage else { throw .ioError }
         if stage.refusal?.generation != stage.generation {
             let kept = closing
-                ? try? store.quarantine(stage.file, for: path, reason: reason, owner: stage.writer)
-                : try? store.quarantineCopy(of: stage.file, for: path, reason: reason, owner: stage.writer)
+                ? try? store.quarantine(stage.file, for: path, reason: reason, owner: quarantineOwner(stage.writer, for: path))
+                : try? store.quarantineCopy(of: stage.file, for: path, reason: reason, owner: quarantineOwner(stage.writer, for: path))
             let later = closing ? "" : " The staged bytes are kept: later writes to the open file still land on them."
             logger.error("refused a write to \(path): \(reason). The stored document is unchanged; the refused bytes are in \(kept ?? "(could not be kept)").\(later)")
         } else if closing {
@@ -230,6 +234,7 @@ extension DocumentFileSystem {
     /// became the member, when it went in as written).
     private func memberCommitted(_ node: Node, installed: StagingFile, outcome: PackageCoordinator.Outcome, path: String) {
         node.state.withLock { state in
+            holdCachedVersionForRewrite(&state)
             switch outcome {
             case .asApplied: state.live = installed.descriptor
             case .reencoded: state.live = try? store.openForReading(path)
@@ -242,7 +247,21 @@ extension DocumentFileSystem {
             state.lastRewrite = state.commits
         }
         notifier.invalidateAttributes(of: node.inode)
-        notifier.invalidateContent(of: node.inode)
+        invalidateContentUnlessHeld(node)
     }
 }
 
+
+extension DocumentFileSystem {
+    /// Whom refused bytes for the document at `path` are quarantined for: their writer, who then
+    /// reads them in the mount's quarantine view, but only if the writer may read the document. A
+    /// stage is seeded with the whole stored document, so a writer with write permission alone
+    /// (a 0622 file) would otherwise get to read it by saving one bad byte. Otherwise root's.
+    func quarantineOwner(_ writer: Ownership?, for path: String) -> Ownership? {
+        guard let writer, writer.userID != 0 else { return writer }
+        // A document whose name went: who may read it is not known any more.
+        guard let stored = try? store.status(of: path) else { return nil }
+        let bit: UInt32 = stored.userID == writer.userID ? 0o400 : stored.groupID == writer.groupID ? 0o040 : 0o004
+        return stored.permissions & bit != 0 ? writer : nil
+    }
+}

@@ -138,6 +138,7 @@ extension DocumentFileSystem {
         }
         guard let node = nodes.node(inode) else { throw .noEntry }
         if let size = changes.size {
+            try dropSetIDBits(of: node, path: path, writer: owner(context), process: context.processID)
             try truncate(node: node, path: path, size: size, handle: handle, caller: context.processID)
         }
         guard changes.mode != nil || changes.userID != nil || changes.groupID != nil || changes.accessTime != nil || changes.modificationTime != nil else {

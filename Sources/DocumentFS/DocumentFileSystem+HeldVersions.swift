@@ -6,9 +6,9 @@ import SystemSupport
 /// writer on this mount, another mount's commit, a program replacing it in the store. The kernel
 /// keeps one size and one page cache per inode: telling it a smaller size, or letting a writer's
 /// bytes into the cache, would end those readers' reads early or splice another version into
-/// theirs. So their version is held: its size and times are what attribute replies show (a writer
-/// sees its own, never smaller), and everyone else who opens meanwhile, writers included, bypasses
-/// the cache; the kernel is told the truth when the last of those readers closes.
+/// theirs. So their version is held: no attribute reply shows a size below its size, and everyone
+/// else who opens meanwhile, writers included, bypasses the cache; the kernel is told the truth
+/// when the last of those readers closes.
 extension DocumentFileSystem {
     /// After a change made beside the mount: drops what the kernel caches of `inode`'s content and
     /// attributes, or, while cached readers are open, holds their version until they close.
@@ -64,18 +64,17 @@ extension DocumentFileSystem {
         state.heldStatus = try? state.live?.status()
     }
 
-    /// What attribute replies show for `node` while a version is held: to readers, that version's
-    /// size and times; to a writer, its staged status, but never a size below the held one (every
-    /// size told to the kernel becomes the one size of the inode, under the held readers too).
+    /// What attribute replies show for `node` while a version is held: the current status, with
+    /// a size never below the held one (every size told to the kernel becomes the inode's one
+    /// size, under the held readers too). Times are the current ones, so backup tools and `make`
+    /// see the change.
     func shownStatus(_ status: FileStatus, staged: FileStatus?, of node: Node?) -> (FileStatus, FileStatus?) {
         guard let held = node?.state.withLock({ $0.heldStatus }) else { return (status, staged) }
         var shown = status
-        shown.size = held.size
-        shown.blocks = held.blocks
-        shown.modificationTime = held.modificationTime
-        shown.changeTime = held.changeTime
+        shown.size = max(status.size, held.size)
+        shown.blocks = max(status.blocks, held.blocks)
         guard var staged else { return (shown, nil) }
         staged.size = max(staged.size, held.size)
-        return (status, staged)
+        return (shown, staged)
     }
 }

@@ -59,8 +59,9 @@ extension DocumentFileSystem {
             guard status.kind == .regular else { throw .isDirectory }
             let role = role(forPath: path)
             if case .raw = role, store.writesInPlace {
-                // Raw data: opened in place. O_APPEND is the kernel's to apply (it sends the offset),
-                // and O_TRUNC arrives here because the mount negotiated atomic O_TRUNC.
+                // Raw data: opened in place. O_APPEND is the kernel's to apply (it sends the offset);
+                // O_TRUNC arrives as a truncation after the open (atomic O_TRUNC is declined), except
+                // from a create.
                 let descriptor = try storeCall { try store.openInPlace(path, flags: flags & (O_ACCMODE | O_TRUNC), mode: 0, owner: nil) }
                 return .raw(descriptor, status)
             }
@@ -149,8 +150,8 @@ extension DocumentFileSystem {
             }
         }
         if truncating {
-            dropSetIDBits(of: node, path: path, writer: owner(context), process: context.processID)
             do {
+                try dropSetIDBits(of: node, path: path, writer: owner(context), process: context.processID)
                 try replaceStageWithEmpty(node, path: path)
             } catch {
                 release(node: node, writable: writing)

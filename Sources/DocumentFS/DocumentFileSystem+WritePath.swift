@@ -77,7 +77,7 @@ extension DocumentFileSystem {
                 if context.userID != 0, let status = try? descriptor.status(), status.permissions & (S_ISUID | S_ISGID) != 0,
                    let path = nodes.path(of: inode)
                 {
-                    dropSetIDBits(of: file.node, path: path, writer: owner(context), process: context.processID)
+                    try dropSetIDBits(of: file.node, path: path, writer: owner(context), process: context.processID)
                 }
                 try storeCall { try FileIO.writeAll(descriptor.rawValue, bytes, offset: offset) }
                 return bytes.count
@@ -103,6 +103,9 @@ extension DocumentFileSystem {
     ) throws(FUSEError) {
         try node.staging.withLock { (slot: inout StageSlot) throws(FUSEError) in
             if let failure = slot.stage?.failure { throw FUSEError(failure) }
+            if let path = nodes.path(of: node.inode) {
+                try dropSetIDBits(of: node, path: path, writer: Requester.current, process: caller)
+            }
             var stage: Stage
             if let existing = slot.stage {
                 stage = existing
@@ -124,9 +127,6 @@ extension DocumentFileSystem {
             }
             stage.isDirty = true
             stage.generation += 1
-            if let requester = Requester.current, requester != stage.writer || stage.generation == 1, let path = nodes.path(of: node.inode) {
-                dropSetIDBits(of: node, path: path, writer: requester, process: caller)
-            }
             stage.writer = Requester.current ?? stage.writer
             // A thread new to this stage also joins the node's writers (who see staged attributes).
             if let caller, stage.writers.insert(caller).inserted {
@@ -147,7 +147,7 @@ extension DocumentFileSystem {
             store.releaseSpace(of: stage.file)
             logger.error("a write to \(path) failed (\(cause)): the document keeps its previous version and the partial write is dropped to give its space back; the writer sees the error again at close")
         } else {
-            let kept = try? store.quarantine(stage.file, for: path, reason: "a write failed (\(cause)); the document kept its previous version", owner: stage.writer)
+            let kept = try? store.quarantine(stage.file, for: path, reason: "a write failed (\(cause)); the document kept its previous version", owner: quarantineOwner(stage.writer, for: path))
             logger.error("a write to \(path) failed (\(cause)): the document keeps its previous version; the partial write is in \(kept ?? "(could not be kept)")")
         }
         node.state.withLock { $0.stagedFile = nil }
@@ -226,6 +226,9 @@ extension DocumentFileSystem {
 
     func allocate(inode: Inode, handle: UInt64, mode: Int32, offset: Int64, length: Int64) throws(FUSEError) {
         guard let file = files.get(handle) else { throw .badHandle }
+        if let path = nodes.path(of: file.node.inode) {
+            try dropSetIDBits(of: file.node, path: path, writer: Requester.current, process: nil)
+        }
         if case .raw(let descriptor) = file.access, !file.node.isStaged.load(ordering: .acquiring) {
             try storeCall { try retryingOnInterrupt("fallocate") { docfs_fallocate(descriptor.rawValue, mode, off_t(offset), off_t(length)) } }
             return
@@ -289,7 +292,7 @@ extension DocumentFileSystem {
             // Refusals have quarantined the bytes already; anything still here could not be stored.
             guard let left = slot.stage else { return }
             let path = nodes.path(of: node.inode) ?? "(removed)"
-            let kept = try? store.quarantine(left.file, for: path, reason: "could not be stored when the file was closed: \(error)", owner: left.writer)
+            let kept = try? store.quarantine(left.file, for: path, reason: "could not be stored when the file was closed: \(error)", owner: quarantineOwner(left.writer, for: path))
             logger.error("the last write to \(path) could not be stored (\(error)); its bytes are kept in \(kept ?? "the staging area")")
         }
     }

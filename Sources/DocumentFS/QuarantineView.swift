@@ -22,7 +22,9 @@ final class QuarantineView: Sendable {
     private let store: any DocumentStore
     private struct Known {
         var pathsByInode: [Inode: String] = [:]
-        var inodesByPath: [String: Inode] = [:]
+        /// Keyed by the path's bytes: Swift compares strings by canonical equivalence, so "café"
+        /// spelled NFC and NFD would be one key for two files.
+        var inodesByPath: [[UInt8]: Inode] = [:]
         var lookups: [Inode: UInt64] = [:]
         var next = QuarantineView.firstInode
     }
@@ -66,7 +68,7 @@ final class QuarantineView: Sendable {
             guard let held = known.lookups[inode] else { return }
             guard held > count else {
                 known.lookups[inode] = nil
-                if let path = known.pathsByInode.removeValue(forKey: inode) { known.inodesByPath[path] = nil }
+                if let path = known.pathsByInode.removeValue(forKey: inode) { known.inodesByPath[Array(path.utf8)] = nil }
                 return
             }
             known.lookups[inode] = held - count
@@ -78,8 +80,8 @@ final class QuarantineView: Sendable {
         return AttributesReply(attributes: try visibleAttributes(at: path, context: context), timeout: 0)
     }
 
-    /// readlink does not say who asks: the link was found by a lookup that did, and no lookup
-    /// here is cached.
+    /// The link was found by a lookup judged with its requester's rights, and no lookup here is
+    /// cached, so the kernel judges every path walk again.
     func readLink(_ inode: Inode) throws(FUSEError) -> String {
         let path = try path(of: inode)
         return try storeCall { try store.symbolicLinkTarget(path) }
@@ -157,18 +159,27 @@ final class QuarantineView: Sendable {
         result.st_mtim = status.modificationTime
         result.st_ctim = status.changeTime
         guard let item = Self.item(containing: path) else {
-            // `.docfs` or `.docfs/quarantine`.
+            // `.docfs` or `.docfs/quarantine`: their own size, links and times would tell everyone
+            // how many refused saves others have, and when. They show the store root's times.
+            let root = try storeCall { try store.status(of: "") }
             result.st_mode = S_IFDIR | 0o555
+            result.st_nlink = 2
+            result.st_size = 0
+            result.st_blocks = 0
+            result.st_atim = root.accessTime
+            result.st_mtim = root.modificationTime
+            result.st_ctim = root.changeTime
             return result
         }
-        let owner = item == path ? status : try storeCall { try store.status(of: item) }
+        let isItem = item.utf8.elementsEqual(path.utf8)
+        let owner = isItem ? status : try storeCall { try store.status(of: item) }
         guard context.userID == 0 || owner.userID == context.userID else { throw .noEntry }
         result.st_uid = status.userID
         result.st_gid = status.groupID
         // The item is its writer's alone. What is inside a quarantined package keeps its owners
         // and modes (less writing): the package's clone links its members, and a member the
         // writer could not read in the package stays unreadable here.
-        result.st_mode = (status.mode & S_IFMT) | (status.mode & (item == path ? 0o500 : 0o555))
+        result.st_mode = (status.mode & S_IFMT) | (status.mode & (isItem ? 0o500 : 0o555))
         return result
     }
 
@@ -191,10 +202,11 @@ final class QuarantineView: Sendable {
     private func entry(at path: String, context: RequestContext) throws(FUSEError) -> Entry {
         let attributes = try visibleAttributes(at: path, context: context)
         let inode = known.withLock { known in
-            let inode = known.inodesByPath[path] ?? {
+            let key = Array(path.utf8)
+            let inode = known.inodesByPath[key] ?? {
                 let new = known.next
                 known.next += 1
-                known.inodesByPath[path] = new
+                known.inodesByPath[key] = new
                 known.pathsByInode[new] = path
                 return new
             }()

@@ -42,7 +42,9 @@ public enum ThreadGroup {
             }
             index += 1
         }
-        if let current { values.append(current) }
+        // A line cut off by the end of the buffer ends in a number that may be cut too.
+        let lineEnded = index < text.endIndex || count < capacity
+        if let current, lineEnded { values.append(current) }
         return values
     }
 

@@ -74,4 +74,20 @@ import Testing
         #expect(!(try asNobody(["sh", "-c", "echo x >> \(mount.inMount(".docfs/quarantine/" + nobodysItem))"])).succeeded)
         #expect(mount.quarantined.count == 2)
     }
+
+    /// A stage starts as the whole stored document: a user who may write a document but not read
+    /// it (mode 0622) must not get to read it by saving one bad byte. Such refused bytes stay root's.
+    @Test func aWriterWhoCannotReadTheDocumentDoesNotGetItFromTheQuarantine() throws {
+        let mount = try MountedStore(texts: [:], arguments: ["-o", "allow_other"])
+        defer { mount.unmount() }
+        #expect(try mount.shell("printf '{\"secret\": \"root only\"}' > wo.json && chmod 622 wo.json").succeeded)
+        let save = "import os\nfd = os.open('\(mount.inMount("wo.json"))', os.O_WRONLY)\nos.write(fd, b'#')\nos.close(fd)"
+        let refused = try MountedStore.run(["runuser", "-u", "nobody", "--", "python3", "-c", save], timeout: 30)
+        #expect(refused.error.contains("Input/output error"), "the save is refused: \(refused.error)")
+        let item = try #require(mount.quarantined.first { $0.hasSuffix("wo.json") })
+        let owner = try FileManager.default.attributesOfItem(atPath: mount.inStore(".docfs/quarantine/" + item))[.ownerAccountID] as? Int
+        #expect(owner == 0, "kept for root")
+        let listing = try MountedStore.run(["runuser", "-u", "nobody", "--", "ls", "-A", mount.inMount(".docfs/quarantine")], timeout: 30)
+        #expect(listing.succeeded && listing.output.isEmpty, "nobody sees nothing: \(listing.output)")
+    }
 }
