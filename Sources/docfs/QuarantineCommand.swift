@@ -20,14 +20,24 @@ struct QuarantineCommand: ParsableCommand {
         /// The folder the documents' paths are relative to: the mount point, or the store.
         let documents: String
 
-        init(_ store: StoreArgument) throws {
+        /// The quarantine view of the mount at `store`; nil when it names no DocFS mount point.
+        static func view(of store: StoreArgument) -> Location? {
             let named = realpath(store.location, nil).map { pointer in
                 defer { free(pointer) }
                 return String(cString: pointer)
             }
-            if let named, MountTable.docfsStore(mountedAt: named) != nil {
-                items = named + "/" + Quarantine.relativePath
-                documents = named
+            guard let named, MountTable.docfsStore(mountedAt: named) != nil else { return nil }
+            return Location(items: named + "/" + Quarantine.relativePath, documents: named)
+        }
+
+        private init(items: String, documents: String) {
+            self.items = items
+            self.documents = documents
+        }
+
+        init(_ store: StoreArgument) throws {
+            if let view = Self.view(of: store) {
+                self = view
                 return
             }
             let directoryStore = try store.openStore(readOnly: true, hint: geteuid() == 0 ? nil : "a user other than root reads their own refused saves through a mount point: docfs quarantine list MOUNTPOINT")

@@ -49,7 +49,7 @@ struct StatusCommand: ParsableCommand {
 
     func run() throws {
         // A PostgreSQL store: its packages from the database; the quarantine is each mount's own,
-        // in its mirror directory (`docfs status MIRROR`).
+        // read through the mount point's view (or in its mirror directory, `docfs status MIRROR`).
         let postgres = store.postgresLocation
         let types = try typeConfiguration.load(storePath: postgres == nil ? try store.path() : NSTemporaryDirectory())
         let postgresStore = try postgres.map { try store.openPostgresStore($0) }
@@ -62,7 +62,7 @@ struct StatusCommand: ParsableCommand {
             case .corrupt(let reason): .init(path: report.path, state: "corrupt", reason: reason)
             }
         }
-        let items = directoryStore.quarantinedItems
+        let items = QuarantineCommand.Location.view(of: store)?.all ?? directoryStore.quarantinedItems
         let lastRefusals = items.suffix(refusals).reversed().map { item in
             let note = item.note
             return Status.Refusal(document: note?.document ?? "?", time: note?.time ?? "?", reason: note?.reason ?? QuarantineCommand.List.unreadable, kept: item.path)

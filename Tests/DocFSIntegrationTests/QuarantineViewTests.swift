@@ -59,9 +59,12 @@ import Testing
         #expect(try FileManager.default.attributesOfItem(atPath: copy)[.ownerAccountID] as? Int == 65534)
         #expect(try mount.read("shared/data.json") == "{}", "the document kept its version")
 
-        // Root sees both; nobody can change the view.
+        // Root sees both, also in `docfs status` of the mount point (on a PostgreSQL mount too,
+        // whose status read a temporary mirror's empty quarantine before); nobody can change the view.
         let all = try mount.run([MountedStore.binary, "quarantine", "list", "--json", mount.mountPoint])
         #expect((try JSONSerialization.jsonObject(with: Data(all.output.utf8)) as? [Any])?.count == 2)
+        let status = try mount.run([MountedStore.binary, "status", "--json", mount.mountPoint])
+        #expect((try JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [String: Any])?["quarantineItems"] as? Int == 2, "\(status.output) \(status.error)")
         for attempt in [
             ["rm", mount.inMount(".docfs/quarantine/" + rootsItem)],
             ["touch", mount.inMount(".docfs/quarantine/new")],
