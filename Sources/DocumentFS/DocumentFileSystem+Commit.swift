@@ -131,7 +131,7 @@ extension DocumentFileSystem {
             live = stage.file.descriptor
         }
         let dropPages = node.state.withLock { state in
-            if !stage.onlyAppends { holdCachedVersionForRewrite(&state) }
+            if !stage.onlyAppends { state.holdForCachedReaders() }
             state.live = live
             state.decodedVersion = status.version
             // After an append, what cached readers hold is a prefix of the new version: it is the
@@ -234,7 +234,7 @@ extension DocumentFileSystem {
     /// became the member, when it went in as written).
     private func memberCommitted(_ node: Node, installed: StagingFile, outcome: PackageCoordinator.Outcome, path: String) {
         node.state.withLock { state in
-            holdCachedVersionForRewrite(&state)
+            state.holdForCachedReaders()
             switch outcome {
             case .asApplied: state.live = installed.descriptor
             case .reencoded: state.live = try? store.openForReading(path)

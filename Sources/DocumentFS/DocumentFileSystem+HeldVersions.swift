@@ -14,25 +14,9 @@ extension DocumentFileSystem {
     /// attributes, or, while cached readers are open, holds their version until they close.
     func dropCachedContent(of inode: Inode) {
         if let node = nodes.existingNode(inode) {
-            let held = node.state.withLock { state -> Bool in
-                guard state.cachedReaders > 0 else { return false }
-                if state.heldStatus == nil { state.heldStatus = try? state.live?.status() }
-                return state.heldStatus != nil
-            }
-            if held { return }
+            if node.state.withLock({ $0.holdForCachedReaders() }) { return }
         }
         notifier.invalidateContent(of: inode)
-    }
-
-    /// An open finds a stored version other than the one cached readers read, changed beside this
-    /// mount (no commit through it since they opened), before any notice of the change arrived:
-    /// their version is held, as `dropCachedContent` would. Call with the node's state locked,
-    /// before `live` is replaced.
-    func holdCachedVersionIfChangedBeside(_ state: inout NodeState, opening version: FileVersion) {
-        guard state.cachedReaders > 0, state.heldStatus == nil, let cached = state.cachedVersion, cached != version,
-              state.cachedAtCommit == state.commits
-        else { return }
-        state.heldStatus = try? state.live?.status()
     }
 
     /// Drops the kernel's pages and attributes of `node` after a commit here, unless a version is
@@ -55,15 +39,6 @@ extension DocumentFileSystem {
         if released { notifier.invalidateContent(of: node.inode) }
     }
 
-    /// Something on this mount is about to show the kernel a size below the one cached readers
-    /// read (a truncation, a commit that rewrote the document): their version is held first.
-    /// Appends are not held back (readers follow them, as `tail -f` does). Call with the node's
-    /// state locked, before `live` is replaced.
-    func holdCachedVersionForRewrite(_ state: inout NodeState) {
-        guard state.cachedReaders > 0, state.heldStatus == nil else { return }
-        state.heldStatus = try? state.live?.status()
-    }
-
     /// What attribute replies show for `node` while a version is held: the current status, with
     /// a size never below the held one (every size told to the kernel becomes the inode's one
     /// size, under the held readers too). Times are the current ones, so backup tools and `make`
@@ -76,5 +51,26 @@ extension DocumentFileSystem {
         guard var staged else { return (shown, nil) }
         staged.size = max(staged.size, held.size)
         return (shown, staged)
+    }
+}
+
+extension NodeState {
+    /// Holds the version the cached readers read, if any are open (see `heldStatus`): before
+    /// anything shows the kernel a size below theirs — a truncation, a commit that rewrote the
+    /// document (appends are not held: readers follow them, as `tail -f` does), a change made
+    /// beside the mount. Call before `live` is replaced. Whether a version is held.
+    @discardableResult
+    mutating func holdForCachedReaders() -> Bool {
+        guard cachedReaders > 0 else { return false }
+        if heldStatus == nil { heldStatus = try? live?.status() }
+        return heldStatus != nil
+    }
+
+    /// An open finds a stored version other than the one cached readers read, changed beside this
+    /// mount (no commit through it since they opened), before any notice of the change arrived:
+    /// their version is held, as the notice would.
+    mutating func holdIfChangedBeside(opening version: FileVersion) {
+        guard let cached = cachedVersion, cached != version, cachedAtCommit == commits else { return }
+        holdForCachedReaders()
     }
 }

@@ -129,7 +129,7 @@ extension DocumentFileSystem {
         // newer one since this open found its file.
         let raced = node.state.withLock { state -> Bool in
             if let seenCommits, state.commits != seenCommits { return true }
-            holdCachedVersionIfChangedBeside(&state, opening: liveVersion)
+            state.holdIfChangedBeside(opening: liveVersion)
             state.live = live
             state.openHandles += 1
             if writing {

@@ -175,7 +175,7 @@ extension DocumentFileSystem {
         // atomic O_TRUNC), from the thread that just opened the file for writing: it belongs to that
         // writer's stage, as an ftruncate would.
         let byWriter = node.state.withLock { state -> Bool in
-            holdCachedVersionForRewrite(&state)
+            state.holdForCachedReaders()
             return handle != nil || ThreadGroup.sameProcess(caller, asAnyOf: state.writerThreads)
         }
         // A truncation to nothing starts the stage empty: the content it discards is never copied.

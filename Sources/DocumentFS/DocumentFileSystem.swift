@@ -233,11 +233,6 @@ final class DocumentFileSystem: FileSystemOperations {
         throw .notPermitted
     }
 
-    @discardableResult
-    func storeCall<T>(_ body: () throws -> T) throws(FUSEError) -> T {
-        do { return try body() } catch { throw FUSEError(error) }
-    }
-
     func statistics(inode: Inode) throws(FUSEError) -> FileSystemStatistics {
         try storeCall { try store.statistics() }
     }
@@ -251,4 +246,10 @@ final class DocumentFileSystem: FileSystemOperations {
             throw .accessDenied
         }
     }
+}
+
+/// A store call, its error turned into the errno the kernel is answered with.
+@discardableResult
+func storeCall<T>(_ body: () throws -> T) throws(FUSEError) -> T {
+    do { return try body() } catch { throw FUSEError(error) }
 }

@@ -215,9 +215,4 @@ final class QuarantineView: Sendable {
         }
         return Entry(inode: inode, attributes: attributes, entryTimeout: 0, attributeTimeout: 0)
     }
-
-    @discardableResult
-    private func storeCall<T>(_ body: () throws -> T) throws(FUSEError) -> T {
-        do { return try body() } catch { throw FUSEError(error) }
-    }
 }

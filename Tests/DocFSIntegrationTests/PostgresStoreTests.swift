@@ -97,27 +97,16 @@ final class PostgresStoreTests {
         try Data(old).write(to: URL(fileURLWithPath: first.inMount("big.txt")))
         #expect(within(30) { (try? Data(contentsOf: URL(fileURLWithPath: second.inMount("big.txt"))))?.count == old.count } != nil)
 
-        let reader = open(second.inMount("big.txt"), O_RDONLY | O_CLOEXEC)
-        try #require(reader >= 0)
-        defer { close(reader) }
-        var read = [UInt8](repeating: 0, count: old.count + 1)
-        var total = 0
-        func readSome(_ limit: Int) {
-            while total < limit {
-                let count = read.withUnsafeMutableBytes { Glibc.read(reader, $0.baseAddress! + total, min(1 << 20, limit - total)) }
-                guard count > 0 else { return }
-                total += count
-            }
-        }
-        readSome(10 << 20)
-        #expect(total == 10 << 20)
+        let reader = try StepReader(second.inMount("big.txt"))
+        reader.read(upTo: 10 << 20, chunk: 1 << 20)
+        #expect(reader.bytes.count == 10 << 20)
         #expect(try first.run(["python3", "-c", "open('big.txt', 'w').write('short\\n'); open('marker.txt', 'w').write('after\\n')"]).succeeded)
         // The marker was saved after the short version: once it shows, that version has arrived.
         #expect(within(30) { FileManager.default.fileExists(atPath: second.inMount("marker.txt")) } != nil)
-        readSome(read.count)
-        #expect(total == old.count, "the reader got \(total) of \(old.count) bytes")
-        #expect(read[0..<total].elementsEqual(old[0..<min(total, old.count)]), "the bytes are the version it opened")
-        close(reader)
+        reader.read(upTo: .max, chunk: 1 << 20)
+        #expect(reader.bytes.count == old.count, "the reader got \(reader.bytes.count) of \(old.count) bytes")
+        #expect(reader.read(exactly: old), "the bytes are the version it opened")
+        reader.close()
         #expect(within(10) { contents(second.inMount("big.txt")) == "short\n" } != nil, "then the new version shows")
         var status = stat()
         #expect(stat(second.inMount("big.txt"), &status) == 0 && status.st_size == 6)

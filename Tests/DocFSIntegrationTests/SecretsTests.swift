@@ -125,45 +125,28 @@ struct SecretsTests {
     /// Before the fix a validator ran as root, whoever saved. Now as the writer: uid and gid 65534
     /// for a save by `nobody`, with no supplementary groups; as root for root's save.
     @Test func aValidatorRunsWithTheWritersRights() throws {
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-rights-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
-        chmod(work, 0o1777)
-        defer { try? FileManager.default.removeItem(atPath: work) }
-        let config = try TypeConfigurationMountTests.writeConfiguration("""
-            [types.probe]
-            extensions = ["probe"]
-            command = ["sh", "-c", 'echo "$(id -u) $(id -g) $(id -G)" > "$0/$DOCFS_NAME.id"', "\(work)"]
-            """)
-        defer { unlink(config) }
-        let mount = try MountedStore(texts: [:], arguments: ["--config", config, "-o", "allow_other"])
+        let probe = try IdentityProbe()
+        defer { probe.remove() }
+        let mount = try MountedStore(texts: [:], arguments: ["--config", probe.configuration, "-o", "allow_other"])
         defer { mount.unmount() }
         chmod(mount.mountPoint, 0o777)
         let save = "open('{}', 'w').write('x')"
         let byNobody = try MountedStore.run(["runuser", "-u", "nobody", "--", "python3", "-c", save.replacingOccurrences(of: "{}", with: mount.inMount("nobody.probe"))], timeout: 30)
         #expect(byNobody.succeeded, "\(byNobody.error)")
-        #expect(try String(contentsOfFile: work + "/nobody.probe.id", encoding: .utf8) == "65534 65534 65534\n")
+        #expect(try probe.identity(of: "nobody.probe") == "65534 65534 65534\n")
         #expect(try mount.save("root.probe", Data("x".utf8)) == "ok")
-        #expect(try String(contentsOfFile: work + "/root.probe.id", encoding: .utf8).hasPrefix("0 0"))
+        #expect(try probe.identity(of: "root.probe").hasPrefix("0 0"))
     }
 
     /// `user = "NAME"` runs the validator as that user for every save, root's included; a user
     /// that does not exist is refused when the configuration is read.
     @Test func aConfiguredUserRunsTheValidatorForEverySave() throws {
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-user-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
-        chmod(work, 0o1777)
-        defer { try? FileManager.default.removeItem(atPath: work) }
-        let config = try TypeConfigurationMountTests.writeConfiguration("""
-            [types.probe]
-            extensions = ["probe"]
-            user = "nobody"
-            command = ["sh", "-c", 'echo "$(id -u) $(id -g) $(id -G)" > "$0/$DOCFS_NAME.id"', "\(work)"]
-            """)
-        defer { unlink(config) }
-        let mount = try MountedStore(texts: [:], arguments: ["--config", config])
+        let probe = try IdentityProbe(#"user = "nobody""#)
+        defer { probe.remove() }
+        let mount = try MountedStore(texts: [:], arguments: ["--config", probe.configuration])
         defer { mount.unmount() }
         #expect(try mount.save("root.probe", Data("x".utf8)) == "ok")
-        #expect(try String(contentsOfFile: work + "/root.probe.id", encoding: .utf8) == "65534 65534 65534\n")
+        #expect(try probe.identity(of: "root.probe") == "65534 65534 65534\n")
 
         let unknown = try TypeConfigurationMountTests.writeConfiguration("""
             [types.probe]
@@ -200,5 +183,34 @@ struct SecretsTests {
             #expect(made.output == expected.output, "as \(user): DocFS\n\(made.output)local disk\n\(expected.output)")
             #expect(expected.output.contains("664 \(user)-f002.txt") && expected.output.contains("700 \(user)-d077"))
         }
+    }
+}
+
+/// A command type `probe` whose validator writes `id -u`, `id -g` and `id -G` of the user it ran
+/// as to `NAME.id` in a folder anyone may write in. `keys` adds lines to the type's table.
+private struct IdentityProbe {
+    let folder: String
+    let configuration: String
+
+    init(_ keys: String = "") throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-probe-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        chmod(folder, 0o1777)
+        configuration = try TypeConfigurationMountTests.writeConfiguration("""
+            [types.probe]
+            extensions = ["probe"]
+            \(keys)
+            command = ["sh", "-c", 'echo "$(id -u) $(id -g) $(id -G)" > "$0/$DOCFS_NAME.id"', "\(folder)"]
+            """)
+    }
+
+    /// What the validator wrote for the document named `name`.
+    func identity(of name: String) throws -> String {
+        try String(contentsOfFile: folder + "/" + name + ".id", encoding: .utf8)
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(atPath: folder)
+        unlink(configuration)
     }
 }

@@ -80,29 +80,16 @@ struct StoreWatchTests {
         while old.count < 8 << 20 { old += Array("a line of the old version, read while it is replaced\n".utf8) }
         let mount = try MountedStore(files: ["big.txt": Data(old)])
         defer { mount.unmount() }
-        let reader = open(mount.inMount("big.txt"), O_RDONLY | O_CLOEXEC)
-        try #require(reader >= 0)
-        defer { close(reader) }
-        var read = [UInt8](repeating: 0, count: old.count + 1)
-        var total = 0
-        func readSome(_ limit: Int) {
-            while total < limit {
-                let count = read.withUnsafeMutableBytes { buffer in
-                    buffer.baseAddress.map { Glibc.read(reader, $0 + total, min(1 << 20, limit - total)) } ?? -1
-                }
-                guard count > 0 else { return }
-                total += count
-            }
-        }
-        readSome(1 << 20)
+        let reader = try StepReader(mount.inMount("big.txt"))
+        reader.read(upTo: 1 << 20)
         try mount.writeToStore("big.txt.new", Data("new\n".utf8))
         #expect(rename(mount.inStore("big.txt.new"), mount.inStore("big.txt")) == 0)
         // The change has reached the mount once a new opener reads the new version.
         #expect(try secondsUntil { try mount.read("big.txt") == "new\n" } != nil)
-        readSome(read.count)
-        #expect(total == old.count, "the reader got \(total) of \(old.count) bytes")
-        #expect(read[0..<total].elementsEqual(old[0..<min(total, old.count)]), "the bytes are the version it opened")
-        close(reader)
+        reader.read(upTo: .max)
+        #expect(reader.bytes.count == old.count, "the reader got \(reader.bytes.count) of \(old.count) bytes")
+        #expect(reader.read(exactly: old), "the bytes are the version it opened")
+        reader.close()
         var status = stat()
         #expect(secondsUntil { stat(mount.inMount("big.txt"), &status) == 0 && status.st_size == 4 } != nil, "then stat shows the new version")
     }
