@@ -1,22 +1,71 @@
 import DocumentStore
 import FUSE
+import Glibc
 import SystemSupport
 
 /// Readers that read a document through the kernel's page cache while its version changes — a
 /// writer on this mount, another mount's commit, a program replacing it in the store. The kernel
-/// keeps one size and one page cache per inode: telling it a smaller size, or letting a writer's
-/// bytes into the cache, would end those readers' reads early or splice another version into
-/// theirs. So their version is held: no attribute reply shows a size below its size, and everyone
-/// else who opens meanwhile, writers included, bypasses the cache; the kernel is told the truth
-/// when the last of those readers closes.
+/// keeps one size and one page cache per inode: any other size told to it, or a writer's bytes
+/// let into the cache, would end those readers' reads early, run them on past their version's
+/// end, or splice another version into theirs. So the document's name gets a new inode and the
+/// readers keep theirs, with their version's size, until they close. Where the name cannot move
+/// (hard links) their version is held instead: no attribute reply shows a size below its size,
+/// everyone else who opens meanwhile bypasses the cache, and the kernel is told the truth when the
+/// last of those readers closes.
 extension DocumentFileSystem {
+    /// A writer that opens a document (or truncates it by name) while readers read it through the
+    /// page cache would share their inode, whose one size the kernel grows with every write: a
+    /// reader at the end of its version would read on into zeros that are in no version. So the
+    /// writer is given an inode of its own (`moveNameOffCachedReaders`), and its request fails
+    /// with ESTALE, on which the kernel looks the name up again (LOOKUP_REVAL) and repeats the
+    /// request on the new inode. An appending writer stays: readers follow appends, as `tail -f`
+    /// does. Whether the writer has to look again.
+    func handOverToNewInode(_ node: Node, flags: Int32) -> Bool {
+        guard flags & O_APPEND == 0 else { return false }
+        return moveNameOffCachedReaders(node, forWriter: true)
+    }
+
+    /// Gives the document's name a new inode while readers read `node` through the page cache;
+    /// `node` stays with them, holding their version whole with its own size, as a file replaced
+    /// by a rename does; opens of it for writing fail with ESTALE, so the kernel looks the name up
+    /// again.
+    /// `forWriter`: readers that open the new inode before the writer sent there bypass the page
+    /// cache, so that writer never meets cached readers and is never sent on twice.
+    private func moveNameOffCachedReaders(_ node: Node, forWriter: Bool) -> Bool {
+        let moved = namespace.writing { () -> (parent: Inode, name: FileName, successor: Inode)? in
+            guard node.state.withLock({ $0.cachedReaders > 0 && !$0.superseded }),
+                  let moved = nodes.supersede(node.inode, awaitingWriter: forWriter)
+            else { return nil }
+            node.state.withLock { $0.superseded = true }
+            if forWriter {
+                nodes.existingNode(moved.successor)?.state.withLock { $0.writerExpectedUntil = monotonicNanoseconds() + 10_000_000_000 }
+            }
+            return moved
+        }
+        guard let moved else { return false }
+        logger.debug("\(nodes.path(of: moved.successor) ?? "?") is inode \(moved.successor) now; inode \(node.inode) stays with its cached readers")
+        notifier.invalidateEntry(parent: moved.parent, name: moved.name)
+        return true
+    }
+
     /// After a change made beside the mount: drops what the kernel caches of `inode`'s content and
-    /// attributes, or, while cached readers are open, holds their version until they close.
+    /// attributes. Cached readers of a version the change replaced keep their inode, and the name
+    /// gets a new one; where it cannot (a name with hard links), their version is held until they
+    /// close.
     func dropCachedContent(of inode: Inode) {
         if let node = nodes.existingNode(inode) {
+            if storedVersionDiffers(fromCachedReadersOf: node), moveNameOffCachedReaders(node, forWriter: false) { return }
             if node.state.withLock({ $0.holdForCachedReaders() }) { return }
         }
         notifier.invalidateContent(of: inode)
+    }
+
+    /// Whether cached readers of `node` read a version other than the stored one (not only its
+    /// attributes changed, or this mount's own commit echoed back).
+    private func storedVersionDiffers(fromCachedReadersOf node: Node) -> Bool {
+        let (readers, cached) = node.state.withLock { ($0.cachedReaders, $0.cachedVersion) }
+        guard readers > 0, let path = nodes.path(of: node.inode), let status = try? store.status(of: path) else { return false }
+        return cached != status.version
     }
 
     /// Drops the kernel's pages and attributes of `node` after a commit here, unless a version is

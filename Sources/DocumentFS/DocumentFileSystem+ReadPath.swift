@@ -41,6 +41,10 @@ extension DocumentFileSystem {
         guard let node = nodes.node(inode) else { throw .stale }
         let writing = flags & O_ACCMODE != O_RDONLY
         if writing { try requireWritable() }
+        // A writer never writes to an inode that readers read through the page cache (see
+        // `handOverToNewInode`): ESTALE makes the kernel look the name up again and open the inode
+        // that has it now. A reader of such an inode gets its version, as one of a renamed-over file.
+        if writing && (handOverToNewInode(node, flags: flags) || node.state.withLock({ $0.superseded })) { throw .stale }
         let found = try namespace.reading { () throws(FUSEError) -> Found in
             guard let path = nodes.path(of: inode) else {
                 if writing {
@@ -129,16 +133,20 @@ extension DocumentFileSystem {
         // newer one since this open found its file.
         let raced = node.state.withLock { state -> Bool in
             if let seenCommits, state.commits != seenCommits { return true }
+            // A reader came to read through the page cache since `handOverToNewInode` looked.
+            if writing && seenCommits != nil && flags & O_APPEND == 0 && state.cachedReaders > 0 { return true }
             state.holdIfChangedBeside(opening: liveVersion)
             state.live = live
             state.openHandles += 1
             if writing {
                 state.writableHandles += 1
                 state.writerThreads.insert(context.processID)
+                state.writerExpectedUntil = 0
             }
             return false
         }
         if raced { return nil }
+        if writing { nodes.writerOpened(node.inode) }
         // A truncating open replaces the content, so what is stored need not decode (that is how a
         // corrupt document is repaired).
         if case .document(let claim) = role, flags & O_ACCMODE != O_WRONLY, !truncating {
@@ -229,6 +237,7 @@ extension DocumentFileSystem {
             return state.committed
         }
         guard let source else { throw .badHandle }
+        TestHook.readBeforeReply.pause()
         return .fileRegion(descriptor: source.rawValue, offset: offset, size: size, owner: source)
     }
 }

@@ -35,6 +35,13 @@ struct NodeState {
     /// When the last writable handle closed (CLOCK_MONOTONIC nanoseconds): a document written
     /// recently is likely written again, and readers of it bypass the page cache.
     var lastWriterClosed: UInt64 = 0
+    /// Until when (CLOCK_MONOTONIC nanoseconds) a writer sent to this inode by
+    /// `DocumentFileSystem.handOverToNewInode` is expected; its readers bypass the page cache till then.
+    var writerExpectedUntil: UInt64 = 0
+    /// The document's name was given a new inode while this one's readers read through the page
+    /// cache (see `DocumentFileSystem.handOverToNewInode`): opens of this one for writing fail with
+    /// ESTALE, so the kernel looks the name up again.
+    var superseded = false
     /// The committed file, open while any handle of the document is.
     var live: OwnedDescriptor?
     /// The file this inode named when a rename replaced it or an unlink removed it while the kernel
@@ -75,7 +82,8 @@ struct NodeState {
     /// O_TRUNC open sets the size to 0, its attributes and writes move it); a reader that reads the
     /// committed file directly sees none of that.
     var isBeingWritten: Bool {
-        writableHandles > 0 || stagedFile != nil || monotonicNanoseconds() &- lastWriterClosed < 2_000_000_000
+        let now = monotonicNanoseconds()
+        return writableHandles > 0 || stagedFile != nil || now &- lastWriterClosed < 2_000_000_000 || now < writerExpectedUntil
     }
 }
 

@@ -30,6 +30,10 @@ final class NodeTable: Sendable {
         var childRecords: Int32 = 0
         /// Removed from the store while the kernel still holds it (open, or not yet forgotten).
         var isDetached = false
+        /// Made for a writer sent here by `supersede`, which has not opened it yet: kept even if
+        /// the kernel forgets it (it does, revalidating the name), so its node still tells readers
+        /// to bypass the page cache when the writer arrives.
+        var awaitsWriter = false
     }
 
     /// A record's other names (hard links) and its stored file, when that has several links:
@@ -221,6 +225,15 @@ final class NodeTable: Sendable {
         state.withLock { $0.records[inode]?.openCount += 1 }
     }
 
+    /// A writer opened the inode: one made for it by `supersede` is an ordinary record now.
+    func writerOpened(_ inode: Inode) {
+        state.withLock { state in
+            guard state.records[inode]?.awaitsWriter == true else { return }
+            state.records[inode]?.awaitsWriter = false
+            Self.removeIfUnused(inode, in: &state)
+        }
+    }
+
     /// Returns the number of handles still open.
     @discardableResult
     func closed(_ inode: Inode) -> Int {
@@ -280,8 +293,33 @@ final class NodeTable: Sendable {
             return
         }
         record.isDetached = true
+        record.awaitsWriter = false
         state.records[inode] = record
         removeIfUnused(inode, in: &state)
+    }
+
+    /// Gives `inode`'s name a new inode and detaches `inode`, as a rename over the name would: the
+    /// kernel's next lookup of the name gets the new one, while whoever holds the old one keeps it.
+    /// Nil, changing nothing, for the root, a detached inode, or one with other names (hard links).
+    /// `awaitingWriter`: the new record is kept for a writer sent to it (see `awaitsWriter`).
+    func supersede(_ inode: Inode, awaitingWriter: Bool) -> (parent: Inode, name: FileName, successor: Inode)? {
+        state.withLock { state in
+            guard inode != .root, var record = state.records[inode], !record.isDetached, (state.links[inode]?.aliases ?? 0) == 0
+            else { return nil }
+            let key = ChildKey(parent: record.parent, name: record.name)
+            guard state.byName[key] == inode else { return nil }
+            record.isDetached = true
+            state.records[inode] = record
+            if let file = state.links.removeValue(forKey: inode)?.file, state.byLinkedFile[file] == inode {
+                state.byLinkedFile[file] = nil
+            }
+            let successor = state.nextInode
+            state.nextInode += 1
+            state.records[successor] = Record(node: Node(inode: successor), parent: key.parent, name: key.name, awaitsWriter: awaitingWriter)
+            state.byName[key] = successor
+            state.records[key.parent]?.childRecords += 1
+            return (key.parent, key.name, successor)
+        }
     }
 
     /// A rename in the store: the moved inode keeps its number; one it replaced is detached.
@@ -321,7 +359,7 @@ final class NodeTable: Sendable {
     private static func removeIfUnused(_ inode: Inode, in state: inout State) {
         var current = inode
         while current != .root, let record = state.records[current],
-              record.lookupCount == 0, record.openCount == 0, record.childRecords == 0
+              record.lookupCount == 0, record.openCount == 0, record.childRecords == 0, !record.awaitsWriter
         {
             state.records[current] = nil
             let key = ChildKey(parent: record.parent, name: record.name)

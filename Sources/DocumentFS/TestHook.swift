@@ -9,6 +9,8 @@ import SystemSupport
 enum TestHook: String {
     /// An open has found the document's committed file and not yet made it the node's live one.
     case openBeforeInstall = "open-before-install"
+    /// A READ has found the file it reads from and is not answered yet.
+    case readBeforeReply = "read-before-reply"
 
     private static let directory = ProcessInfo.processInfo.environment["DOCFS_TEST_HOOKS"]
 

@@ -3,7 +3,7 @@ import Glibc
 
 /// An open file that a test reads in steps, to let a writer (or another mount) act between them.
 final class StepReader {
-    private var descriptor: Int32
+    private(set) var descriptor: Int32
     /// Everything read so far.
     private(set) var bytes: [UInt8] = []
 
@@ -27,6 +27,12 @@ final class StepReader {
     /// Whether what was read is exactly `expected`. Compared here, not in `#expect`: a failing `==`
     /// of two arrays of megabytes would be diffed element by element.
     func read(exactly expected: [UInt8]) -> Bool { bytes == expected }
+
+    /// The size `fstat` shows for the open file.
+    var size: Int64? {
+        var status = stat()
+        return fstat(descriptor, &status) == 0 ? Int64(status.st_size) : nil
+    }
 
     func close() {
         if descriptor >= 0 { Glibc.close(descriptor) }

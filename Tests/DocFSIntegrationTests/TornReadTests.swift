@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 
 /// Readers never see a byte that is not a committed version (issue 25). A reader that opened a
@@ -59,12 +60,12 @@ struct TornReadTests {
         #expect(reread, "a new opener reads the new version")
     }
 
-    @Test func aShorterCommitThroughTheMountKeepsItsSizeFromTheReader() throws {
+    @Test func aShorterCommitThroughTheMountLeavesTheReaderItsSize() throws {
         let mount = try MountedStore(files: ["doc.json": Data(Self.original)])
         defer { mount.unmount() }
         let reader = try StepReader(mount.inMount("doc.json"))
         reader.read(upTo: 1 << 16)
-        // ftruncate then write, then a stat by the writer: its size never goes below the reader's.
+        // ftruncate then write: the writer is given an inode of its own, and the reader keeps its.
         let save = try mount.python("""
             import os
             fd = os.open('doc.json', os.O_WRONLY)
@@ -73,12 +74,80 @@ struct TornReadTests {
             os.close(fd)
             """)
         #expect(save.succeeded, "\(save.error)")
-        #expect(size(mount.inMount("doc.json")) == Int64(Self.original.count), "while the reader reads, its version's size shows")
+        #expect(size(mount.inMount("doc.json")) == 10, "stat shows the new version at once")
+        #expect(reader.size == Int64(Self.original.count), "fstat of the reader shows the version it reads")
         reader.read(upTo: Int.max)
         #expect(reader.read(exactly: Self.original), "the reader got \(reader.bytes.count) bytes of its version")
         reader.close()
         #expect(MountedStore.waitUntil { size(mount.inMount("doc.json")) == 10 })
         #expect(try mount.read("doc.json") == "[1, 2, 3]\n")
+    }
+
+    /// `truncate` by name (no open file: the kernel sends the new size for the inode the name has)
+    /// while a reader reads through the page cache: the truncation goes to the name's new inode,
+    /// and the reader keeps its version and its size.
+    @Test func aTruncationByNameLeavesAReaderItsVersion() throws {
+        let text = Array(String(repeating: "0123456789abcdef", count: 65_536).utf8)
+        let mount = try MountedStore(files: ["doc.txt": Data(text)])
+        defer { mount.unmount() }
+        let reader = try StepReader(mount.inMount("doc.txt"))
+        reader.read(upTo: 1 << 16)
+        let truncation = try mount.run(["truncate", "-s", "2", "doc.txt"])
+        #expect(truncation.succeeded, "\(truncation.error)")
+        #expect(size(mount.inMount("doc.txt")) == 2, "stat by name shows the truncated version")
+        #expect(reader.size == Int64(text.count), "fstat of the reader shows its version's size")
+        reader.read(upTo: Int.max)
+        #expect(reader.read(exactly: text), "the reader got \(reader.bytes.count) bytes of its version")
+        reader.close()
+        #expect(try mount.read("doc.txt") == "01")
+    }
+
+    /// A reader near the end of its version while a writer writes a longer one. The kernel keeps
+    /// one size per inode and grows it with the writer's writes. The reader's READ came back short
+    /// at its version's end, but the writer's write meanwhile made the kernel distrust that short
+    /// answer as older than its own size: the rest of the pages were zeros, and the reader read
+    /// them up to the writer's size. The hook holds the reader's READ while the writer writes, which
+    /// under load happened by itself (CI: 1 invalid read in 28,406).
+    @Test func aReaderNearItsEndReadsNothingOfALongerVersionBeingWritten() throws {
+        let version = Array(("{\"pad\": \"" + String(repeating: "x", count: 1_000_000) + "\"}").utf8)
+        let hooks = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-hooks-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: hooks, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: hooks) }
+        let mount = try MountedStore(files: ["doc.json": Data(version)], launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
+        defer { mount.unmount() }
+        let reader = try StepReader(mount.inMount("doc.json"))
+        reader.read(upTo: version.count - 1000)
+        let writer = open(mount.inMount("doc.json"), O_WRONLY | O_TRUNC | O_CLOEXEC)
+        try #require(writer >= 0, "the writer opens: errno \(errno)")
+        let longer = Array(("{\"pad\": \"" + String(repeating: "y", count: 2_000_000) + "\"}").utf8)
+        #expect(longer.withUnsafeBytes { write(writer, $0.baseAddress, $0.count) } == longer.count)
+        let hook = hooks + "/read-before-reply"
+        _ = FileManager.default.createFile(atPath: hook, contents: nil)
+        // The reader's next read, on a thread of its own: its READ stops at the hook, unless the
+        // page cache already holds what it reads.
+        let descriptor = reader.descriptor
+        let rest = Mutex<[UInt8]?>(nil)
+        Thread.detachNewThread {
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            rest.withLock { $0 = Array(buffer.prefix(max(0, count))) }
+        }
+        let fs = FileManager.default
+        #expect(MountedStore.waitUntil { fs.fileExists(atPath: hook + ".reached") || rest.withLock { $0 } != nil })
+        // The writer writes on while the reader's READ is on its way back.
+        let held = fs.fileExists(atPath: hook + ".reached")
+        if !held { try? fs.removeItem(atPath: hook) }
+        #expect(Array("\n".utf8).withUnsafeBytes { write(writer, $0.baseAddress, 1) } == 1)
+        if held { try fs.removeItem(atPath: hook + ".reached") }
+        #expect(MountedStore.waitUntil { rest.withLock { $0 } != nil }, "the reader's read returned")
+        let tail = rest.withLock { $0 } ?? []
+        #expect(tail.count == 1000, "the read returned the last 1,000 bytes of the reader's version, not \(tail.count)")
+        let tailIsItsVersion = tail == Array(version.suffix(1000))  // compared here: see `StepReader.read(exactly:)`
+        #expect(tailIsItsVersion, "and they are its version's")
+        #expect(reader.size == Int64(version.count), "fstat of the reader shows its version's size")
+        #expect(close(writer) == 0, "the save succeeds")
+        reader.close()
+        #expect(try mount.read("doc.json")?.utf8.count == longer.count + 1, "a new reader reads the new version")
     }
 
     /// Many writers saving by O_TRUNC and by rename, and readers validating every read, until
