@@ -130,8 +130,9 @@ extension DocumentFileSystem {
             // The staged file is the stored one now; it serves reads until the next write stages anew.
             live = stage.file.descriptor
         }
-        let dropPages = node.state.withLock { state in
+        let (dropPages, previous) = node.state.withLock { state in
             if !stage.onlyAppends { state.holdForCachedReaders() }
+            let previous = state.live
             state.live = live
             state.decodedVersion = status.version
             // After an append, what cached readers hold is a prefix of the new version: it is the
@@ -143,9 +144,10 @@ extension DocumentFileSystem {
             state.commits += 1
             if !stage.onlyAppends { state.lastRewrite = state.commits }
             defer { state.pageCacheInUse = false }
-            return state.pageCacheInUse
+            return (state.pageCacheInUse, previous)
         }
         notifier.invalidateAttributes(of: node.inode)
+        if stage.onlyAppends { carryAppend(of: node, from: previous, to: live) }
         // Write-only handles bypass the page cache, so pages cached from before hold the old version.
         if dropPages || reencoded { invalidateContentUnlessHeld(node) }
     }

@@ -18,11 +18,33 @@ extension DocumentFileSystem {
     /// reader at the end of its version would read on into zeros that are in no version. So the
     /// writer is given an inode of its own (`moveNameOffCachedReaders`), and its request fails
     /// with ESTALE, on which the kernel looks the name up again (LOOKUP_REVAL) and repeats the
-    /// request on the new inode. An appending writer stays: readers follow appends, as `tail -f`
-    /// does. Whether the writer has to look again.
-    func handOverToNewInode(_ node: Node, flags: Int32) -> Bool {
-        guard flags & O_APPEND == 0 else { return false }
-        return moveNameOffCachedReaders(node, forWriter: true)
+    /// request on the new inode. An appending writer goes too: its commits reach the readers left
+    /// behind (`carryAppend`), so they follow appends, as `tail -f` does. Whether the writer has
+    /// to look again.
+    func handOverToNewInode(_ node: Node) -> Bool {
+        moveNameOffCachedReaders(node, forWriter: true)
+    }
+
+    /// A commit of `node` that only appended to `previous`: the inodes its name moved off, whose
+    /// readers read `previous`, move on to `live` as well, and the kernel asks for their new size.
+    /// Those inodes have no writer, so their size is only ever one of their versions'.
+    func carryAppend(of node: Node, from previous: OwnedDescriptor?, to live: OwnedDescriptor?) {
+        guard let live, let previousVersion = try? previous?.status().version else { return }
+        let followers = node.state.withLock { state in
+            state.predecessors.removeAll { $0.node == nil }
+            return state.predecessors.compactMap(\.node)
+        }
+        for follower in followers {
+            let moved = follower.state.withLock { state -> Bool in
+                guard state.cachedReaders > 0, let current = state.live, (try? current.status().version) == previousVersion else {
+                    return false
+                }
+                state.live = live
+                state.commits += 1
+                return true
+            }
+            if moved { notifier.invalidateAttributes(of: follower.inode) }
+        }
     }
 
     /// Gives the document's name a new inode while readers read `node` through the page cache;
@@ -36,9 +58,13 @@ extension DocumentFileSystem {
             guard node.state.withLock({ $0.cachedReaders > 0 && !$0.superseded }),
                   let moved = nodes.supersede(node.inode, awaitingWriter: forWriter)
             else { return nil }
-            node.state.withLock { $0.superseded = true }
-            if forWriter {
-                nodes.existingNode(moved.successor)?.state.withLock { $0.writerExpectedUntil = monotonicNanoseconds() + 10_000_000_000 }
+            let predecessors = node.state.withLock { state in
+                state.superseded = true
+                return state.predecessors + [WeakNode(node: node)]
+            }
+            nodes.existingNode(moved.successor)?.state.withLock { state in
+                state.predecessors = predecessors
+                if forWriter { state.writerExpectedUntil = monotonicNanoseconds() + 10_000_000_000 }
             }
             return moved
         }

@@ -44,7 +44,7 @@ extension DocumentFileSystem {
         // A writer never writes to an inode that readers read through the page cache (see
         // `handOverToNewInode`): ESTALE makes the kernel look the name up again and open the inode
         // that has it now. A reader of such an inode gets its version, as one of a renamed-over file.
-        if writing && (handOverToNewInode(node, flags: flags) || node.state.withLock({ $0.superseded })) { throw .stale }
+        if writing && (handOverToNewInode(node) || node.state.withLock({ $0.superseded })) { throw .stale }
         let found = try namespace.reading { () throws(FUSEError) -> Found in
             guard let path = nodes.path(of: inode) else {
                 if writing {
@@ -134,7 +134,7 @@ extension DocumentFileSystem {
         let raced = node.state.withLock { state -> Bool in
             if let seenCommits, state.commits != seenCommits { return true }
             // A reader came to read through the page cache since `handOverToNewInode` looked.
-            if writing && seenCommits != nil && flags & O_APPEND == 0 && state.cachedReaders > 0 { return true }
+            if writing && seenCommits != nil && state.cachedReaders > 0 { return true }
             state.holdIfChangedBeside(opening: liveVersion)
             state.live = live
             state.openHandles += 1

@@ -22,6 +22,11 @@ final class Node: Sendable {
     init(inode: Inode) { self.inode = inode }
 }
 
+/// A node known without keeping it (and its open files) alive.
+struct WeakNode {
+    weak var node: Node?
+}
+
 struct StageSlot {
     var stage: Stage?
 }
@@ -42,6 +47,9 @@ struct NodeState {
     /// cache (see `DocumentFileSystem.handOverToNewInode`): opens of this one for writing fail with
     /// ESTALE, so the kernel looks the name up again.
     var superseded = false
+    /// The inodes this one's name moved off while they had cached readers: an append committed
+    /// here extends their version too, so a reader there (`tail -f`) follows it.
+    var predecessors: [WeakNode] = []
     /// The committed file, open while any handle of the document is.
     var live: OwnedDescriptor?
     /// The file this inode named when a rename replaced it or an unlink removed it while the kernel

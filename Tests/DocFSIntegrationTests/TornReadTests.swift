@@ -107,8 +107,10 @@ struct TornReadTests {
     /// at its version's end, but the writer's write meanwhile made the kernel distrust that short
     /// answer as older than its own size: the rest of the pages were zeros, and the reader read
     /// them up to the writer's size. The hook holds the reader's READ while the writer writes, which
-    /// under load happened by itself (CI: 1 invalid read in 28,406).
-    @Test func aReaderNearItsEndReadsNothingOfALongerVersionBeingWritten() throws {
+    /// under load happened by itself (CI: 1 invalid read in 28,406). An appending writer too: the
+    /// reader reads its version's end, and follows the append once it is committed.
+    @Test(arguments: [O_TRUNC, O_APPEND])
+    func aReaderNearItsEndReadsNothingOfALongerVersionBeingWritten(writing mode: Int32) throws {
         let version = Array(("{\"pad\": \"" + String(repeating: "x", count: 1_000_000) + "\"}").utf8)
         let hooks = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-hooks-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: hooks, withIntermediateDirectories: true)
@@ -117,10 +119,13 @@ struct TornReadTests {
         defer { mount.unmount() }
         let reader = try StepReader(mount.inMount("doc.json"))
         reader.read(upTo: version.count - 1000)
-        let writer = open(mount.inMount("doc.json"), O_WRONLY | O_TRUNC | O_CLOEXEC)
+        let writer = open(mount.inMount("doc.json"), O_WRONLY | mode | O_CLOEXEC)
         try #require(writer >= 0, "the writer opens: errno \(errno)")
-        let longer = Array(("{\"pad\": \"" + String(repeating: "y", count: 2_000_000) + "\"}").utf8)
-        #expect(longer.withUnsafeBytes { write(writer, $0.baseAddress, $0.count) } == longer.count)
+        // Either a longer document, or 2 MB of spaces after this one (still JSON).
+        let written = mode == O_APPEND
+            ? [UInt8](repeating: UInt8(ascii: " "), count: 2_000_000)
+            : Array(("{\"pad\": \"" + String(repeating: "y", count: 2_000_000) + "\"}").utf8)
+        #expect(written.withUnsafeBytes { write(writer, $0.baseAddress, $0.count) } == written.count)
         let hook = hooks + "/read-before-reply"
         _ = FileManager.default.createFile(atPath: hook, contents: nil)
         // The reader's next read, on a thread of its own: its READ stops at the hook, unless the
@@ -146,8 +151,14 @@ struct TornReadTests {
         #expect(tailIsItsVersion, "and they are its version's")
         #expect(reader.size == Int64(version.count), "fstat of the reader shows its version's size")
         #expect(close(writer) == 0, "the save succeeds")
+        let saved = (mode == O_APPEND ? version.count : 0) + written.count + 1
+        if mode == O_APPEND {
+            reader.read(upTo: Int.max)
+            let followed = reader.bytes.count + tail.count  // the thread read `tail`, not the StepReader
+            #expect(followed == saved, "the reader followed the committed append: \(followed) of \(saved) bytes")
+        }
         reader.close()
-        #expect(try mount.read("doc.json")?.utf8.count == longer.count + 1, "a new reader reads the new version")
+        #expect(try mount.read("doc.json")?.utf8.count == saved, "a new reader reads the new version")
     }
 
     /// Many writers saving by O_TRUNC and by rename, and readers validating every read, until
