@@ -137,7 +137,10 @@ extension DocumentFileSystem {
             return try getAttributes(inode: inode, handle: handle, context: context)
         }
         guard let node = nodes.node(inode) else { throw .noEntry }
-        if changes.size != nil, handle == nil, handOverToNewInode(node) { throw .stale }
+        if changes.size != nil, handle == nil {
+            if handOverToNewInode(node) { throw .stale }
+            writerArrived(at: node)
+        }
         if let size = changes.size {
             try dropSetIDBits(of: node, path: path, writer: owner(context), process: context.processID)
             try truncate(node: node, path: path, size: size, handle: handle, caller: context.processID)

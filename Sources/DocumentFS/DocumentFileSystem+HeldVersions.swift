@@ -25,6 +25,13 @@ extension DocumentFileSystem {
         moveNameOffCachedReaders(node, forWriter: true)
     }
 
+    /// A writer reached `node` (an open for writing, a truncation by name): readers that open it
+    /// read through the page cache again once it is done, and its record is an ordinary one.
+    func writerArrived(at node: Node) {
+        node.state.withLock { $0.writerExpectedUntil = 0 }
+        nodes.writerArrived(at: node.inode)
+    }
+
     /// A commit of `node` that only appended to `previous`: the inodes its name moved off, whose
     /// readers read `previous`, move on to `live` as well, and the kernel asks for their new size.
     /// Those inodes have no writer, so their size is only ever one of their versions'.
@@ -54,6 +61,8 @@ extension DocumentFileSystem {
     /// `forWriter`: readers that open the new inode before the writer sent there bypass the page
     /// cache, so that writer never meets cached readers and is never sent on twice.
     private func moveNameOffCachedReaders(_ node: Node, forWriter: Bool) -> Bool {
+        // Checked first without the namespace lock: every writing open comes here.
+        guard node.state.withLock({ $0.cachedReaders > 0 && !$0.superseded }) else { return false }
         let moved = namespace.writing { () -> (parent: Inode, name: FileName, successor: Inode)? in
             guard node.state.withLock({ $0.cachedReaders > 0 && !$0.superseded }),
                   let moved = nodes.supersede(node.inode, awaitingWriter: forWriter)

@@ -141,12 +141,11 @@ extension DocumentFileSystem {
             if writing {
                 state.writableHandles += 1
                 state.writerThreads.insert(context.processID)
-                state.writerExpectedUntil = 0
             }
             return false
         }
         if raced { return nil }
-        if writing { nodes.writerOpened(node.inode) }
+        if writing { writerArrived(at: node) }
         // A truncating open replaces the content, so what is stored need not decode (that is how a
         // corrupt document is repaired).
         if case .document(let claim) = role, flags & O_ACCMODE != O_WRONLY, !truncating {

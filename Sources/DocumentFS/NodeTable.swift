@@ -30,10 +30,11 @@ final class NodeTable: Sendable {
         var childRecords: Int32 = 0
         /// Removed from the store while the kernel still holds it (open, or not yet forgotten).
         var isDetached = false
-        /// Made for a writer sent here by `supersede`, which has not opened it yet: kept even if
-        /// the kernel forgets it (it does, revalidating the name), so its node still tells readers
-        /// to bypass the page cache when the writer arrives.
-        var awaitsWriter = false
+        /// Made by `supersede` for a writer that has not arrived yet: how many more times the record
+        /// outlives the kernel forgetting it (it does once, revalidating the name), so its node
+        /// still tells readers to bypass the page cache when the writer arrives, and a writer that
+        /// never does leaves nothing behind.
+        var awaitsWriter: UInt8 = 0
     }
 
     /// A record's other names (hard links) and its stored file, when that has several links:
@@ -199,6 +200,7 @@ final class NodeTable: Sendable {
         let shrank = state.withLock { state in
             guard inode != .root, var record = state.records[inode] else { return false }
             record.lookupCount -= min(count, record.lookupCount)
+            if record.lookupCount == 0 && record.awaitsWriter > 0 { record.awaitsWriter -= 1 }
             state.records[inode] = record
             Self.removeIfUnused(inode, in: &state)
             return Self.shrinkIfMostlyEmpty(&state)
@@ -225,11 +227,11 @@ final class NodeTable: Sendable {
         state.withLock { $0.records[inode]?.openCount += 1 }
     }
 
-    /// A writer opened the inode: one made for it by `supersede` is an ordinary record now.
-    func writerOpened(_ inode: Inode) {
+    /// A writer reached the inode: one made for it by `supersede` is an ordinary record now.
+    func writerArrived(at inode: Inode) {
         state.withLock { state in
-            guard state.records[inode]?.awaitsWriter == true else { return }
-            state.records[inode]?.awaitsWriter = false
+            guard let waiting = state.records[inode]?.awaitsWriter, waiting > 0 else { return }
+            state.records[inode]?.awaitsWriter = 0
             Self.removeIfUnused(inode, in: &state)
         }
     }
@@ -293,7 +295,7 @@ final class NodeTable: Sendable {
             return
         }
         record.isDetached = true
-        record.awaitsWriter = false
+        record.awaitsWriter = 0
         state.records[inode] = record
         removeIfUnused(inode, in: &state)
     }
@@ -315,7 +317,7 @@ final class NodeTable: Sendable {
             }
             let successor = state.nextInode
             state.nextInode += 1
-            state.records[successor] = Record(node: Node(inode: successor), parent: key.parent, name: key.name, awaitsWriter: awaitingWriter)
+            state.records[successor] = Record(node: Node(inode: successor), parent: key.parent, name: key.name, awaitsWriter: awaitingWriter ? 2 : 0)
             state.byName[key] = successor
             state.records[key.parent]?.childRecords += 1
             return (key.parent, key.name, successor)
@@ -359,7 +361,7 @@ final class NodeTable: Sendable {
     private static func removeIfUnused(_ inode: Inode, in state: inout State) {
         var current = inode
         while current != .root, let record = state.records[current],
-              record.lookupCount == 0, record.openCount == 0, record.childRecords == 0, !record.awaitsWriter
+              record.lookupCount == 0, record.openCount == 0, record.childRecords == 0, record.awaitsWriter == 0
         {
             state.records[current] = nil
             let key = ChildKey(parent: record.parent, name: record.name)
