@@ -133,12 +133,14 @@ extension DocumentFileSystem {
     func setAttributes(inode: Inode, changes: AttributeChanges, handle: UInt64?, context: RequestContext) throws(FUSEError) -> AttributesReply {
         try requireWritable()
         guard let path = nodes.path(of: inode) else {
+            // A truncation by a name that moved meanwhile: the kernel looks it up again.
+            if changes.size != nil, handle == nil, nodes.existingNode(inode)?.state.withLock({ $0.superseded }) == true { throw .stale }
             try setAttributes(ofDetached: inode, changes: changes, handle: handle)
             return try getAttributes(inode: inode, handle: handle, context: context)
         }
         guard let node = nodes.node(inode) else { throw .noEntry }
         if changes.size != nil, handle == nil {
-            if handOverToNewInode(node) { throw .stale }
+            if moveNameOffCachedReaders(node, forWriter: true) { throw .stale }
             writerArrived(at: node)
         }
         if let size = changes.size {

@@ -13,23 +13,15 @@ import SystemSupport
 /// everyone else who opens meanwhile bypasses the cache, and the kernel is told the truth when the
 /// last of those readers closes.
 extension DocumentFileSystem {
-    /// A writer that opens a document (or truncates it by name) while readers read it through the
-    /// page cache would share their inode, whose one size the kernel grows with every write: a
-    /// reader at the end of its version would read on into zeros that are in no version. So the
-    /// writer is given an inode of its own (`moveNameOffCachedReaders`), and its request fails
-    /// with ESTALE, on which the kernel looks the name up again (LOOKUP_REVAL) and repeats the
-    /// request on the new inode. An appending writer goes too: its commits reach the readers left
-    /// behind (`carryAppend`), so they follow appends, as `tail -f` does. Whether the writer has
-    /// to look again.
-    func handOverToNewInode(_ node: Node) -> Bool {
-        moveNameOffCachedReaders(node, forWriter: true)
-    }
-
-    /// A writer reached `node` (an open for writing, a truncation by name): readers that open it
-    /// read through the page cache again once it is done, and its record is an ordinary one.
+    /// A writer reached `node` (an open for writing, a truncation by name): once it is done,
+    /// readers that open it read through the page cache again, and a record made for it is an
+    /// ordinary one.
     func writerArrived(at node: Node) {
-        node.state.withLock { $0.writerExpectedUntil = 0 }
-        nodes.writerArrived(at: node.inode)
+        let expected = node.state.withLock { state -> Bool in
+            defer { state.writerExpectedUntil = 0 }
+            return state.writerExpectedUntil != 0
+        }
+        if expected { nodes.writerArrived(at: node.inode) }
     }
 
     /// A commit of `node` that only appended to `previous`: the inodes its name moved off, whose
@@ -37,11 +29,7 @@ extension DocumentFileSystem {
     /// Those inodes have no writer, so their size is only ever one of their versions'.
     func carryAppend(of node: Node, from previous: OwnedDescriptor?, to live: OwnedDescriptor?) {
         guard let live, let previousVersion = try? previous?.status().version else { return }
-        let followers = node.state.withLock { state in
-            state.predecessors.removeAll { $0.node == nil }
-            return state.predecessors.compactMap(\.node)
-        }
-        for follower in followers {
+        for follower in nodes.leftBehind(by: node.inode) {
             let moved = follower.state.withLock { state -> Bool in
                 guard state.cachedReaders > 0, let current = state.live, (try? current.status().version) == previousVersion else {
                     return false
@@ -54,31 +42,38 @@ extension DocumentFileSystem {
         }
     }
 
-    /// Gives the document's name a new inode while readers read `node` through the page cache;
-    /// `node` stays with them, holding their version whole with its own size, as a file replaced
-    /// by a rename does; opens of it for writing fail with ESTALE, so the kernel looks the name up
-    /// again.
-    /// `forWriter`: readers that open the new inode before the writer sent there bypass the page
-    /// cache, so that writer never meets cached readers and is never sent on twice.
-    private func moveNameOffCachedReaders(_ node: Node, forWriter: Bool) -> Bool {
-        // Checked first without the namespace lock: every writing open comes here.
-        guard node.state.withLock({ $0.cachedReaders > 0 && !$0.superseded }) else { return false }
-        let moved = namespace.writing { () -> (parent: Inode, name: FileName, successor: Inode)? in
-            guard node.state.withLock({ $0.cachedReaders > 0 && !$0.superseded }),
-                  let moved = nodes.supersede(node.inode, awaitingWriter: forWriter)
-            else { return nil }
-            let predecessors = node.state.withLock { state in
+    /// A writer that opens a document (or truncates it by name) while readers read it through the
+    /// page cache would share their inode, whose one size the kernel grows with every write: a
+    /// reader at the end of its version would read on into zeros that are in no version. A change
+    /// beside the mount would show them another version's size. So the document's name moves to
+    /// a new inode, and `node` stays with those readers, holding their version whole with its own
+    /// size (and its inode number), as a file replaced by a rename does. A writer's request then
+    /// fails with ESTALE, on which the kernel looks the name up again (LOOKUP_REVAL) and repeats
+    /// the request on the new inode; `forWriter` makes that inode now, and readers that open it
+    /// before the writer arrives bypass the page cache, so the writer is never sent on twice.
+    /// Appends committed under the name reach the readers left behind (`carryAppend`).
+    ///
+    /// Not while anyone holds a lock on the inode: the kernel keeps locks per inode, and the next
+    /// locker would get the new one. Whether the name moved.
+    func moveNameOffCachedReaders(_ node: Node, forWriter: Bool) -> Bool {
+        // Checked first without a lock of the namespace: every writing open comes here.
+        guard node.state.withLock({ $0.cachedReaders > 0 && !$0.superseded }),
+              let path = nodes.path(of: node.inode), let status = try? store.status(of: path),
+              !KernelLocks.anyHeld(onInodeNumbered: status.identity)
+        else { return false }
+        let moved = namespace.writing { () -> (parent: Inode, name: FileName, successor: Inode?)? in
+            guard let moved = nodes.supersede(node, awaitingWriter: forWriter) else { return nil }
+            node.state.withLock { state in
                 state.superseded = true
-                return state.predecessors + [WeakNode(node: node)]
+                state.formerIdentity = status.identity
             }
-            nodes.existingNode(moved.successor)?.state.withLock { state in
-                state.predecessors = predecessors
-                if forWriter { state.writerExpectedUntil = monotonicNanoseconds() + 10_000_000_000 }
+            if let successor = moved.successor {
+                nodes.existingNode(successor)?.state.withLock { $0.writerExpectedUntil = monotonicNanoseconds() + 10_000_000_000 }
             }
             return moved
         }
         guard let moved else { return false }
-        logger.debug("\(nodes.path(of: moved.successor) ?? "?") is inode \(moved.successor) now; inode \(node.inode) stays with its cached readers")
+        logger.debug("\(path) left inode \(node.inode) to its cached readers")
         notifier.invalidateEntry(parent: moved.parent, name: moved.name)
         return true
     }

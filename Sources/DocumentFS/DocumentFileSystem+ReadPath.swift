@@ -41,10 +41,10 @@ extension DocumentFileSystem {
         guard let node = nodes.node(inode) else { throw .stale }
         let writing = flags & O_ACCMODE != O_RDONLY
         if writing { try requireWritable() }
-        // A writer never writes to an inode that readers read through the page cache (see
-        // `handOverToNewInode`): ESTALE makes the kernel look the name up again and open the inode
-        // that has it now. A reader of such an inode gets its version, as one of a renamed-over file.
-        if writing && (handOverToNewInode(node) || node.state.withLock({ $0.superseded })) { throw .stale }
+        // A writer does not write to an inode that readers read through the page cache (see
+        // `moveNameOffCachedReaders`): ESTALE makes the kernel look the name up again and open the
+        // inode that has it now.
+        if writing && moveNameOffCachedReaders(node, forWriter: true) { throw .stale }
         let found = try namespace.reading { () throws(FUSEError) -> Found in
             guard let path = nodes.path(of: inode) else {
                 if writing {
@@ -133,8 +133,10 @@ extension DocumentFileSystem {
         // newer one since this open found its file.
         let raced = node.state.withLock { state -> Bool in
             if let seenCommits, state.commits != seenCommits { return true }
-            // A reader came to read through the page cache since `handOverToNewInode` looked.
-            if writing && seenCommits != nil && state.cachedReaders > 0 { return true }
+            // A reader came to read through the page cache since `moveNameOffCachedReaders` looked,
+            // or the name moved: looked at again (a writer of an inode left to readers writes to
+            // the document that has the name now, as one of a renamed-over file does).
+            if writing && (state.superseded || (seenCommits != nil && state.cachedReaders > 0)) { return true }
             state.holdIfChangedBeside(opening: liveVersion)
             state.live = live
             state.openHandles += 1

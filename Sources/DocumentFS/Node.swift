@@ -41,15 +41,12 @@ struct NodeState {
     /// recently is likely written again, and readers of it bypass the page cache.
     var lastWriterClosed: UInt64 = 0
     /// Until when (CLOCK_MONOTONIC nanoseconds) a writer sent to this inode by
-    /// `DocumentFileSystem.handOverToNewInode` is expected; its readers bypass the page cache till then.
+    /// `DocumentFileSystem.moveNameOffCachedReaders` is expected; its readers bypass the page cache
+    /// till then.
     var writerExpectedUntil: UInt64 = 0
     /// The document's name was given a new inode while this one's readers read through the page
-    /// cache (see `DocumentFileSystem.handOverToNewInode`): opens of this one for writing fail with
-    /// ESTALE, so the kernel looks the name up again.
+    /// cache (see `DocumentFileSystem.moveNameOffCachedReaders`); this one serves them only.
     var superseded = false
-    /// The inodes this one's name moved off while they had cached readers: an append committed
-    /// here extends their version too, so a reader there (`tail -f`) follows it.
-    var predecessors: [WeakNode] = []
     /// The committed file, open while any handle of the document is.
     var live: OwnedDescriptor?
     /// The file this inode named when a rename replaced it or an unlink removed it while the kernel

@@ -52,6 +52,9 @@ final class NodeTable: Sendable {
         /// after the kernel forgot them and looks the names up afresh.
         var byLinkedFile: [StoredFileIdentity: Inode] = [:]
         var nextInode: Inode = .root + 1
+        /// Inodes a name moved off while they had cached readers (`supersede`), by that name: an
+        /// append committed under the name extends their version too (`tail -f` follows it).
+        var leftBehind: [ChildKey: [WeakNode]] = [:]
     }
 
     private let state: Mutex<State>
@@ -199,8 +202,9 @@ final class NodeTable: Sendable {
     func forget(_ inode: Inode, count: UInt64) {
         let shrank = state.withLock { state in
             guard inode != .root, var record = state.records[inode] else { return false }
+            let counted = record.lookupCount
             record.lookupCount -= min(count, record.lookupCount)
-            if record.lookupCount == 0 && record.awaitsWriter > 0 { record.awaitsWriter -= 1 }
+            if counted > 0 && record.lookupCount == 0 && record.awaitsWriter > 0 { record.awaitsWriter -= 1 }
             state.records[inode] = record
             Self.removeIfUnused(inode, in: &state)
             return Self.shrinkIfMostlyEmpty(&state)
@@ -300,27 +304,41 @@ final class NodeTable: Sendable {
         removeIfUnused(inode, in: &state)
     }
 
-    /// Gives `inode`'s name a new inode and detaches `inode`, as a rename over the name would: the
-    /// kernel's next lookup of the name gets the new one, while whoever holds the old one keeps it.
-    /// Nil, changing nothing, for the root, a detached inode, or one with other names (hard links).
-    /// `awaitingWriter`: the new record is kept for a writer sent to it (see `awaitsWriter`).
-    func supersede(_ inode: Inode, awaitingWriter: Bool) -> (parent: Inode, name: FileName, successor: Inode)? {
-        state.withLock { state in
-            guard inode != .root, var record = state.records[inode], !record.isDetached, (state.links[inode]?.aliases ?? 0) == 0
-            else { return nil }
+    /// Detaches `inode`, held by `node`'s cached readers, from its name, as a rename over the name
+    /// would: the kernel's next lookup of the name gets another inode, while whoever holds this one
+    /// keeps it. `awaitingWriter`: that inode is made now, for a writer sent to it, and kept
+    /// until it arrives (see `awaitsWriter`). Nil, changing nothing, for the root, a detached
+    /// inode, or one whose stored file has other names (hard links).
+    func supersede(_ node: Node, awaitingWriter: Bool) -> (parent: Inode, name: FileName, successor: Inode?)? {
+        let inode = node.inode
+        return state.withLock { state in
+            guard inode != .root, var record = state.records[inode], !record.isDetached, state.links[inode] == nil else { return nil }
             let key = ChildKey(parent: record.parent, name: record.name)
             guard state.byName[key] == inode else { return nil }
             record.isDetached = true
             state.records[inode] = record
-            if let file = state.links.removeValue(forKey: inode)?.file, state.byLinkedFile[file] == inode {
-                state.byLinkedFile[file] = nil
-            }
+            state.byName[key] = nil
+            state.leftBehind[key, default: []].removeAll { $0.node == nil }
+            state.leftBehind[key, default: []].append(WeakNode(node: node))
+            guard awaitingWriter else { return (key.parent, key.name, nil) }
             let successor = state.nextInode
             state.nextInode += 1
-            state.records[successor] = Record(node: Node(inode: successor), parent: key.parent, name: key.name, awaitsWriter: awaitingWriter ? 2 : 0)
+            state.records[successor] = Record(node: Node(inode: successor), parent: key.parent, name: key.name, awaitsWriter: 2)
             state.byName[key] = successor
             state.records[key.parent]?.childRecords += 1
             return (key.parent, key.name, successor)
+        }
+    }
+
+    /// The nodes that `inode`'s name moved off and that still exist (see `leftBehind`).
+    func leftBehind(by inode: Inode) -> [Node] {
+        state.withLock { state in
+            guard let record = state.records[inode], !record.isDetached else { return [] }
+            let key = ChildKey(parent: record.parent, name: record.name)
+            guard let known = state.leftBehind[key] else { return [] }
+            let alive = known.compactMap(\.node)
+            state.leftBehind[key] = alive.isEmpty ? nil : alive.map { WeakNode(node: $0) }
+            return alive
         }
     }
 

@@ -92,7 +92,8 @@ struct TornReadTests {
         defer { mount.unmount() }
         let reader = try StepReader(mount.inMount("doc.txt"))
         reader.read(upTo: 1 << 16)
-        let truncation = try mount.run(["truncate", "-s", "2", "doc.txt"])
+        // truncate(2), not the `truncate` command (which opens the file and truncates that).
+        let truncation = try mount.python("import os; os.truncate('doc.txt', 2)")
         #expect(truncation.succeeded, "\(truncation.error)")
         #expect(size(mount.inMount("doc.txt")) == 2, "stat by name shows the truncated version")
         #expect(reader.size == Int64(text.count), "fstat of the reader shows its version's size")
@@ -100,6 +101,24 @@ struct TornReadTests {
         #expect(reader.read(exactly: text), "the reader got \(reader.bytes.count) bytes of its version")
         reader.close()
         #expect(try mount.read("doc.txt") == "01")
+    }
+
+    /// Locks are the kernel's, one set per inode: while a descriptor that holds one is open, a
+    /// writer of the document stays on that inode (its version is held for the reader instead),
+    /// so the next locker still waits.
+    @Test func aLockedDocumentKeepsItsInodeForTheNextLocker() throws {
+        let mount = try MountedStore(texts: ["counter.json": "1\n"])
+        defer { mount.unmount() }
+        let tryLock = "import fcntl\\ntry:\\n    fcntl.flock(open('counter.json', 'rb'), fcntl.LOCK_EX | fcntl.LOCK_NB); print('locked')\\nexcept BlockingIOError: print('waits')"
+        let result = try mount.python("""
+            import fcntl, subprocess, sys
+            lock = open('counter.json', 'rb')
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            with open('counter.json', 'w') as f: f.write('2\\n')
+            other = subprocess.run([sys.executable, '-c', "\(tryLock)"], capture_output=True, text=True)
+            print(other.stdout.strip(), other.stderr.strip(), open('counter.json').read().strip())
+            """)
+        #expect(result.output.trimmingCharacters(in: .whitespacesAndNewlines) == "waits  2", "\(result.output) \(result.error)")
     }
 
     /// A reader near the end of its version while a writer writes a longer one. The kernel keeps

@@ -1,0 +1,17 @@
+import Foundation
+
+/// The advisory locks the kernel holds (flock, fcntl, OFD locks), from `/proc/locks`. DocFS leaves
+/// locking to the kernel, which keeps one set of locks per inode.
+enum KernelLocks {
+    /// Whether any lock is held on an inode numbered `number` (on any file system: a lock on
+    /// another one only makes the caller more careful than it needs to be).
+    static func anyHeld(onInodeNumbered number: UInt64) -> Bool {
+        // A line: "1: FLOCK  ADVISORY  WRITE 1234 00:2e:5678 0 EOF"; blocked waiters ("1: -> ...")
+        // wait on a lock that is listed too.
+        guard let table = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return true }
+        let suffix = ":\(number)"
+        return table.split(separator: "\n").contains { line in
+            line.split(separator: " ", omittingEmptySubsequences: true).contains { $0.hasSuffix(suffix) && $0.split(separator: ":").count == 3 }
+        }
+    }
+}
