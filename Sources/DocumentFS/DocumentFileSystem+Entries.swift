@@ -140,7 +140,9 @@ extension DocumentFileSystem {
         }
         guard let node = nodes.node(inode) else { throw .noEntry }
         if changes.size != nil, handle == nil {
-            if moveNameOffCachedReaders(node, forWriter: true) { throw .stale }
+            // Moved here, or by another writer since this request found the path: the kernel
+            // looks the name up again.
+            if moveNameOffCachedReaders(node, forWriter: true) || node.state.withLock({ $0.superseded }) { throw .stale }
             writerArrived(at: node)
         }
         if let size = changes.size {

@@ -56,16 +56,28 @@ extension DocumentFileSystem {
     /// Not while anyone holds a lock on the inode: the kernel keeps locks per inode, and the next
     /// locker would get the new one. Whether the name moved.
     func moveNameOffCachedReaders(_ node: Node, forWriter: Bool) -> Bool {
-        // Checked first without a lock of the namespace: every writing open comes here.
-        guard node.state.withLock({ $0.cachedReaders > 0 && !$0.superseded }),
+        // Looked at first without a lock of the namespace: every writing open comes here.
+        guard let shown = node.state.withLock({ $0.mayMoveNameOff ? $0.shownIdentity : nil }),
               let path = nodes.path(of: node.inode), let status = try? store.status(of: path),
-              !KernelLocks.anyHeld(onInodeNumbered: status.identity)
+              !KernelLocks.anyHeld(onInodesNumbered: [shown, status.identity])
         else { return false }
         let moved = namespace.writing { () -> (parent: Inode, name: FileName, successor: Inode?)? in
-            guard let moved = nodes.supersede(node, awaitingWriter: forWriter) else { return nil }
-            node.state.withLock { state in
+            // Decided under the node's lock, where writers attach: one that attached meanwhile
+            // keeps this inode (its save would have no name to go to), and one that comes later
+            // finds it left to the readers and looks again.
+            let claimed = node.state.withLock { state -> Bool in
+                guard state.mayMoveNameOff else { return false }
                 state.superseded = true
-                state.formerIdentity = status.identity
+                state.formerIdentity = shown
+                return true
+            }
+            guard claimed else { return nil }
+            guard let moved = nodes.supersede(node, awaitingWriter: forWriter) else {
+                node.state.withLock { state in
+                    state.superseded = false
+                    state.formerIdentity = nil
+                }
+                return nil
             }
             if let successor = moved.successor {
                 nodes.existingNode(successor)?.state.withLock { $0.writerExpectedUntil = monotonicNanoseconds() + 10_000_000_000 }
@@ -134,6 +146,12 @@ extension DocumentFileSystem {
 }
 
 extension NodeState {
+    /// Whether the name may move off this inode (see `moveNameOffCachedReaders`): readers read it
+    /// through the page cache, and no writer or stage is on it.
+    var mayMoveNameOff: Bool {
+        cachedReaders > 0 && !superseded && writableHandles == 0 && stagedFile == nil
+    }
+
     /// Holds the version the cached readers read, if any are open (see `heldStatus`): before
     /// anything shows the kernel a size below theirs — a truncation, a commit that rewrote the
     /// document (appends are not held: readers follow them, as `tail -f` does), a change made

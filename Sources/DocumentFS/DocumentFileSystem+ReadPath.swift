@@ -53,7 +53,14 @@ extension DocumentFileSystem {
                     // document that has the name now, as if it had looked up a moment later.
                     guard let former = nodes.formerName(of: inode) else { throw .stale }
                     let current = nodes.child(parent: former.parent, name: former.name, counting: false)
-                    guard nodes.path(of: current) != nil else { throw .stale }
+                    guard let currentPath = nodes.path(of: current) else { throw .stale }
+                    // A name left to readers (see `moveNameOffCachedReaders`) leads to the same
+                    // document, unless it was renamed away since: then nothing does.
+                    if let left = node.state.withLock({ $0.superseded ? $0.formerIdentity : nil }),
+                       (try? store.status(of: currentPath))?.identity != left
+                    {
+                        throw .stale
+                    }
                     return .replaced(by: current)
                 }
                 guard let kept = node.state.withLock({ $0.committed }) else { throw .stale }
@@ -138,6 +145,7 @@ extension DocumentFileSystem {
             // the document that has the name now, as one of a renamed-over file does).
             if writing && (state.superseded || (seenCommits != nil && state.cachedReaders > 0)) { return true }
             state.holdIfChangedBeside(opening: liveVersion)
+            state.shownIdentity = status.identity
             state.live = live
             state.openHandles += 1
             if writing {

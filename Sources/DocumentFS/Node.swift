@@ -47,6 +47,9 @@ struct NodeState {
     /// The document's name was given a new inode while this one's readers read through the page
     /// cache (see `DocumentFileSystem.moveNameOffCachedReaders`); this one serves them only.
     var superseded = false
+    /// The inode number the kernel was last shown for this inode when it was opened (locks are
+    /// listed under it).
+    var shownIdentity: UInt64?
     /// The committed file, open while any handle of the document is.
     var live: OwnedDescriptor?
     /// The file this inode named when a rename replaced it or an unlink removed it while the kernel

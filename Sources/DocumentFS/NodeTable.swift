@@ -384,6 +384,10 @@ final class NodeTable: Sendable {
             state.records[current] = nil
             let key = ChildKey(parent: record.parent, name: record.name)
             if state.byName[key] == current { state.byName[key] = nil }
+            if record.isDetached, let left = state.leftBehind[key] {
+                let kept = left.filter { $0.node.map { $0.inode != current } ?? false }
+                state.leftBehind[key] = kept.isEmpty ? nil : kept
+            }
             if let links = state.links.removeValue(forKey: current) {
                 if links.aliases > 0 { state.byName = state.byName.filter { $0.value != current } }
                 if let file = links.file, state.byLinkedFile[file] == current { state.byLinkedFile[file] = nil }
