@@ -1,11 +1,16 @@
+import CPostgreSQL
 import Foundation
 
-/// `postgresql://USER@HOST[:PORT]/DB[?store=NAME]`, or `postgresql:///DB?service=NAME&store=NAME`:
-/// the database and the store in it. The password comes from libpq's own places (PGPASSWORD,
-/// ~/.pgpass or PGPASSFILE, a service in pg_service.conf), never from the location, which every
-/// user of the machine can read (the process list, /proc/mounts, the log, the cache folder's name).
+/// Where a PostgreSQL store is: any connection string libpq accepts, with `store=NAME` beside its
+/// parameters (`default` when absent). Either a URI,
+/// `postgresql://USER@HOST[:PORT][,HOST[:PORT]…]/DB[?PARAMETER=VALUE&…&store=NAME]` (several
+/// hosts for a highly available cluster, IPv6 addresses in brackets), or keyword/value pairs,
+/// `host=H1,H2 port=5432,5432 dbname=DB target_session_attrs=read-write store=NAME`, or a service
+/// in pg_service.conf. The password comes from libpq's own places (PGPASSWORD, ~/.pgpass or
+/// PGPASSFILE, a service), never from the location, which every user of the machine can read (the
+/// process list, /proc/mounts, the log, the cache folder's name).
 public struct PostgresLocation: Sendable, CustomStringConvertible {
-    /// What libpq connects with: the URI without `store`.
+    /// What libpq connects with: the location without `store`, with DocFS's defaults added.
     public let connectionParameters: String
     public let storeName: String
     /// The location as given, for messages and `rootURL`.
@@ -25,9 +30,131 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
     static let passwordRefusal =
         "a password does not belong in the location (anyone on the machine can read it there): put it in PGPASSWORD, ~/.pgpass, PGPASSFILE or a service in pg_service.conf"
 
-    /// `text` with the password of its user part and the values of secret parameters replaced by
-    /// `***`, for messages about a location that holds one.
+    static let expectedForms =
+        "expected a libpq connection string with store=NAME beside its parameters: postgresql://USER@HOST[:PORT][,HOST[:PORT]…]/DB[?…&store=NAME], or keyword=value pairs such as \"host=H1,H2 dbname=DB store=NAME\""
+
+    public static func isPostgresLocation(_ text: String) -> Bool {
+        if isURI(text) { return true }
+        // keyword=value pairs, every keyword one libpq knows (or ours): not a folder's name.
+        guard !text.hasPrefix("/"), !text.hasPrefix("."), text.contains("="), let pairs = try? KeywordPairs(text) else { return false }
+        return !pairs.items.isEmpty && pairs.items.allSatisfy { $0.keyword == "store" || knownKeywords.contains($0.keyword) }
+    }
+
+    public init(_ text: String) throws {
+        // Refused before libpq reads it, whatever the keyword's case (libpq rejects `PassWord` as
+        // unknown, which would not say why).
+        if Self.namesSecret(text) { throw PostgresStoreError.badLocation(Self.redacted(text), Self.passwordRefusal) }
+        let (parameters, store): (String, String?)
+        if Self.isURI(text) {
+            (parameters, store) = Self.removingStore(fromURI: text)
+        } else {
+            guard var pairs = try? KeywordPairs(text), !pairs.items.isEmpty else {
+                throw PostgresStoreError.badLocation(Self.redacted(text), Self.expectedForms)
+            }
+            store = pairs.items.last { $0.keyword == "store" }?.value
+            pairs.items.removeAll { $0.keyword == "store" }
+            parameters = pairs.text
+        }
+        let options = try Self.parsedByLibpq(parameters, as: text)
+        if options.keys.contains(where: Self.secretParameters.contains) {
+            throw PostgresStoreError.badLocation(Self.redacted(text), Self.passwordRefusal)
+        }
+        let service = options["service"] != nil
+        guard options["host"] != nil || options["hostaddr"] != nil || service else {
+            throw PostgresStoreError.badLocation(Self.redacted(text), "no host")
+        }
+        guard options["dbname"] != nil || service else { throw PostgresStoreError.badLocation(Self.redacted(text), "no database name") }
+        let storeName = store ?? "default"
+        guard !storeName.isEmpty else { throw PostgresStoreError.badLocation(Self.redacted(text), "the store name is empty") }
+        let added = Self.defaultParameters.filter { options[$0.0] == nil }
+        if Self.isURI(text) {
+            let query = added.map { "\($0.0)=\($0.1)" }.joined(separator: "&")
+            connectionParameters = query.isEmpty ? parameters : parameters + (parameters.contains("?") ? "&" : "?") + query
+        } else {
+            connectionParameters = ([parameters] + added.map { KeywordPairs.pair($0.0, $0.1) }).joined(separator: " ")
+        }
+        self.storeName = storeName
+        description = text
+    }
+
+    /// Whether `text` holds a password: in a URI's user part, or as a secret parameter.
+    private static func namesSecret(_ text: String) -> Bool {
+        guard isURI(text) else {
+            return (try? KeywordPairs(text))?.items.contains { secretParameters.contains($0.keyword.lowercased()) } ?? false
+        }
+        let afterScheme = text[(text.range(of: "://")?.upperBound ?? text.startIndex)...]
+        let authority = afterScheme.prefix { !"/?#".contains($0) }
+        if let at = authority.lastIndex(of: "@"), authority[..<at].contains(":") { return true }
+        guard let mark = text.firstIndex(of: "?") else { return false }
+        return text[text.index(after: mark)...].split(separator: "&").contains { parameter in
+            let name = String(parameter.prefix { $0 != "=" })
+            return secretParameters.contains((name.removingPercentEncoding ?? name).lowercased())
+        }
+    }
+
+    static func isURI(_ text: String) -> Bool {
+        text.hasPrefix("postgresql://") || text.hasPrefix("postgres://")
+    }
+
+    /// The URI without its `store` parameter, and that parameter's value.
+    private static func removingStore(fromURI text: String) -> (String, String?) {
+        guard let mark = text.firstIndex(of: "?") else { return (text, nil) }
+        var store: String?
+        var kept: [Substring] = []
+        for parameter in text[text.index(after: mark)...].split(separator: "&") {
+            let parts = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard String(parts[0]).removingPercentEncoding == "store" else {
+                kept.append(parameter)
+                continue
+            }
+            let value = parts.count > 1 ? String(parts[1]) : ""
+            store = value.removingPercentEncoding ?? value
+        }
+        let base = String(text[..<mark])
+        return (kept.isEmpty ? base : base + "?" + kept.joined(separator: "&"), store)
+    }
+
+    /// The parameters libpq reads from `parameters` (it parses every form, as it will connect).
+    private static func parsedByLibpq(_ parameters: String, as text: String) throws -> [String: String] {
+        var message: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(parameters, &message) else {
+            let reason = message.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) } ?? "cannot be read"
+            if let message { PQfreemem(message) }
+            throw PostgresStoreError.badLocation(redacted(text), "\(reason); \(expectedForms)")
+        }
+        defer { PQconninfoFree(options) }
+        var result: [String: String] = [:]
+        var option = options
+        while let keyword = option.pointee.keyword {
+            if let value = option.pointee.val { result[String(cString: keyword)] = String(cString: value) }
+            option += 1
+        }
+        return result
+    }
+
+    /// Every keyword libpq knows.
+    private static let knownKeywords: Set<String> = {
+        guard let defaults = PQconndefaults() else { return [] }
+        defer { PQconninfoFree(defaults) }
+        var keywords: Set<String> = []
+        var option = defaults
+        while let keyword = option.pointee.keyword {
+            keywords.insert(String(cString: keyword))
+            option += 1
+        }
+        return keywords
+    }()
+
+    /// `text` with the password of a URI's user part and the values of secret parameters replaced
+    /// by `***`, for messages about a location that holds one.
     static func redacted(_ text: String) -> String {
+        guard isURI(text) else {
+            guard let pairs = try? KeywordPairs(text) else {
+                return text.lowercased().contains("password") ? "(a location naming a password)" : text
+            }
+            return pairs.items.map { secretParameters.contains($0.keyword.lowercased()) ? "\($0.keyword)=***" : KeywordPairs.pair($0.keyword, $0.value) }
+                .joined(separator: " ")
+        }
         var result = text
         // user:password@ in the authority.
         if let scheme = result.range(of: "://") {
@@ -46,57 +173,5 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
             return secretParameters.contains(decoded.lowercased()) ? name + "=***" : String(parameter)
         }
         return String(result[...query]) + parameters.joined(separator: "&")
-    }
-
-    public static func isPostgresLocation(_ text: String) -> Bool {
-        text.hasPrefix("postgresql://") || text.hasPrefix("postgres://")
-    }
-
-    public init(_ text: String) throws {
-        guard Self.isPostgresLocation(text), var components = URLComponents(string: text) else {
-            throw PostgresStoreError.badLocation(Self.redacted(text), "expected postgresql://USER@HOST[:PORT]/DB[?store=NAME]")
-        }
-        var items = components.queryItems ?? []
-        if components.password != nil || items.contains(where: { Self.secretParameters.contains($0.name.lowercased()) }) {
-            throw PostgresStoreError.badLocation(Self.redacted(text), Self.passwordRefusal)
-        }
-        let service = items.contains { $0.name == "service" }
-        guard components.host?.isEmpty == false || items.contains(where: { $0.name == "host" }) || service else {
-            throw PostgresStoreError.badLocation(text, "no host")
-        }
-        guard components.path.count > 1 || service else { throw PostgresStoreError.badLocation(text, "no database name") }
-        let store = items.first { $0.name == "store" }?.value ?? "default"
-        guard !store.isEmpty else { throw PostgresStoreError.badLocation(text, "the store name is empty") }
-        items.removeAll { $0.name == "store" }
-        for (name, value) in Self.defaultParameters where !items.contains(where: { $0.name == name }) {
-            items.append(URLQueryItem(name: name, value: value))
-        }
-        components.queryItems = items
-        guard let parameters = components.string else { throw PostgresStoreError.badLocation(text, "cannot be read as a URI") }
-        connectionParameters = parameters
-        storeName = store
-        description = text
-    }
-}
-
-public enum PostgresStoreError: Error, CustomStringConvertible, Sendable {
-    case badLocation(String, String)
-    case schemaTooNew(found: Int, known: Int)
-    case conflict(path: String, detail: String)
-    case missingContent(path: String)
-    case unavailable(String)
-    case noSuchStore(String)
-
-    public var description: String {
-        switch self {
-        case .badLocation(let location, let reason): "\(location): \(reason)"
-        case .schemaTooNew(let found, let known):
-            "the database's DocFS schema is version \(found), newer than this DocFS knows (\(known)): upgrade DocFS"
-        case .conflict(let path, let detail):
-            "conflict: \(path) \(detail); this save is refused so as not to overwrite that version"
-        case .missingContent(let path): "the database lacks content chunks of \(path)"
-        case .unavailable(let reason): "the database is not reachable: \(reason)"
-        case .noSuchStore(let name): "the database holds no DocFS store named \(name)"
-        }
     }
 }

@@ -18,7 +18,7 @@ struct CollectGarbageCommand: ParsableCommand {
     @OptionGroup var store: StoreArgument
 
     func run() throws {
-        guard let location = store.postgresLocation else {
+        guard let location = try store.postgresLocation else {
             FileHandle.standardError.write(Data("docfs: \(store.location) is not a PostgreSQL store (a directory store has no chunks to collect)\n".utf8))
             throw ExitStatus.badStore
         }

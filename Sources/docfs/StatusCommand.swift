@@ -50,7 +50,7 @@ struct StatusCommand: ParsableCommand {
     func run() throws {
         // A PostgreSQL store: its packages from the database; the quarantine is each mount's own,
         // read through the mount point's view (or in its mirror directory, `docfs status MIRROR`).
-        let postgres = store.postgresLocation
+        let postgres = try store.postgresLocation
         let types = try typeConfiguration.load(storePath: postgres == nil ? try store.path() : NSTemporaryDirectory())
         let postgresStore = try postgres.map { try store.openPostgresStore($0) }
         let directoryStore = try postgresStore?.mirror ?? store.openStore()

@@ -14,9 +14,17 @@ struct StoreArgument: ParsableArguments {
 
     /// The PostgreSQL store named directly or by the mount point serving it (its fsname).
     var postgresLocation: PostgresLocation? {
-        let named = PostgresLocation.isPostgresLocation(location) ? location : (try? path())
-        guard let named, PostgresLocation.isPostgresLocation(named) else { return nil }
-        return try? PostgresLocation(named)
+        get throws {
+            let named = PostgresLocation.isPostgresLocation(location) ? location : (try? path())
+            guard let named, PostgresLocation.isPostgresLocation(named) else { return nil }
+            do {
+                return try PostgresLocation(named)
+            } catch {
+                // Said here: taken for a folder, the location (and any password in it) was repeated.
+                FileHandle.standardError.write(Data("docfs: store \(error)\n".utf8))
+                throw ExitStatus.badStore
+            }
+        }
     }
 
     /// The store's directory.
@@ -42,7 +50,7 @@ struct StoreArgument: ParsableArguments {
     }
 
     func openLibrary(configuration: ConfigurationOption) throws -> DocumentLibrary {
-        if let postgres = postgresLocation {
+        if let postgres = try postgresLocation {
             let types = try configuration.load(storePath: NSTemporaryDirectory())
             return DocumentLibrary(store: try openPostgresStore(postgres), rules: types.rules, readOnly: true)
         }

@@ -84,6 +84,32 @@ final class PostgresStoreTests {
         #expect(try third.run(["ls", "-A", third.mountPoint]).output == "notes.json\n")
     }
 
+    /// Issue 24, item 1: every form of location libpq accepts mounts, with `store=` beside its
+    /// parameters: several hosts (the first refusing connections) with `target_session_attrs`, and
+    /// keyword/value pairs. Before, the first was refused ("expected postgresql://USER@HOST[:PORT]/DB")
+    /// and `docfs status` and `check` took either for a folder's path.
+    @Test func everyLocationFormLibpqAcceptsMountsTheStore() throws {
+        let port = cluster.port
+        let hosts = "postgresql://docfs@127.0.0.1:1,127.0.0.1:\(port)/docfs?target_session_attrs=read-write&connect_timeout=2&store=forms"
+        let pairs = "host=127.0.0.1,127.0.0.1 port=1,\(port) user=docfs dbname=docfs target_session_attrs=read-write connect_timeout=2 store=forms"
+        let first = try MountedStore(postgres: hosts)
+        let second = try MountedStore(postgres: pairs)
+        defer { first.unmount(); second.unmount() }
+        #expect(try first.save("notes.json", Data(#"{"v": 1}"#.utf8)) == "ok")
+        #expect(within(2.0) { contents(second.inMount("notes.json")) == #"{"v": 1}"# } != nil, "the keyword/value mount shows the save")
+        for location in [hosts, pairs] {
+            let status = try MountedStore.run([MountedStore.binary, "status", location], timeout: 60)
+            #expect(status.succeeded && status.output.contains("quarantine: 0 items"), "status \(location): \(status.output) \(status.error)")
+            let check = try MountedStore.run([MountedStore.binary, "check", location], timeout: 60)
+            #expect(check.succeeded, "check \(location): \(check.output) \(check.error)")
+        }
+        // A password is refused in either form, and never printed.
+        for location in [hosts.replacingOccurrences(of: "docfs@", with: "docfs:sesame@"), pairs + " password=sesame"] {
+            let refused = try MountedStore.run([MountedStore.binary, "status", location], timeout: 60)
+            #expect(!refused.succeeded && refused.error.contains("a password does not belong") && !refused.error.contains("sesame"), "\(refused.error)")
+        }
+    }
+
     /// Issue 25: a reader 10 MB into a 50 MB document on one mount while another mount saves a
     /// 6-byte version reads the whole version it opened; before, its next read returned end-of-file
     /// and `cp` exited 0 with a 10 MB copy. Afterwards the mount shows the new version.
