@@ -147,7 +147,7 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
 
     /// `text` with the password of a URI's user part and the values of secret parameters replaced
     /// by `***`, for messages about a location that holds one.
-    static func redacted(_ text: String) -> String {
+    public static func redacted(_ text: String) -> String {
         guard isURI(text) else {
             guard let pairs = try? KeywordPairs(text) else {
                 return text.lowercased().contains("password") ? "(a location naming a password)" : text

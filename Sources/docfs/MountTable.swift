@@ -25,6 +25,18 @@ enum MountTable {
         return nil
     }
 
+    /// The DocFS mount points on this machine serving `store` (its fsname).
+    static func docfsMountPoints(serving store: String) -> [String] {
+        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return [] }
+        return table.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ")
+            guard fields.count > 4, let separator = fields.firstIndex(of: "-"), separator + 2 < fields.count,
+                  fields[separator + 1] == "fuse.docfs", unescape(fields[separator + 2]) == store
+            else { return nil }
+            return unescape(fields[4])
+        }
+    }
+
     private static func unescape(_ field: Substring) -> String {
         var result = ""
         var index = field.startIndex

@@ -3,6 +3,7 @@ import DocumentModel
 import DocumentStore
 import Foundation
 import Glibc
+import PostgresDocumentStore
 import SystemSupport
 
 /// `docfs quarantine`: see, restore and prune the refused and interrupted writes a store kept.
@@ -20,8 +21,14 @@ struct QuarantineCommand: ParsableCommand {
         /// The folder the documents' paths are relative to: the mount point, or the store.
         let documents: String
 
-        /// The quarantine view of the mount at `store`; nil when it names no DocFS mount point.
+        /// The quarantine view of the mount at `store`, or, for a PostgreSQL location, of this
+        /// machine's mount of it (each mount keeps its refused saves in its own mirror); nil when
+        /// `store` names neither.
         static func view(of store: StoreArgument) -> Location? {
+            if PostgresLocation.isPostgresLocation(store.location) {
+                guard let mountPoint = MountTable.docfsMountPoints(serving: store.location).first else { return nil }
+                return Location(items: mountPoint + "/" + Quarantine.relativePath, documents: mountPoint)
+            }
             let named = realpath(store.location, nil).map { pointer in
                 defer { free(pointer) }
                 return String(cString: pointer)
@@ -39,6 +46,9 @@ struct QuarantineCommand: ParsableCommand {
             if let view = Self.view(of: store) {
                 self = view
                 return
+            }
+            if PostgresLocation.isPostgresLocation(store.location) {
+                throw ValidationError("no mount of \(PostgresLocation.redacted(store.location)) on this machine: a PostgreSQL store's refused saves are kept by the mount that refused them, in its mirror; name that mount point")
             }
             let directoryStore = try store.openStore(readOnly: true, hint: geteuid() == 0 ? nil : "a user other than root reads their own refused saves through a mount point: docfs quarantine list MOUNTPOINT")
             items = directoryStore.quarantineDirectory

@@ -103,6 +103,11 @@ final class PostgresStoreTests {
             let check = try MountedStore.run([MountedStore.binary, "check", location], timeout: 60)
             #expect(check.succeeded, "check \(location): \(check.output) \(check.error)")
         }
+        // A refused save is listed through the location too: this machine's mount of it keeps it.
+        let refused = try first.save("notes.json", Data("{not json".utf8))
+        #expect(refused != "ok", "an invalid save is refused")
+        let listed = try MountedStore.run([MountedStore.binary, "quarantine", "list", hosts], timeout: 60)
+        #expect(listed.succeeded && listed.output.contains("notes.json"), "quarantine list \(hosts): \(listed.output) \(listed.error)")
         // A password is refused in either form, and never printed.
         for location in [hosts.replacingOccurrences(of: "docfs@", with: "docfs:sesame@"), pairs + " password=sesame"] {
             let refused = try MountedStore.run([MountedStore.binary, "status", location], timeout: 60)
