@@ -10,12 +10,14 @@ struct KeywordPairs {
     init(_ text: String) throws {
         let characters = Array(text)
         var index = 0
-        func skipSpaces() { while index < characters.count, characters[index].isWhitespace { index += 1 } }
+        // libpq's separators are C's isspace: ASCII only.
+        func isSpace(_ character: Character) -> Bool { " \t\n\r\u{0B}\u{0C}".contains(character) }
+        func skipSpaces() { while index < characters.count, isSpace(characters[index]) { index += 1 } }
         while true {
             skipSpaces()
             guard index < characters.count else { break }
             var keyword = ""
-            while index < characters.count, characters[index] != "=", !characters[index].isWhitespace {
+            while index < characters.count, characters[index] != "=", !isSpace(characters[index]) {
                 keyword.append(characters[index])
                 index += 1
             }
@@ -39,7 +41,7 @@ struct KeywordPairs {
                     index += 1
                     break
                 }
-                if !quoted && character.isWhitespace { break }
+                if !quoted && isSpace(character) { break }
                 value.append(character)
                 index += 1
             }

@@ -33,11 +33,11 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
     static let expectedForms =
         "expected a libpq connection string with store=NAME beside its parameters: postgresql://USER@HOST[:PORT][,HOST[:PORT]…]/DB[?…&store=NAME], or keyword=value pairs such as \"host=H1,H2 dbname=DB store=NAME\""
 
+    /// A URI, or text with `=` in it that names nothing on disk (keyword/value pairs, malformed
+    /// ones included: those are refused as locations, saying why, never opened as a folder).
     public static func isPostgresLocation(_ text: String) -> Bool {
         if isURI(text) { return true }
-        // keyword=value pairs, every keyword one libpq knows (or ours): not a folder's name.
-        guard !text.hasPrefix("/"), !text.hasPrefix("."), text.contains("="), let pairs = try? KeywordPairs(text) else { return false }
-        return !pairs.items.isEmpty && pairs.items.allSatisfy { $0.keyword == "store" || knownKeywords.contains($0.keyword) }
+        return !text.hasPrefix("/") && !text.hasPrefix(".") && text.contains("=") && access(text, F_OK) != 0
     }
 
     public init(_ text: String) throws {
@@ -69,7 +69,7 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         let added = Self.defaultParameters.filter { options[$0.0] == nil }
         if Self.isURI(text) {
             let query = added.map { "\($0.0)=\($0.1)" }.joined(separator: "&")
-            connectionParameters = query.isEmpty ? parameters : parameters + (parameters.contains("?") ? "&" : "?") + query
+            connectionParameters = query.isEmpty ? parameters : parameters + (Self.queryStart(parameters) != nil ? "&" : "?") + query
         } else {
             connectionParameters = ([parameters] + added.map { KeywordPairs.pair($0.0, $0.1) }).joined(separator: " ")
         }
@@ -77,19 +77,41 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         description = text
     }
 
-    /// Whether `text` holds a password: in a URI's user part, or as a secret parameter.
+    /// Whether `text` holds a password: in a URI's user part, or as a secret parameter. Pairs that
+    /// do not parse count as holding one if they mention one at all.
     private static func namesSecret(_ text: String) -> Bool {
         guard isURI(text) else {
-            return (try? KeywordPairs(text))?.items.contains { secretParameters.contains($0.keyword.lowercased()) } ?? false
+            guard let pairs = try? KeywordPairs(text) else { return text.lowercased().contains("password") }
+            return pairs.items.contains { secretParameters.contains($0.keyword.lowercased()) }
         }
-        let afterScheme = text[(text.range(of: "://")?.upperBound ?? text.startIndex)...]
-        let authority = afterScheme.prefix { !"/?#".contains($0) }
-        if let at = authority.lastIndex(of: "@"), authority[..<at].contains(":") { return true }
-        guard let mark = text.firstIndex(of: "?") else { return false }
-        return text[text.index(after: mark)...].split(separator: "&").contains { parameter in
+        if passwordRange(text) != nil { return true }
+        guard let query = queryStart(text) else { return false }
+        return text[text.index(after: query)...].split(separator: "&").contains { parameter in
             let name = String(parameter.prefix { $0 != "=" })
             return secretParameters.contains((name.removingPercentEncoding ?? name).lowercased())
         }
+    }
+
+    /// The user part of a URI as libpq reads it: up to the first `@` before the first `/` after
+    /// the scheme (`?` and `#` do not end it).
+    private static func userPart(_ text: String) -> Range<String.Index>? {
+        guard let scheme = text.range(of: "://") else { return nil }
+        let rest = text[scheme.upperBound...]
+        let hostEnd = rest.firstIndex(of: "/") ?? rest.endIndex
+        guard let at = rest[..<hostEnd].firstIndex(of: "@") else { return nil }
+        return scheme.upperBound..<at
+    }
+
+    /// Where a URI's password is (after the first `:` of its user part), if it has one.
+    private static func passwordRange(_ text: String) -> Range<String.Index>? {
+        guard let user = userPart(text), let colon = text[user].firstIndex(of: ":") else { return nil }
+        return text.index(after: colon)..<user.upperBound
+    }
+
+    /// The `?` that starts a URI's parameters: the first one after its user part.
+    static func queryStart(_ text: String) -> String.Index? {
+        let from = userPart(text).map { text.index(after: $0.upperBound) } ?? text.startIndex
+        return text[from...].firstIndex(of: "?")
     }
 
     static func isURI(_ text: String) -> Bool {
@@ -98,7 +120,7 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
 
     /// The URI without its `store` parameter, and that parameter's value.
     private static func removingStore(fromURI text: String) -> (String, String?) {
-        guard let mark = text.firstIndex(of: "?") else { return (text, nil) }
+        guard let mark = queryStart(text) else { return (text, nil) }
         var store: String?
         var kept: [Substring] = []
         for parameter in text[text.index(after: mark)...].split(separator: "&") {
@@ -156,17 +178,10 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
                 .joined(separator: " ")
         }
         var result = text
-        // user:password@ in the authority.
-        if let scheme = result.range(of: "://") {
-            let authorityEnd = result[scheme.upperBound...].firstIndex { "/?#".contains($0) } ?? result.endIndex
-            if let at = result[scheme.upperBound..<authorityEnd].lastIndex(of: "@"),
-               let colon = result[scheme.upperBound..<at].firstIndex(of: ":")
-            {
-                result.replaceSubrange(result.index(after: colon)..<at, with: "***")
-            }
-        }
+        // user:password@ before the host, as libpq reads it.
+        if let password = passwordRange(result) { result.replaceSubrange(password, with: "***") }
         // password=… and sslpassword=… in the query, whatever their case.
-        guard let query = result.firstIndex(of: "?") else { return result }
+        guard let query = queryStart(result) else { return result }
         let parameters = result[result.index(after: query)...].split(separator: "&", omittingEmptySubsequences: false).map { parameter -> String in
             let name = parameter.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
             let decoded = name.removingPercentEncoding ?? name

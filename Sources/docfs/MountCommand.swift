@@ -139,7 +139,9 @@ struct MountCommand: ParsableCommand {
         let base = geteuid() == 0
             ? "/var/cache/docfs"
             : (ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] ?? NSHomeDirectory() + "/.cache") + "/docfs"
-        let name = (location.description.drop { $0 != "/" }.dropFirst(2) + mountPath)
+        // The location after its scheme (all of it in keyword/value form, which has none).
+        let text = location.description
+        let name = ((text.range(of: "://").map { text[$0.upperBound...] } ?? text[...]) + mountPath)
             .map { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" ? $0 : "_" }
         return base + "/" + String(name)
     }
