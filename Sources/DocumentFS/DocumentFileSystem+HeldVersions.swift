@@ -9,9 +9,9 @@ import SystemSupport
 /// let into the cache, would end those readers' reads early, run them on past their version's
 /// end, or splice another version into theirs. So the document's name gets a new inode and the
 /// readers keep theirs, with their version's size, until they close. Where the name cannot move
-/// (hard links) their version is held instead: no attribute reply shows a size below its size,
-/// everyone else who opens meanwhile bypasses the cache, and the kernel is told the truth when the
-/// last of those readers closes.
+/// (hard links, a lock held on the inode, a writer already on it) their version is held instead:
+/// no attribute reply shows a size below its size, everyone else who opens meanwhile bypasses the
+/// cache, and the kernel is told the truth when the last of those readers closes.
 extension DocumentFileSystem {
     /// A writer reached `node` (an open for writing, a truncation by name): once it is done,
     /// readers that open it read through the page cache again, and a record made for it is an
@@ -92,8 +92,7 @@ extension DocumentFileSystem {
 
     /// After a change made beside the mount: drops what the kernel caches of `inode`'s content and
     /// attributes. Cached readers of a version the change replaced keep their inode, and the name
-    /// gets a new one; where it cannot (a name with hard links), their version is held until they
-    /// close.
+    /// gets a new one; where it cannot move, their version is held until they close.
     func dropCachedContent(of inode: Inode) {
         if let node = nodes.existingNode(inode) {
             if storedVersionDiffers(fromCachedReadersOf: node), moveNameOffCachedReaders(node, forWriter: false) { return }
