@@ -221,6 +221,17 @@ extension PostgresStore {
     /// moment ago) turns the create into EEXIST.
     @discardableResult
     private func createItem<T>(_ path: String, operation: String, target: String? = nil, _ make: () throws -> T) throws -> T {
+        do {
+            return try insertItem(path, operation: operation, target: target, make)
+        } catch let error as SystemCallError where error.errno == EEXIST {
+            // Made by another mount a moment ago: the mirror learns of it now, so that a create
+            // without O_EXCL opens what is there (as on one disk) instead of finding nothing.
+            _ = try? catchUp()
+            throw error
+        }
+    }
+
+    private func insertItem<T>(_ path: String, operation: String, target: String?, _ make: () throws -> T) throws -> T {
         let (parentPath, name) = try split(path)
         return try change(path, { db -> (T, KnownItem) in
             let parent = try knownItem(parentPath, operation: operation)
