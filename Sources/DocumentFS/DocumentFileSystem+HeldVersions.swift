@@ -1,6 +1,5 @@
 import DocumentStore
 import FUSE
-import Glibc
 import SystemSupport
 
 /// Readers that read a document through the kernel's page cache while its version changes — a

@@ -335,10 +335,10 @@ final class NodeTable: Sendable {
         state.withLock { state in
             guard let record = state.records[inode], !record.isDetached else { return [] }
             let key = ChildKey(parent: record.parent, name: record.name)
-            guard let known = state.leftBehind[key] else { return [] }
-            let alive = known.compactMap(\.node)
-            state.leftBehind[key] = alive.isEmpty ? nil : alive.map { WeakNode(node: $0) }
-            return alive
+            guard var known = state.leftBehind[key] else { return [] }
+            known.removeAll { $0.node == nil }
+            state.leftBehind[key] = known.isEmpty ? nil : known
+            return known.compactMap(\.node)
         }
     }
 

@@ -77,19 +77,23 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         description = text
     }
 
+    /// Whether a parameter's name (as written: percent-encoded, in any case) is one that carries a
+    /// secret.
+    private static func isSecret<S: StringProtocol>(_ name: S) -> Bool {
+        let name = String(name)
+        return secretParameters.contains((name.removingPercentEncoding ?? name).lowercased())
+    }
+
     /// Whether `text` holds a password: in a URI's user part, or as a secret parameter. Pairs that
     /// do not parse count as holding one if they mention one at all.
     private static func namesSecret(_ text: String) -> Bool {
         guard isURI(text) else {
             guard let pairs = try? KeywordPairs(text) else { return text.lowercased().contains("password") }
-            return pairs.items.contains { secretParameters.contains($0.keyword.lowercased()) }
+            return pairs.items.contains { isSecret($0.keyword) }
         }
         if passwordRange(text) != nil { return true }
         guard let query = queryStart(text) else { return false }
-        return text[text.index(after: query)...].split(separator: "&").contains { parameter in
-            let name = String(parameter.prefix { $0 != "=" })
-            return secretParameters.contains((name.removingPercentEncoding ?? name).lowercased())
-        }
+        return text[text.index(after: query)...].split(separator: "&").contains { isSecret($0.prefix { $0 != "=" }) }
     }
 
     /// The user part of a URI as libpq reads it: up to the first `@` before the first `/` after
@@ -154,19 +158,6 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         return result
     }
 
-    /// Every keyword libpq knows.
-    private static let knownKeywords: Set<String> = {
-        guard let defaults = PQconndefaults() else { return [] }
-        defer { PQconninfoFree(defaults) }
-        var keywords: Set<String> = []
-        var option = defaults
-        while let keyword = option.pointee.keyword {
-            keywords.insert(String(cString: keyword))
-            option += 1
-        }
-        return keywords
-    }()
-
     /// `text` with the password of a URI's user part and the values of secret parameters replaced
     /// by `***`, for messages about a location that holds one.
     public static func redacted(_ text: String) -> String {
@@ -174,7 +165,7 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
             guard let pairs = try? KeywordPairs(text) else {
                 return text.lowercased().contains("password") ? "(a location naming a password)" : text
             }
-            return pairs.items.map { secretParameters.contains($0.keyword.lowercased()) ? "\($0.keyword)=***" : KeywordPairs.pair($0.keyword, $0.value) }
+            return pairs.items.map { isSecret($0.keyword) ? "\($0.keyword)=***" : KeywordPairs.pair($0.keyword, $0.value) }
                 .joined(separator: " ")
         }
         var result = text
@@ -183,9 +174,8 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         // password=… and sslpassword=… in the query, whatever their case.
         guard let query = queryStart(result) else { return result }
         let parameters = result[result.index(after: query)...].split(separator: "&", omittingEmptySubsequences: false).map { parameter -> String in
-            let name = parameter.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
-            let decoded = name.removingPercentEncoding ?? name
-            return secretParameters.contains(decoded.lowercased()) ? name + "=***" : String(parameter)
+            let name = parameter.prefix { $0 != "=" }
+            return isSecret(name) ? name + "=***" : String(parameter)
         }
         return String(result[...query]) + parameters.joined(separator: "&")
     }

@@ -14,26 +14,23 @@ enum MountTable {
     /// The store a DocFS mount at `path` serves: the mount's source (its fsname), when the file
     /// system there is `fuse.docfs`.
     static func docfsStore(mountedAt path: String) -> String? {
-        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return nil }
-        for line in table.split(separator: "\n") {
-            let fields = line.split(separator: " ")
-            guard fields.count > 4, unescape(fields[4]) == path, let separator = fields.firstIndex(of: "-"),
-                  separator + 2 < fields.count, fields[separator + 1] == "fuse.docfs"
-            else { continue }
-            return unescape(fields[separator + 2])
-        }
-        return nil
+        docfsMounts().first { $0.mountPoint == path }?.store
     }
 
     /// The DocFS mount points on this machine serving `store` (its fsname).
     static func docfsMountPoints(serving store: String) -> [String] {
+        docfsMounts().filter { $0.store == store }.map(\.mountPoint)
+    }
+
+    /// Every `fuse.docfs` mount: its mount point and its source.
+    private static func docfsMounts() -> [(mountPoint: String, store: String)] {
         guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return [] }
         return table.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ")
             guard fields.count > 4, let separator = fields.firstIndex(of: "-"), separator + 2 < fields.count,
-                  fields[separator + 1] == "fuse.docfs", unescape(fields[separator + 2]) == store
+                  fields[separator + 1] == "fuse.docfs"
             else { return nil }
-            return unescape(fields[4])
+            return (unescape(fields[4]), unescape(fields[separator + 2]))
         }
     }
 

@@ -100,7 +100,7 @@ struct ConfinementTests {
         // An open found the committed file under the namespace lock, let go of it, then stored it
         // as the live version unconditionally. A commit landing in between was undone for readers,
         // and the next write was seeded from the old version, losing the commit.
-        let hooks = try makeHookFolder()
+        let hooks = try MountedStore.makeHookFolder()
         let mount = try MountedStore(texts: ["doc.txt": "zero\n"], launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
         defer { mount.unmount() }
         let read = hooks + "/reader-read"
@@ -206,12 +206,6 @@ struct ConfinementTests {
     }
 
     // MARK: Helpers
-
-    private func makeHookFolder() throws -> String {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-hooks-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        return folder
-    }
 
     /// Waits (up to 20 s) for a file the daemon makes when a request reaches a hook.
     private func waitForFile(_ path: String) -> Bool { MountedStore.waitUntil { FileManager.default.fileExists(atPath: path) } }

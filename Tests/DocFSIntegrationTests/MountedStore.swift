@@ -121,6 +121,13 @@ final class MountedStore {
 
     /// Waits until `condition` holds (what the daemon does after a request has been answered, such
     /// as a release the kernel sends after `close` returned), 20 s at most; whether it came to hold.
+    /// A new folder for a daemon's test hooks (`DOCFS_TEST_HOOKS`).
+    static func makeHookFolder() throws -> String {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-hooks-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
     static func waitUntil(_ condition: () -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {

@@ -96,8 +96,7 @@ struct SecretsTests {
 
     /// Before the fix, a wait that failed read as exit status 0: the save was accepted.
     @Test func aValidatorWhoseExitCannotBeLearnedRefusesTheSave() throws {
-        let hooks = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-hooks-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: hooks, withIntermediateDirectories: true)
+        let hooks = try MountedStore.makeHookFolder()
         defer { try? FileManager.default.removeItem(atPath: hooks) }
         let config = try TypeConfigurationMountTests.writeConfiguration("""
             [types.probe]

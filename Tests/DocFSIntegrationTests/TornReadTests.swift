@@ -131,8 +131,7 @@ struct TornReadTests {
     @Test(arguments: [O_TRUNC, O_APPEND])
     func aReaderNearItsEndReadsNothingOfALongerVersionBeingWritten(writing mode: Int32) throws {
         let version = Array(("{\"pad\": \"" + String(repeating: "x", count: 1_000_000) + "\"}").utf8)
-        let hooks = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-hooks-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: hooks, withIntermediateDirectories: true)
+        let hooks = try MountedStore.makeHookFolder()
         defer { try? FileManager.default.removeItem(atPath: hooks) }
         let mount = try MountedStore(files: ["doc.json": Data(version)], launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
         defer { mount.unmount() }
