@@ -133,7 +133,12 @@ extension DocumentFileSystem {
     /// size, under the held readers too). Times are the current ones, so backup tools and `make`
     /// see the change.
     func shownStatus(_ status: FileStatus, staged: FileStatus?, of node: Node?) -> (FileStatus, FileStatus?) {
-        guard let held = node?.state.withLock({ $0.heldStatus }) else { return (status, staged) }
+        // A change beside the mount shows in the store before its notice arrives (another mount's
+        // commit is in the mirror a moment before it is delivered): held as the notice would.
+        guard let held = node?.state.withLock({ state in
+            state.holdIfChangedBeside(found: status.version)
+            return state.heldStatus
+        }) else { return (status, staged) }
         var shown = status
         shown.size = max(status.size, held.size)
         shown.blocks = max(status.blocks, held.blocks)
@@ -161,10 +166,10 @@ extension NodeState {
         return heldStatus != nil
     }
 
-    /// An open finds a stored version other than the one cached readers read, changed beside this
-    /// mount (no commit through it since they opened), before any notice of the change arrived:
-    /// their version is held, as the notice would.
-    mutating func holdIfChangedBeside(opening version: FileVersion) {
+    /// An open or an attribute reply finds a stored version other than the one cached readers read,
+    /// changed beside this mount (no commit through it since they opened), before any notice of the
+    /// change arrived: their version is held, as the notice would.
+    mutating func holdIfChangedBeside(found version: FileVersion) {
         guard let cached = cachedVersion, cached != version, cachedAtCommit == commits else { return }
         holdForCachedReaders()
     }

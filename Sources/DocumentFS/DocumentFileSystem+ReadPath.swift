@@ -144,7 +144,7 @@ extension DocumentFileSystem {
             // or the name moved: looked at again (a writer of an inode left to readers writes to
             // the document that has the name now, as one of a renamed-over file does).
             if writing && (state.superseded || (seenCommits != nil && state.cachedReaders > 0)) { return true }
-            state.holdIfChangedBeside(opening: liveVersion)
+            state.holdIfChangedBeside(found: liveVersion)
             state.shownIdentity = status.identity
             state.live = live
             state.openHandles += 1
@@ -197,9 +197,15 @@ extension DocumentFileSystem {
             }
             var file = OpenFile(node: node, access: .staged, flags: flags, view: writing ? nil : ReadView(live, commit: state.commits))
             file.readsThroughPageCache = !directIO && !writing
-            return (register(file, keepCache: keepCache, directIO: directIO), staleSize)
+            return (register(file, keepCache: keepCache, directIO: directIO), staleSize, file.readsThroughPageCache)
         }
         if reply.1 { notifier.invalidateAttributes(of: node.inode) }
+        // A change that arrived while this open found and served `live` (another mount's commit,
+        // fetched meanwhile) was dealt with before this reader counted: it is dealt with again
+        // now, so that the reader keeps its version's size.
+        if reply.2, let path = nodes.path(of: node.inode), (try? store.status(of: path))?.version != liveVersion {
+            dropCachedContent(of: node.inode)
+        }
         return reply.0
     }
 
