@@ -24,28 +24,33 @@ enum ContentChunks {
 
     /// The chunks' ranges, in order; empty content has none.
     static func boundaries(of bytes: UnsafeRawBufferPointer) -> [Range<Int>] {
-        var ranges: [Range<Int>] = []
-        var start = 0
-        let count = bytes.count
-        while start < count {
-            let end = min(start + maximum, count)
-            var cut = end
-            if end - start > minimum {
-                var hash: UInt64 = 0
-                var index = start + minimum
-                while index < end {
-                    hash = (hash << 1) &+ gear[Int(bytes[index])]
-                    if hash & mask == 0 {
-                        cut = index + 1
-                        break
+        guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return [] }
+        // Pointers, not collections: this loop sees every byte of every save.
+        return gear.withUnsafeBufferPointer { gear in
+            guard let gear = gear.baseAddress else { return [] }
+            var ranges: [Range<Int>] = []
+            var start = 0
+            let count = bytes.count
+            while start < count {
+                let end = min(start + maximum, count)
+                var cut = end
+                if end - start > minimum {
+                    var hash: UInt64 = 0
+                    var index = start + minimum
+                    while index < end {
+                        hash = (hash &<< 1) &+ gear[Int(base[index])]
+                        if hash & mask == 0 {
+                            cut = index + 1
+                            break
+                        }
+                        index &+= 1
                     }
-                    index += 1
                 }
+                ranges.append(start..<cut)
+                start = cut
             }
-            ranges.append(start..<cut)
-            start = cut
+            return ranges
         }
-        return ranges
     }
 
     static func sha256(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {

@@ -12,6 +12,9 @@ struct MirrorState {
     private var clock: UInt64 = 0
     /// The stored version each write in progress began from, by staging file or clone path.
     var bases: [String: (document: String, base: KnownItem?)] = [:]
+    /// How many local changes the mirror has taken: what another mount's changes were read
+    /// against is stale once it moved (see `catchUp`).
+    var localChanges: UInt64 = 0
     /// The last change number read from `docfs_changes`.
     var lastChange: Int64 = 0
     /// Set when the mirror may differ from the database (a commit failed after the mirror changed):

@@ -17,6 +17,13 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
 
     public var isUniqueViolation: Bool { sqlState == "23505" }
 
+    /// The transaction was rolled back for a reason that passes: the connection failed, the server
+    /// is a standby (read-only, a failover under way), or a lock, a deadlock, a serialization
+    /// conflict or a statement timeout ended it. The same change may be tried again.
+    public var isTransient: Bool {
+        isConnectionFailure || ["25006", "40001", "40P01", "55P03", "57014"].contains(sqlState ?? "")
+    }
+
     public var description: String {
         let text = message.trimmingCharacters(in: .whitespacesAndNewlines)
         return sqlState.map { "\(text) (SQLSTATE \($0))" } ?? text
@@ -74,14 +81,39 @@ public struct PostgresRows: ~Copyable {
 }
 
 /// One libpq connection, used by one thread at a time (the pool hands it out).
+///
+/// Nothing waits on the database without a limit: connecting gives up after `connect_timeout`
+/// (5 s unless the location says otherwise), the server cancels a statement after 15 s and a lock
+/// wait after 5 s, and a statement whose answer does not come within `answerTimeout` (a server
+/// stopped, a network gone silent: what no server-side limit can see) abandons the connection
+/// with a connection failure.
 public final class PostgresConnection: @unchecked Sendable {
     private var connection: OpaquePointer?
     let parameters: String
+    /// How long a statement may go unanswered before the connection is given up.
+    var answerTimeout: Duration? = .seconds(20)
+
+    /// Settings each session starts with: the server's own limits on a statement and on a lock wait
+    /// (lock waits fail fast and the change is tried again), and a transaction left open by a client
+    /// that went silent is ended rather than holding its locks.
+    static let sessionLimits = "SET statement_timeout = '15s'; SET lock_timeout = '5s'; SET idle_in_transaction_session_timeout = '60s'"
+
+    /// Defaults for what the location does not say: a bounded connect, keepalives that notice a
+    /// dead peer, and a name that marks DocFS's sessions in `pg_stat_activity`.
+    static let connectionDefaults: KeyValuePairs<String, String> = [
+        "connect_timeout": "5", "keepalives": "1", "keepalives_idle": "10", "keepalives_interval": "5", "keepalives_count": "3",
+        "application_name": "docfs",
+    ]
 
     /// Connects with a libpq connection string or URI.
     public init(parameters: String) throws {
         self.parameters = parameters
-        connection = PQconnectdb(parameters)
+        // The location is expanded after the defaults, so what it says overrides them.
+        let keys = Self.connectionDefaults.map(\.key) + ["dbname"]
+        let values = Self.connectionDefaults.map(\.value) + [parameters]
+        connection = Self.withCStrings(keys) { keys in
+            Self.withCStrings(values) { values in PQconnectdbParams(keys, values, 1) }
+        }
         guard PQstatus(connection) == CONNECTION_OK else {
             let message = connection.map { String(cString: PQerrorMessage($0)) } ?? "out of memory"
             PQfinish(connection)
@@ -90,14 +122,26 @@ public final class PostgresConnection: @unchecked Sendable {
         }
         // The server's notices ("relation already exists, skipping") are not for the user's terminal.
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
+        // Sent without blocking, so a server that stopped reading cannot hold a send forever.
+        PQsetnonblocking(connection, 1)
+        try executeScript(Self.sessionLimits)
     }
 
     deinit { PQfinish(connection) }
 
-    public var isHealthy: Bool { PQstatus(connection) == CONNECTION_OK }
+    public var isHealthy: Bool { connection != nil && PQstatus(connection) == CONNECTION_OK }
 
     /// The socket to poll for notifications.
     var socket: Int32 { PQsocket(connection) }
+
+    /// Runs `body` with `answerTimeout` set to `timeout` (for a statement known to take long, such as
+    /// reading a whole large store).
+    func withAnswerTimeout<T>(_ timeout: Duration?, _ body: () throws -> T) rethrows -> T {
+        let saved = answerTimeout
+        answerTimeout = timeout
+        defer { answerTimeout = saved }
+        return try body()
+    }
 
     /// Runs one statement with `$1`… parameters; returns its rows (binary format).
     @discardableResult
@@ -118,29 +162,103 @@ public final class PostgresConnection: @unchecked Sendable {
             }
         }
         let lengths = buffers.map { Int32($0.count) }
-        let result: OpaquePointer? = withPointers(to: buffers, isNull: isNull) { values in
-            PQexecParams(connection, sql, Int32(parameters.count), nil, values, lengths, formats, 1)
+        let sent = withPointers(to: buffers, isNull: isNull) { values in
+            PQsendQueryParams(connection, sql, Int32(parameters.count), nil, values, lengths, formats, 1)
         }
-        guard let result else { throw PostgresError(message: String(cString: PQerrorMessage(connection)), sqlState: nil) }
-        let status = PQresultStatus(result)
-        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
-            let message = PQresultErrorMessage(result).map { String(cString: $0) } ?? "statement failed"
-            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
-            PQclear(result)
-            throw PostgresError(message: message.isEmpty ? String(cString: PQerrorMessage(connection)) : message, sqlState: state)
-        }
-        return PostgresRows(result: result)
+        guard sent == 1 else { throw lastFailure() }
+        return PostgresRows(result: try awaitResult())
     }
 
     /// Runs several statements without parameters (a migration), in the simple query protocol.
     public func executeScript(_ sql: String) throws {
-        guard let result = PQexec(connection, sql) else { throw PostgresError(message: String(cString: PQerrorMessage(connection)), sqlState: nil) }
-        defer { PQclear(result) }
-        let status = PQresultStatus(result)
-        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
-            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
-            throw PostgresError(message: String(cString: PQresultErrorMessage(result)), sqlState: state)
+        guard PQsendQuery(connection, sql) == 1 else { throw lastFailure() }
+        PQclear(try awaitResult())
+    }
+
+    /// Sends `sql` and drops the connection without reading the answer: the fault of an answer lost
+    /// on its way (for tests, through `TestHook.commitAnswerLost`).
+    func sendUnanswered(_ sql: String) throws {
+        guard PQsendQuery(connection, sql) == 1 else { throw lastFailure() }
+        while PQflush(connection) == 1 { _ = try awaitSocket(Int16(POLLOUT), until: .now + .seconds(5)) }
+        PQfinish(connection)
+        connection = nil
+        throw PostgresError(message: "the connection was dropped before the answer came (test hook)", sqlState: nil)
+    }
+
+    /// Sends what libpq still holds and waits, within `answerTimeout`, for the statement's results;
+    /// returns the first failure, or else the last result. A statement unanswered in time gives up
+    /// the connection: what it did is not known, as when the connection drops.
+    private func awaitResult() throws -> OpaquePointer {
+        let deadline = answerTimeout.map { ContinuousClock.now + $0 }
+        while true {
+            let flushed = PQflush(connection)
+            if flushed == 0 { break }
+            guard flushed > 0 else { throw lastFailure() }
+            // libpq may need to read before it can send more (the server answering already).
+            if try awaitSocket(Int16(POLLIN | POLLOUT), until: deadline) & Int16(POLLIN) != 0, PQconsumeInput(connection) != 1 {
+                throw lastFailure()
+            }
         }
+        var kept: OpaquePointer?
+        while true {
+            while PQisBusy(connection) == 1 {
+                do {
+                    _ = try awaitSocket(Int16(POLLIN), until: deadline)
+                } catch {
+                    PQclear(kept)
+                    throw error
+                }
+                guard PQconsumeInput(connection) == 1 else {
+                    PQclear(kept)
+                    throw lastFailure()
+                }
+            }
+            guard let result = PQgetResult(connection) else { break }
+            if let previous = kept, Self.failed(previous) {
+                PQclear(result)
+            } else {
+                PQclear(kept)
+                kept = result
+            }
+        }
+        guard let kept else { throw lastFailure() }
+        guard !Self.failed(kept) else {
+            let message = PQresultErrorMessage(kept).map { String(cString: $0) } ?? "statement failed"
+            let state = PQresultErrorField(kept, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            PQclear(kept)
+            throw PostgresError(message: message.isEmpty ? String(cString: PQerrorMessage(connection)) : message, sqlState: state)
+        }
+        return kept
+    }
+
+    private static func failed(_ result: OpaquePointer) -> Bool {
+        let status = PQresultStatus(result)
+        return status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK
+    }
+
+    /// Waits for the socket to be ready for `events`; past `deadline`, closes the connection and
+    /// throws a connection failure.
+    private func awaitSocket(_ events: Int16, until deadline: ContinuousClock.Instant?) throws -> Int16 {
+        while true {
+            var timeout: Int32 = -1
+            if let deadline {
+                let left = deadline - ContinuousClock.now
+                guard left > .zero else { break }
+                let (seconds, attoseconds) = left.components
+                timeout = Int32(min(seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1, Int64(Int32.max)))
+            }
+            var descriptor = pollfd(fd: PQsocket(connection), events: events, revents: 0)
+            let ready = poll(&descriptor, 1, timeout)
+            if ready > 0 { return descriptor.revents }
+            if ready < 0 && errno != EINTR { throw PostgresError(message: "poll: \(String(cString: strerror(errno)))", sqlState: nil) }
+        }
+        PQfinish(connection)
+        connection = nil
+        throw PostgresError(message: "the database did not answer within \(answerTimeout ?? .zero)", sqlState: nil)
+    }
+
+    private func lastFailure() -> PostgresError {
+        PostgresError(message: connection.map { String(cString: PQerrorMessage($0)) } ?? "the connection was given up", sqlState: nil)
     }
 
     /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
@@ -155,6 +273,13 @@ public final class PostgresConnection: @unchecked Sendable {
         }
         try execute("COMMIT")
         return value
+    }
+
+    private static func withCStrings<R>(_ strings: [String], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+        var duplicates = strings.map { strdup($0) }
+        defer { for pointer in duplicates { free(pointer) } }
+        duplicates.append(nil)
+        return body(duplicates.map { $0.map { UnsafePointer($0) } })
     }
 
     /// Reads what arrived on the socket and returns the notifications' payloads.

@@ -247,6 +247,8 @@ extension PostgresStore {
                 }
                 throw error
             }
+        }, undo: { _ in
+            if let full = mirror.localPath(of: path) { try? FileIO.removeItem(full) }
         }, then: { made in
             state.withLock { $0.set(path, made.1) }
         }).0
@@ -266,7 +268,8 @@ extension PostgresStore {
 
     private func remove(_ path: String, directory: Bool) throws {
         let (parentPath, name) = try split(path)
-        try change(path, { db in
+        var mirrorChanged = false
+        try change(path, retryable: !mirrorChanged, { db in
             let parent = try knownItem(parentPath, operation: "remove")
             if let item = state.withLock({ $0[path] }) {
                 let removed = try db.execute(
@@ -280,6 +283,7 @@ extension PostgresStore {
                 }
                 try queries.recordChange(db, folders: [parent.id])
             }
+            mirrorChanged = true
             if directory { try mirror.removeDirectory(path) } else { try mirror.removeFile(path) }
         }, then: { _ in
             state.withLock { $0.removeSubtree(path) }
@@ -295,7 +299,8 @@ extension PostgresStore {
         let exchange = flags & 2 != 0
         let (sourceParentPath, sourceName) = try split(source)
         let (destinationParentPath, destinationName) = try split(destination)
-        try change(source, { db in
+        var mirrorChanged = false
+        try change(source, retryable: !mirrorChanged, { db in
             let item = try knownItem(source, operation: "rename")
             let sourceParent = try knownItem(sourceParentPath, operation: "rename")
             let destinationParent = try knownItem(destinationParentPath, operation: "rename")
@@ -321,6 +326,7 @@ extension PostgresStore {
                 try move(item.id, to: destinationParent.id, destinationName.bytes)
             }
             try queries.recordChange(db, folders: [sourceParent.id, destinationParent.id])
+            mirrorChanged = true
             try mirror.rename(source, to: destination, flags: flags)
         }, then: { _ in
             state.withLock { state in
@@ -378,9 +384,11 @@ extension PostgresStore {
     /// Changes an item's attributes in the mirror, then records what the mirror has in its row.
     private func changeAttributes(_ path: String, _ apply: (PostgresConnection, KnownItem) throws -> Void) throws {
         let parentPath = path.isEmpty ? "" : try split(path).parent
-        try change(path, { db -> KnownItem in
+        var mirrorChanged = false
+        try change(path, retryable: !mirrorChanged, { db -> KnownItem in
             let item = try knownItem(path, operation: "setattr")
             let folder = path.isEmpty ? item.id : try knownItem(parentPath, operation: "setattr").id
+            mirrorChanged = true
             try apply(db, item)
             guard let version = try queries.updateAttributes(db, id: item.id, status: try mirror.status(of: path)) else {
                 throw SystemCallError(errno: ENOENT, operation: "setattr", path: path)

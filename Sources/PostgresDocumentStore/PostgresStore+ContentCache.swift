@@ -16,8 +16,7 @@ import SystemSupport
 /// content it opened. Eviction takes `applying` exclusively and every open of content happens
 /// under it shared, after checking the content is there, so nothing ever opens a placeholder.
 extension PostgresStore {
-    /// How often a fetch is tried again when the stored version moved on during it (it is then
-    /// brought into the mirror first), or the content was evicted again before it could be opened.
+    /// How often content is fetched again when it was evicted again before it could be opened.
     static let fetchAttempts = 5
 
     /// Runs `body`, which opens or reads `path` (a file, or a folder and everything in it), once
@@ -37,33 +36,36 @@ extension PostgresStore {
         throw PostgresStoreError.unavailable("the content of \(path) left the local cache as fast as it was fetched: the cache is smaller than what is in use (--cache-size)")
     }
 
-    /// Fills the placeholder at `path` with its content, unless the mirror moved on meanwhile.
+    /// Fills the placeholder at `path` with its content. When the stored version moved on during
+    /// the fetch (another mount saved it), the mirror is brought up to date and the new version is
+    /// fetched, for as long as it keeps moving (up to `primaryWait`): an open that races another
+    /// mount's commits gets one whole version, never an error.
     private func fetchFile(_ path: String) throws {
-        for _ in 0..<Self.fetchAttempts {
+        let deadline = ContinuousClock.now + primaryWait
+        var versionsSeen = 0
+        while ContinuousClock.now < deadline {
             guard let item = state.withLock({ $0[path] }), !item.isFetched else { return }
             let copy = try copyFromMirror(item, for: path)
             let staging = try copy ?? mirror.makeStagingFile(seededFrom: nil, for: path)
             var placed = false
             defer { if !placed { mirror.discard(staging) } }
-            if copy == nil {
-                guard try download(item, into: staging, for: path) else {
-                    // The stored version moved on (saved, removed): bring it into the mirror first.
-                    try catchUp()
-                    continue
-                }
+            if copy == nil, try !download(item, into: staging, for: path) {
+                versionsSeen += 1
+                try catchUp()
+                continue
             }
-            placed = try applying.writing { () throws -> Bool in
+            placed = try applying.writing(within: Self.applyingPatience) { () throws -> Bool in
                 guard let now = state.withLock({ $0[path] }), now.id == item.id, now.contentVersion == item.contentVersion, !now.isFetched else {
                     return false
                 }
                 try replaceKeepingTimes(path, with: staging)
                 state.withLock { $0.setFetched(path, true) }
                 return true
-            }
+            } ?? false
             if placed { return }
         }
-        // The same version, over and over, without its chunks: the database lost content.
-        if state.withLock({ $0[path] })?.isFetched == false { throw PostgresStoreError.missingContent(path: path) }
+        logger.error("\(path): not fetched: its stored version changed \(versionsSeen) times during \(primaryWait) of fetching")
+        throw PostgresStoreError.unavailable("\(path) was saved elsewhere faster than it could be fetched")
     }
 
     /// A staging file holding a copy of content the mirror already has under another name.
@@ -77,16 +79,16 @@ extension PostgresStore {
     }
 
     /// Downloads the stored content of `item` into `staging`. False when the database holds another
-    /// version than the mirror knows (or the row is gone, or its chunks were collected since).
+    /// version than the mirror knows (or the row is gone). The row and its chunks are read in one
+    /// snapshot, so chunks collected meanwhile are still there to read: a chunk missing in it is
+    /// content the database lost.
     private func download(_ item: KnownItem, into staging: StagingFile, for path: String) throws -> Bool {
         try database(path) { db in
+            try db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            defer { _ = try? db.execute("ROLLBACK") }
             let rows = try db.execute("SELECT content_version, chunks FROM docfs_items WHERE id = $1", [.integer(item.id)])
             guard rows.count == 1, rows.integer(0, 0) == item.contentVersion else { return false }
-            do {
-                try queries.download(db, chunks: rows.bytes(0, 1), to: staging.descriptor.rawValue, path: path)
-            } catch PostgresStoreError.missingContent {
-                return false
-            }
+            try queries.download(db, chunks: rows.bytes(0, 1), to: staging.descriptor.rawValue, path: path)
             let fetched = try staging.status().size
             guard fetched == item.size else {
                 logger.error("\(path): the stored content is \(fetched) bytes where its row says \(item.size); not served")
@@ -101,7 +103,8 @@ extension PostgresStore {
     /// over the limit: it is being read.
     func evictIfNeeded() {
         guard state.withLock({ $0.fetchedBytes }) > contentCacheLimit else { return }
-        applying.writing {
+        // Not worth holding readers up for: the next call evicts if this one cannot now.
+        applying.writing(within: Self.applyingPatience) {
             let target = contentCacheLimit / 10 * 9
             for path in state.withLock({ $0.evictionOrder() }).dropLast() {
                 guard state.withLock({ $0.fetchedBytes }) > target else { break }

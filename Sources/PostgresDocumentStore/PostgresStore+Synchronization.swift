@@ -14,85 +14,142 @@ extension PostgresStore {
         ChangeFeed(store: self).start()
     }
 
-    /// Compares the whole mirror with the database and applies the differences.
-    func synchronizeEverything() throws {
-        let changes = try applying.writing { () throws -> [StoreChange] in
-            try pool.withConnection { connection in
-                // One snapshot: the change counter and the tree agree.
-                try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-                defer { _ = try? connection.execute("ROLLBACK") }
-                let counter = try connection.execute("SELECT last_change FROM docfs_stores WHERE id = $1", [.integer(queries.storeID)])
-                let tree = try queries.tree(connection, storeRoot: rootID)
+    /// Compares the whole mirror with the database and applies the differences. The database is
+    /// read with no lock held; the differences are applied under `applying`, taken at once with
+    /// `patiently` (at mount), else only when it comes within moments: reads of the mirror are never
+    /// held behind a local change that waits on the database. False when it did not get the lock
+    /// (`needsFullSynchronization` stays set, and the next `catchUp` tries again).
+    @discardableResult
+    func synchronizeEverything(patiently: Bool = true) throws -> Bool {
+        for _ in 0..<3 {
+            let generation = state.withLock { $0.localChanges }
+            let (counter, tree) = try pool.withConnection { connection in
+                // A large store takes long to read: no time limit but a generous one.
+                try connection.withAnswerTimeout(.seconds(600)) { () throws -> (Int64, ItemTree) in
+                    // One snapshot: the change counter and the tree agree.
+                    try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+                    defer { _ = try? connection.execute("ROLLBACK") }
+                    try connection.execute("SET LOCAL statement_timeout = 0")
+                    let counter = try connection.execute("SELECT last_change FROM docfs_stores WHERE id = $1", [.integer(queries.storeID)])
+                    return (counter.integer(0, 0) ?? 0, try queries.tree(connection, storeRoot: rootID))
+                }
+            }
+            func applyTree() throws -> [StoreChange]? {
+                // A local change committed since the snapshot would be undone by it: read again.
+                guard state.withLock({ $0.localChanges == generation }) else { return nil }
                 var changes: [StoreChange] = []
-                try apply(tree, folder: rootID, path: "", complete: true, connection, &changes)
+                try apply(tree, folder: rootID, path: "", complete: true, subtree: { _ in tree }, &changes)
                 state.withLock { state in
-                    state.lastChange = counter.integer(0, 0) ?? 0
+                    state.lastChange = counter
                     state.needsFullSynchronization = false
                 }
                 return changes
             }
+            let applied = patiently ? try applying.writing(applyTree) : try applying.writing(within: Self.applyingPatience, applyTree) ?? nil
+            if let applied {
+                deliver(applied)
+                return true
+            }
         }
-        deliver(changes)
+        return false
     }
 
+    /// How long applying other mounts' changes waits for local changes to let go of the mirror
+    /// before it gives up until the next poll, in milliseconds: readers wait behind it no longer.
+    static let applyingPatience = 50
+
     /// Applies the changes other mounts logged since the last call. Returns whether there were any.
+    /// The log and the folders it names are read with no lock held (see `synchronizeEverything`).
     @discardableResult
     func catchUp() throws -> Bool {
         if state.withLock({ $0.needsFullSynchronization }) {
-            try synchronizeEverything()
+            guard try synchronizeEverything(patiently: false) else { return false }
             logger.notice("the mirror was compared whole with the database again")
             return true
         }
-        let since = state.withLock { $0.lastChange }
-        let changes = try applying.writing { () throws -> [StoreChange] in
-            try pool.withConnection { db in
-                let rows = try db.execute(
-                    "SELECT seq, directory, origin FROM docfs_changes WHERE store = $1 AND seq > $2 ORDER BY seq",
-                    [.integer(queries.storeID), .integer(since)])
-                guard rows.count > 0 else { return [] }
-                // Numbers are consecutive (each transaction takes the next and logs at least one
-                // folder): a gap means the log was pruned past this mount, which then compares its
-                // whole mirror instead.
-                if let first = rows.integer(0, 0), first > since + 1 {
-                    state.withLock { $0.needsFullSynchronization = true }
-                    return []
-                }
-                var folders: [Int64] = []
-                var last = since
-                for row in 0..<rows.count {
-                    last = max(last, rows.integer(row, 0) ?? last)
-                    if rows.text(row, 2) != queries.origin, let folder = rows.integer(row, 1), !folders.contains(folder) { folders.append(folder) }
-                }
+        for _ in 0..<3 {
+            let (since, generation) = state.withLock { ($0.lastChange, $0.localChanges) }
+            guard let read = try readChanges(since: since) else {
+                logger.notice("the change log was pruned past this mount's last read (change \(since)): comparing the whole mirror with the database")
+                state.withLock { $0.needsFullSynchronization = true }
+                return try synchronizeEverything(patiently: false)
+            }
+            if read.folders.isEmpty {
+                state.withLock { if $0.lastChange == since { $0.lastChange = read.last } }
+                return false
+            }
+            func subtree(_ id: Int64) throws -> ItemTree {
+                try read.subtrees[id] ?? pool.withConnection { try queries.tree($0, root: id, storeRoot: rootID) }
+            }
+            let applied = try applying.writing(within: Self.applyingPatience) { () throws -> [StoreChange]? in
+                // Another catch-up, or a local change, moved the mirror since the read: read again.
+                guard state.withLock({ $0.lastChange == since && $0.localChanges == generation }) else { return nil }
                 var changes: [StoreChange] = []
-                for folder in folders {
+                for (folder, tree) in read.folders {
                     // A folder this mount does not mirror (removed, or new under a folder that
                     // changed too) is reached through its parent's change.
                     guard let path = state.withLock({ $0.path(of: folder) }) ?? (folder == rootID ? "" : nil) else { continue }
-                    try apply(queries.directory(db, folder), folder: folder, path: path, complete: false, db, &changes)
+                    try apply(tree, folder: folder, path: path, complete: false, subtree: subtree, &changes)
                 }
-                state.withLock { $0.lastChange = last }
+                state.withLock { $0.lastChange = read.last }
                 return changes
             }
+            if case let changes?? = applied {
+                deliver(changes)
+                return !changes.isEmpty
+            }
         }
-        deliver(changes)
-        if state.withLock({ $0.needsFullSynchronization }) {
-            logger.notice("the change log was pruned past this mount's last read: comparing the whole mirror with the database")
-            try synchronizeEverything()
-            return true
+        // Busy: the next poll (within a second) tries again.
+        return false
+    }
+
+    /// What the change log holds past `since`: the folders other mounts changed, each read with its
+    /// children, and the subtrees of the folders among them that are new here or were replaced
+    /// whole. Nil when the log was pruned past `since`.
+    private func readChanges(since: Int64) throws -> (last: Int64, folders: [(Int64, ItemTree)], subtrees: [Int64: ItemTree])? {
+        try pool.withConnection { db in
+            let pruned = try db.execute("SELECT pruned_below FROM docfs_stores WHERE id = $1", [.integer(queries.storeID)])
+            // Entries below `pruned_below` are gone: the next one this mount needs must not be.
+            if since + 1 < pruned.integer(0, 0) ?? 0 { return nil }
+            let rows = try db.execute(
+                "SELECT seq, directory, origin FROM docfs_changes WHERE store = $1 AND seq > $2 ORDER BY seq",
+                [.integer(queries.storeID), .integer(since)])
+            var folderIDs: [Int64] = []
+            var last = since
+            for row in 0..<rows.count {
+                last = max(last, rows.integer(row, 0) ?? last)
+                if rows.text(row, 2) != queries.origin, let folder = rows.integer(row, 1), !folderIDs.contains(folder) { folderIDs.append(folder) }
+            }
+            var folders: [(Int64, ItemTree)] = []
+            var subtrees: [Int64: ItemTree] = [:]
+            for folder in folderIDs {
+                let tree = try queries.directory(db, folder)
+                folders.append((folder, tree))
+                for child in tree.childItems(of: folder) where child.isDirectory {
+                    let known = state.withLock { state in state.path(of: child.id).flatMap { state[$0] } }
+                    if known?.contentVersion != child.contentVersion {
+                        subtrees[child.id] = try queries.tree(db, root: child.id, storeRoot: rootID)
+                    }
+                }
+            }
+            return (last, folders, subtrees)
         }
-        return !changes.isEmpty
     }
 
     /// How many change numbers the log keeps behind the newest: a mount that falls further behind
     /// (stopped for long, or disconnected) compares its whole mirror when it catches up.
     static let changeLogLength: Int64 = 100_000
 
-    /// Drops the log's oldest entries (at each mount).
+    /// Drops the log's oldest entries, and marks of commits older than a day (at each mount).
     func pruneChangeLog() {
         _ = try? pool.withConnection { db in
-            try db.execute(
-                "DELETE FROM docfs_changes WHERE store = $1 AND seq < (SELECT last_change FROM docfs_stores WHERE id = $1) - $2",
-                [.integer(queries.storeID), .integer(Self.changeLogLength)])
+            try db.transaction { db in
+                let rows = try db.execute(
+                    "UPDATE docfs_stores SET pruned_below = GREATEST(pruned_below, last_change - $2) WHERE id = $1 RETURNING pruned_below",
+                    [.integer(queries.storeID), .integer(Self.changeLogLength)])
+                try db.execute("DELETE FROM docfs_changes WHERE store = $1 AND seq < $2", [.integer(queries.storeID), .integer(rows.integer(0, 0) ?? 0)])
+            }
+            try db.execute("DELETE FROM docfs_commits WHERE committed_at < now() - interval '1 day'")
         }
     }
 
@@ -104,7 +161,9 @@ extension PostgresStore {
     /// Makes the mirrored folder at `path` match the database's folder `folder` in `tree`; `complete`:
     /// the tree holds every item below it (a whole-store or subtree query), so folders are compared
     /// all the way down.
-    private func apply(_ tree: ItemTree, folder: Int64, path: String, complete: Bool, _ db: PostgresConnection, _ changes: inout [StoreChange]) throws {
+    private func apply(
+        _ tree: ItemTree, folder: Int64, path: String, complete: Bool, subtree: (Int64) throws -> ItemTree, _ changes: inout [StoreChange]
+    ) throws {
         guard let folderItem = tree.items[folder] else { return }
         var names = Set<FileName>()
         var changed = false
@@ -116,7 +175,7 @@ extension PostgresStore {
             var descend = complete && child.isDirectory
             if known?.id != child.id {
                 if known != nil || (try? mirror.status(of: childPath)) != nil { try removeLocal(childPath) }
-                try fetch(child, at: childPath, record: childPath, tree, complete: complete, db)
+                try fetch(child, at: childPath, record: childPath, tree, complete: complete, subtree: subtree)
                 descend = false
             } else if known?.contentVersion != child.contentVersion {
                 if child.isDirectory {
@@ -124,9 +183,9 @@ extension PostgresStore {
                     let prepared = DirectoryStore.privateAreaName + "/tmp/synchronize-\(child.id)-\(child.contentVersion)"
                     mirror.removePrivateItem(prepared)
                     state.withLock { $0.removeSubtree(childPath) }
-                    let subtree = complete ? tree : try queries.tree(db, root: child.id, storeRoot: rootID)
+                    let packageTree = complete ? tree : try subtree(child.id)
                     do {
-                        try fetch(child, at: prepared, record: childPath, subtree, complete: true, db)
+                        try fetch(child, at: prepared, record: childPath, packageTree, complete: true, subtree: subtree)
                         try mirror.replaceDirectory(at: childPath, with: prepared)
                     } catch {
                         mirror.removePrivateItem(prepared)
@@ -143,12 +202,12 @@ extension PostgresStore {
                 try applyAttributes(child, at: childPath)
                 state.withLock { $0.set(childPath, KnownItem(child)) }
             } else {
-                if descend { try apply(tree, folder: child.id, path: childPath, complete: true, db, &changes) }
+                if descend { try apply(tree, folder: child.id, path: childPath, complete: true, subtree: subtree, &changes) }
                 continue
             }
             changed = true
             changes.append(.entry(folder: path, name: name))
-            if descend { try apply(tree, folder: child.id, path: childPath, complete: true, db, &changes) }
+            if descend { try apply(tree, folder: child.id, path: childPath, complete: true, subtree: subtree, &changes) }
         }
         for entry in try mirror.list(path) where !names.contains(entry.name) {
             try removeLocal(StorePath.join(path, entry.name))
@@ -164,15 +223,17 @@ extension PostgresStore {
     }
 
     /// Creates the item (a folder with everything in it) in the mirror at `at`, known as `record`.
-    private func fetch(_ item: StoredItem, at path: String, record: String, _ tree: ItemTree, complete: Bool, _ db: PostgresConnection) throws {
+    private func fetch(
+        _ item: StoredItem, at path: String, record: String, _ tree: ItemTree, complete: Bool, subtree: (Int64) throws -> ItemTree
+    ) throws {
         let owner = Ownership(userID: item.userID, groupID: item.groupID)
         if item.isDirectory {
             try mirror.makeDirectory(path, mode: mode_t(item.mode & 0o7777), owner: owner)
             state.withLock { $0.set(record, KnownItem(item)) }
-            let subtree = complete ? tree : try queries.tree(db, root: item.id, storeRoot: rootID)
-            for child in subtree.childItems(of: item.id) {
+            let folderTree = complete ? tree : try subtree(item.id)
+            for child in folderTree.childItems(of: item.id) {
                 guard let name = acceptedName(of: child, at: record) else { continue }
-                try fetch(child, at: StorePath.join(path, name), record: StorePath.join(record, name), subtree, complete: true, db)
+                try fetch(child, at: StorePath.join(path, name), record: StorePath.join(record, name), folderTree, complete: true, subtree: subtree)
             }
         } else if item.isRegular {
             try placePlaceholder(at: path, size: item.size)

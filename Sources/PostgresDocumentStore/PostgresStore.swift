@@ -40,6 +40,12 @@ public final class PostgresStore: DocumentStore {
     /// The most file content the mirror keeps (see `withContent`).
     let contentCacheLimit: Int64
     public static let defaultContentCacheLimit: Int64 = 1 << 30
+    /// How long a change waits for a database that takes it (a failover, a restart, a stall)
+    /// before it fails; see `change`.
+    let primaryWait: Duration
+    public static let defaultPrimaryWait: Duration = .seconds(30)
+    /// When the current outage began, while changes wait for a primary.
+    let outageStart = Mutex<ContinuousClock.Instant?>(nil)
 
     /// Connects, migrates the schema, creates the store `location.storeName` if it is new, and
     /// brings the mirror in `cacheDirectory` up to date with the database: every name and
@@ -48,10 +54,11 @@ public final class PostgresStore: DocumentStore {
     /// to the database: a missing store or schema is an error.
     public init(
         location: PostgresLocation, cacheDirectory: String, contentCacheLimit: Int64 = defaultContentCacheLimit,
-        quarantineLimits: QuarantineLimits = QuarantineLimits(), readOnly: Bool = false, logger: Logger
+        primaryWait: Duration = defaultPrimaryWait, quarantineLimits: QuarantineLimits = QuarantineLimits(), readOnly: Bool = false, logger: Logger
     ) throws {
         self.location = location
         self.contentCacheLimit = contentCacheLimit
+        self.primaryWait = primaryWait
         self.logger = logger
         rootURL = URL(string: location.description) ?? URL(fileURLWithPath: "/")
         pool = ConnectionPool(parameters: location.connectionParameters)
@@ -280,50 +287,6 @@ public final class PostgresStore: DocumentStore {
         if path.isEmpty { return state.withLock { $0[""] } ?? KnownItem(id: rootID, version: 0, contentVersion: 0, isFolder: true) }
         guard let item = state.withLock({ $0[path] }) else { throw SystemCallError(errno: ENOENT, operation: operation, path: path) }
         return item
-    }
-
-    /// Runs a local change: `body` in one transaction, shared with other local changes, exclusive
-    /// of applying other mounts' changes. A database that cannot be reached fails the change with
-    /// EIO (the connection is made anew by the next change). A failure after the mirror changed
-    /// (the commit itself failed) may leave the mirror showing what the database does not hold:
-    /// after any database failure the mirror is compared whole with the database once it answers.
-    /// `then` runs after the commit, under the same shared lock: the mirror's part of a change that
-    /// must not show before the database holds it.
-    @discardableResult
-    func change<T>(_ path: String, _ body: (PostgresConnection) throws -> T, then apply: (T) throws -> Void = { _ in }) throws -> T {
-        try applying.reading {
-            let value: T
-            do {
-                value = try pool.transaction(body)
-            } catch let error as PostgresError {
-                state.withLock { $0.needsFullSynchronization = true }
-                logger.error("\(path): the database refused or could not take the change: \(error)")
-                throw unavailable(error)
-            }
-            do {
-                try apply(value)
-            } catch {
-                state.withLock { $0.needsFullSynchronization = true }
-                logger.error("\(path): committed to the database, but the local mirror could not follow (\(error)); it is compared with the database again")
-                throw error
-            }
-            return value
-        }
-    }
-
-    /// Reads from the database; one that cannot be reached fails the call with EIO.
-    func database<T>(_ path: String, _ body: (PostgresConnection) throws -> T) throws -> T {
-        do {
-            return try pool.withConnection(body)
-        } catch let error as PostgresError {
-            logger.error("\(path): cannot read from the database: \(error)")
-            throw unavailable(error)
-        }
-    }
-
-    private func unavailable(_ error: PostgresError) -> PostgresStoreError {
-        if error.isConnectionFailure { pool.dropIdle() }
-        return .unavailable(error.description)
     }
 
     func currentTimes() -> timespec {

@@ -138,34 +138,65 @@ struct StoreQueries: Sendable {
 
     // MARK: Content
 
-    /// Stores the content's chunks the database does not hold yet; returns the chunk list.
-    func upload(_ db: PostgresConnection, _ bytes: UnsafeRawBufferPointer) throws -> [UInt8] {
-        let ranges = ContentChunks.boundaries(of: bytes)
-        guard !ranges.isEmpty else { return [] }
-        var list: [UInt8] = []
-        list.reserveCapacity(ranges.count * ContentChunks.hashLength)
-        for range in ranges { list += ContentChunks.sha256(UnsafeRawBufferPointer(rebasing: bytes[range])) }
+    /// Stores the content of the file open at `descriptor` (`size` bytes) as chunks, those the
+    /// database does not hold yet sent; returns the chunk list. The file is read a window at a time,
+    /// so memory stays bounded whatever its size. Chunks are cut exactly as
+    /// `ContentChunks.boundaries` cuts the whole content: where a chunk ends depends only on the bytes
+    /// from its start to at most `ContentChunks.maximum` past it, and a chunk is only cut once the
+    /// window holds a later cut (or the file's end).
+    func upload(_ db: PostgresConnection, descriptor: OwnedDescriptor, size: Int64, path: String) throws -> [UInt8] {
         // Chunks found present stay until this transaction commits its reference (ChunkCollector).
         try db.execute("SELECT pg_advisory_xact_lock_shared(\(ChunkCollector.uploadLock))")
+        var list: [UInt8] = []
+        // The window: bytes [0, held) of `buffer` are the file's from `read - held` on.
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.uploadWindow + ContentChunks.maximum, alignment: 16)
+        defer { buffer.deallocate() }
+        guard let base = buffer.baseAddress else { return [] }
+        var held = 0
+        var read: Int64 = 0
+        while true {
+            while read < size && held < buffer.count {
+                let wanted = Int(min(Int64(buffer.count - held), size - read))
+                let count = try retryingOnInterrupt("pread", path: path) { pread(descriptor.rawValue, base + held, wanted, off_t(read)) }
+                guard count > 0 else { throw SystemCallError(errno: EIO, operation: "read (the file is shorter than its \(size) bytes)", path: path) }
+                held += count
+                read += Int64(count)
+            }
+            let atEnd = read >= size
+            let window = UnsafeRawBufferPointer(start: base, count: held)
+            let ranges = ContentChunks.boundaries(of: window)
+            let complete = atEnd ? ranges[...] : ranges.dropLast()
+            try storeChunks(db, window, Array(complete), into: &list)
+            if atEnd { return list }
+            let cut = complete.last?.upperBound ?? 0
+            memmove(base, base + cut, held - cut)
+            held -= cut
+        }
+    }
+
+    /// How much of a file `upload` reads at a time.
+    static let uploadWindow = 4 << 20
+
+    /// Stores the chunks at `ranges` of `bytes` that the database does not hold yet, and appends
+    /// their hashes to `list`.
+    private func storeChunks(_ db: PostgresConnection, _ bytes: UnsafeRawBufferPointer, _ ranges: [Range<Int>], into list: inout [UInt8]) throws {
+        guard !ranges.isEmpty else { return }
+        var hashes: [UInt8] = []
+        hashes.reserveCapacity(ranges.count * ContentChunks.hashLength)
+        for range in ranges { hashes += ContentChunks.sha256(UnsafeRawBufferPointer(rebasing: bytes[range])) }
         let present = try db.execute(
             "SELECT c.hash FROM generate_series(0, $2::int - 1) AS i JOIN docfs_chunks c ON c.hash = substring($1::bytea FROM i * 32 + 1 FOR 32)",
-            [.bytes(list), .integer(Int64(ranges.count))])
+            [.bytes(hashes), .integer(Int64(ranges.count))])
         var stored = Set<[UInt8]>()
         for row in 0..<present.count { stored.insert(present.bytes(row, 0)) }
         for (index, range) in ranges.enumerated() {
-            let hash = Array(list[index * 32..<(index + 1) * 32])
+            let hash = Array(hashes[index * 32..<(index + 1) * 32])
             guard stored.insert(hash).inserted else { continue }
             try db.execute(
                 "INSERT INTO docfs_chunks (hash, data) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING",
-                [.bytes(hash), .bytes(Array(UnsafeRawBufferPointer(rebasing: bytes[range])))])
+                [.bytes(hash), .bytes(Array(UnsafeRawBufferPointer(rebasing: bytes[range]).bindMemory(to: UInt8.self)))])
         }
-        return list
-    }
-
-    /// Stores the content of the file open at `descriptor` (`size` bytes); returns the chunk list.
-    func upload(_ db: PostgresConnection, descriptor: OwnedDescriptor, size: Int64, path: String) throws -> [UInt8] {
-        let content = try FileIO.contents(of: descriptor.rawValue, size: Int(size), path: path)
-        return try content.withUnsafeBytes { try upload(db, $0) }
+        list += hashes
     }
 
     /// Writes the content a chunk list names to `descriptor`, a batch of chunks per query.

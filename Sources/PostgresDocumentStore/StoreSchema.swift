@@ -49,6 +49,15 @@ enum StoreSchema {
         );
         CREATE INDEX docfs_changes_by_seq ON docfs_changes (store, seq);
         """,
+        // Commits marked so that one whose answer was lost can be looked up (`PostgresStore.change`),
+        // and how far each store's change log was pruned (`PostgresStore.catchUp`).
+        """
+        CREATE TABLE docfs_commits (
+            id bigint PRIMARY KEY,
+            committed_at timestamptz NOT NULL DEFAULT now()
+        );
+        ALTER TABLE docfs_stores ADD COLUMN pruned_below bigint NOT NULL DEFAULT 0;
+        """,
     ]
 
     /// Brings the database to the latest schema. Refuses a database a newer DocFS migrated.

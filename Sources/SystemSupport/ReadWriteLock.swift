@@ -30,4 +30,18 @@ public final class ReadWriteLock: @unchecked Sendable {
         defer { pthread_rwlock_unlock(lock) }
         return try body()
     }
+
+    /// Takes the lock exclusively if it can within `milliseconds`; nil when it could not. A waiting
+    /// writer holds off new readers (the lock prefers writers), so a writer that must not stall
+    /// readers behind a long-held shared lock waits briefly, gives up, and tries again later.
+    public func writing<T, E: Error>(within milliseconds: Int, _ body: () throws(E) -> T) throws(E) -> T? {
+        var deadline = timespec()
+        clock_gettime(CLOCK_REALTIME, &deadline)
+        let nanoseconds = Int(deadline.tv_nsec) + milliseconds * 1_000_000
+        deadline.tv_sec += nanoseconds / 1_000_000_000
+        deadline.tv_nsec = nanoseconds % 1_000_000_000
+        guard pthread_rwlock_timedwrlock(lock, &deadline) == 0 else { return nil }
+        defer { pthread_rwlock_unlock(lock) }
+        return try body()
+    }
 }

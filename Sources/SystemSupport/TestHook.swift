@@ -1,26 +1,38 @@
 import Foundation
 import Glibc
-import SystemSupport
 
 /// Points where a test can hold one request, to make a race happen in the order it is about
 /// instead of hoping for it. Off unless the daemon was started with `DOCFS_TEST_HOOKS=DIR`; then
 /// a test arms a point by creating `DIR/POINT`, the first request to reach it renames that file to
 /// `DIR/POINT.reached` (which the test waits for) and stays there until the test removes it.
-enum TestHook: String {
+public enum TestHook: String, Sendable {
     /// An open has found the document's committed file and not yet made it the node's live one.
     case openBeforeInstall = "open-before-install"
     /// A READ has found the file it reads from and is not answered yet.
     case readBeforeReply = "read-before-reply"
+    /// A PostgreSQL store's change has run its statements and not yet sent COMMIT.
+    case commitBeforeSend = "commit-before-send"
+    /// A PostgreSQL store's change sends COMMIT and then drops the connection unanswered (a trip,
+    /// not a pause: see `trips`).
+    case commitAnswerLost = "commit-answer-lost"
 
     private static let directory = ProcessInfo.processInfo.environment["DOCFS_TEST_HOOKS"]
 
     /// Holds the calling request here while the test keeps the point armed.
-    func pause() {
+    public func pause() {
         guard let directory = Self.directory else { return }
         let armed = directory + "/" + rawValue
         let reached = armed + ".reached"
         guard rename(armed, reached) == 0 else { return }
         var status = stat()
         while stat(reached, &status) == 0 { usleep(1000) }
+    }
+
+    /// Whether the test armed this point; the first request to reach it disarms it (renaming it to
+    /// `POINT.reached`) and goes on to fail as the point describes.
+    public func trips() -> Bool {
+        guard let directory = Self.directory else { return false }
+        let armed = directory + "/" + rawValue
+        return rename(armed, armed + ".reached") == 0
     }
 }

@@ -70,6 +70,9 @@ struct MountCommand: ParsableCommand {
     @Option(help: ArgumentHelp("For a PostgreSQL store: the most file content the mirror keeps; the least recently used is fetched again when next opened (bytes, or with K, M, G).", valueName: "size"))
     var cacheSize = "1G"
 
+    @Option(help: ArgumentHelp("For a PostgreSQL store: how long a change waits for a primary that accepts it (a failover, a restart, a stall) before it fails with EIO and its bytes are quarantined.", valueName: "seconds"))
+    var primaryWait = 30.0
+
     /// Set by the daemonizing parent: the descriptor to report readiness on.
     @Option(help: .hidden)
     var readyDescriptor: Int32?
@@ -80,6 +83,7 @@ struct MountCommand: ParsableCommand {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
         guard ByteCount.parse(quarantineLimit) != nil else { throw ValidationError("--quarantine-limit '\(quarantineLimit)' is not a size (examples: 500M, 2G, 1048576)") }
         guard quarantineDays > 0 else { throw ValidationError("--quarantine-days must be positive") }
+        guard primaryWait > 0 && primaryWait <= 86_400 else { throw ValidationError("--primary-wait must be between 0 and 86400 seconds") }
         guard ByteCount.parse(cacheSize) != nil else { throw ValidationError("--cache-size '\(cacheSize)' is not a size (examples: 500M, 2G, 1048576)") }
         _ = try MountOptions(mountOptions)
     }
@@ -209,7 +213,7 @@ struct MountCommand: ParsableCommand {
             do {
                 documentStore = try PostgresStore(
                     location: location, cacheDirectory: mirror, contentCacheLimit: ByteCount.parse(cacheSize) ?? PostgresStore.defaultContentCacheLimit,
-                    quarantineLimits: limits, logger: destination.logger)
+                    primaryWait: .milliseconds(Int64(primaryWait * 1000)), quarantineLimits: limits, logger: destination.logger)
             } catch {
                 throw CommandFailure(message: "cannot open store \(store): \(error)", status: ExitStatus.badStore)
             }
@@ -301,7 +305,7 @@ struct MountCommand: ParsableCommand {
         let storeArgument = PostgresLocation.isPostgresLocation(store) ? store : absolutePath(store)
         var arguments = [CommandLine.arguments.first ?? "docfs", "mount", storeArgument, absolutePath(mountPoint), "--ready-descriptor", "3",
                          "--threads", String(threads), "--log-level", logLevel,
-                         "--quarantine-limit", quarantineLimit, "--quarantine-days", String(quarantineDays), "--cache-size", cacheSize]
+                         "--quarantine-limit", quarantineLimit, "--quarantine-days", String(quarantineDays), "--cache-size", cacheSize, "--primary-wait", String(primaryWait)]
         arguments += parserLimits.arguments
         for option in mountOptions { arguments += ["-o", option] }
         if strict { arguments.append("--strict") }

@@ -79,7 +79,7 @@ final class MountedStore {
 
     /// Mounts the PostgreSQL store at `location` (another mount of a store some test made), with a
     /// mirror of its own.
-    init(postgres location: String, arguments: [String] = []) throws {
+    init(postgres location: String, arguments: [String] = [], launcher: [String] = []) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-pg-\(UUID().uuidString.prefix(8))")
         store = root.appendingPathComponent("mirror").path
         mountPoint = root.appendingPathComponent("mnt").path
@@ -87,7 +87,7 @@ final class MountedStore {
         storeIsTmpfs = false
         storeLocation = location
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        try mount(arguments: arguments)
+        try mount(arguments: arguments, launcher: launcher)
     }
 
     func mount(arguments: [String] = [], launcher: [String] = []) throws {

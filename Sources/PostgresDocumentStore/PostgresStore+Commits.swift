@@ -1,0 +1,257 @@
+import DocumentStore
+import Foundation
+import Glibc
+import Synchronization
+import SystemSupport
+
+/// How a local change reaches the database: every answer true, and an outage a bounded wait.
+///
+/// - Each change is one transaction marked with a random key: when it begins it takes an advisory
+///   lock on the key and inserts the key into `docfs_commits`. When COMMIT goes
+///   unanswered (the connection dropped, the server stopped answering), whether it committed is
+///   found out on a new connection before the program is answered: the lock is taken there, which
+///   waits until the first transaction has ended, and the key's row says how it ended. On a new
+///   primary after a failover the lock is free at once, and a transaction the old primary had not
+///   replicated is not there and never will be.
+/// - While no server accepts the change (none reachable, a standby promoted, a lock or a statement
+///   timed out), the change is tried again, with pauses growing to half a second, until
+///   `primaryWait` runs out; only then does it fail. The log says so once per outage.
+extension PostgresStore {
+    /// Runs a local change: `body` in one transaction, shared with other local changes, exclusive
+    /// of applying other mounts' changes. `then` runs after the commit, under the same shared lock:
+    /// the mirror's part of a change that must not show before the database holds it.
+    ///
+    /// `retryable` says, when the transaction failed, whether `body` may run again: true while it
+    /// has changed nothing outside the transaction (or undid it). A change not retried after a
+    /// failure may leave the mirror showing what the database does not hold: the mirror is then
+    /// compared whole with the database once it answers. `undo` takes back the mirror's part of
+    /// `body` when a COMMIT that went unanswered turns out not to have committed.
+    @discardableResult
+    func change<T>(
+        _ path: String, retryable: @autoclosure () -> Bool = true, _ body: (PostgresConnection) throws -> T,
+        undo: (T) -> Void = { _ in }, then apply: (T) throws -> Void = { _ in }
+    ) throws -> T {
+        var wait = PrimaryWait(limit: primaryWait)
+        while true {
+            let key = Int64.random(in: 1...Int64.max)
+            let outcome: MarkedCommit<T>
+            do {
+                outcome = try applying.reading { () throws -> MarkedCommit<T> in
+                    let outcome = try pool.markedTransaction(key: key, body)
+                    if case .committed(let value) = outcome { try applyCommitted(path, value, apply) }
+                    return outcome
+                }
+            } catch TransactionFailure.notBegun(let cause) {
+                try wait.pause(path, after: cause, self)
+                continue
+            } catch TransactionFailure.rolledBack(let error) {
+                // The body's own refusal (EEXIST, a conflict) is the answer.
+                guard let cause = error as? PostgresError else { throw error }
+                if cause.isTransient, retryable() {
+                    try wait.pause(path, after: cause, self)
+                    continue
+                }
+                state.withLock { $0.needsFullSynchronization = true }
+                logger.error("\(path): the database refused or could not take the change: \(cause)")
+                throw unavailable(cause)
+            }
+            switch outcome {
+            case .committed(let value):
+                endOutage()
+                return value
+            case .unanswered(let value, let cause):
+                logger.warning("\(path): the answer to COMMIT was lost (\(cause)); finding out whether it committed before answering")
+                switch resolveCommit(key, path: path, &wait) {
+                case true?:
+                    logger.notice("\(path): the change had committed")
+                    try applying.reading { try applyCommitted(path, value, apply) }
+                    endOutage()
+                    return value
+                case false?:
+                    logger.notice("\(path): the change had not committed, and never will")
+                    applying.reading { undo(value) }
+                    if retryable() {
+                        try wait.pause(path, after: cause, self)
+                        continue
+                    }
+                    state.withLock { $0.needsFullSynchronization = true }
+                    throw unavailable(cause)
+                case nil:
+                    state.withLock { $0.needsFullSynchronization = true }
+                    logger.error("\(path): whether the change committed could not be found out within \(primaryWait); the program is told it failed")
+                    throw PostgresStoreError.unavailable("whether the change to \(path) committed is not known: \(cause)")
+                }
+            }
+        }
+    }
+
+    private func applyCommitted<T>(_ path: String, _ value: T, _ apply: (T) throws -> Void) throws {
+        do {
+            try apply(value)
+            state.withLock { $0.localChanges += 1 }
+        } catch {
+            state.withLock { $0.needsFullSynchronization = true }
+            logger.error("\(path): committed to the database, but the local mirror could not follow (\(error)); it is compared with the database again")
+            throw error
+        }
+    }
+
+    /// Whether the transaction marked `key` committed: nil when no primary answered in time.
+    private func resolveCommit(_ key: Int64, path: String, _ wait: inout PrimaryWait) -> Bool? {
+        while true {
+            do {
+                return try pool.withConnection { db in
+                    try db.transaction { db in
+                        // A standby may not have received the commit yet: only a primary's answer counts.
+                        guard try db.execute("SELECT pg_is_in_recovery()").integer(0, 0) == 0 else {
+                            throw PostgresError(message: "the server is a standby", sqlState: "25006")
+                        }
+                        // Held by the marked transaction until it ends: once taken here, it has ended.
+                        try db.execute("SELECT pg_advisory_xact_lock($1)", [.integer(key)])
+                        return try db.execute("SELECT 1 FROM docfs_commits WHERE id = $1", [.integer(key)]).count == 1
+                    }
+                }
+            } catch {
+                let cause = error as? PostgresError ?? PostgresError(message: "\(error)", sqlState: nil)
+                if cause.sqlState == "55P03" {
+                    // Still held after lock_timeout: its session lives on without its client (a
+                    // network that went silent). Ended here, it rolls back unless already committing.
+                    _ = try? pool.withConnection { db in
+                        try db.execute(
+                            """
+                            SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted
+                            AND objsubid = 1 AND classid::bigint = $1 AND objid::bigint = $2
+                            """,
+                            [.integer(key >> 32 & 0xFFFF_FFFF), .integer(key & 0xFFFF_FFFF)])
+                    }
+                }
+                guard (try? wait.pause(path, after: cause, self)) != nil else { return nil }
+            }
+        }
+    }
+
+    /// Reads from the database, waiting out an outage as a change does (up to `primaryWait`).
+    func database<T>(_ path: String, _ body: (PostgresConnection) throws -> T) throws -> T {
+        var wait = PrimaryWait(limit: primaryWait)
+        while true {
+            do {
+                return try pool.withConnection(body)
+            } catch let error as PostgresError where error.isTransient {
+                do {
+                    try wait.pause(path, after: error, self)
+                } catch {
+                    logger.error("\(path): cannot read from the database: \(error)")
+                    throw error
+                }
+            }
+        }
+    }
+
+    func unavailable(_ error: PostgresError) -> PostgresStoreError {
+        if error.isConnectionFailure { pool.dropIdle() }
+        return .unavailable(error.description)
+    }
+
+    /// Logs the start of an outage, once.
+    fileprivate func noteOutage(_ cause: PostgresError) {
+        let first = outageStart.withLock { start in
+            if start != nil { return false }
+            start = .now
+            return true
+        }
+        if first {
+            logger.warning("waiting for a primary that accepts writes (\(cause)); changes wait up to \(primaryWait) and are tried again")
+        }
+    }
+
+    private func endOutage() {
+        guard let start = outageStart.withLock({ start in defer { start = nil }; return start }) else { return }
+        logger.notice("a primary accepts writes again, after \(ContinuousClock.now - start)")
+    }
+}
+
+/// A transaction run by `ConnectionPool.markedTransaction` that reached COMMIT.
+enum MarkedCommit<T> {
+    case committed(T)
+    /// COMMIT was sent and no answer came: it may or may not have committed.
+    case unanswered(T, PostgresError)
+}
+
+/// A transaction run by `ConnectionPool.markedTransaction` that did not reach COMMIT, or whose
+/// COMMIT the server refused: in every case nothing of it is committed.
+enum TransactionFailure: Error {
+    /// The connection could not be made, or the transaction could not begin: nothing ran.
+    case notBegun(PostgresError)
+    /// The body or the commit failed and the transaction rolled back (the server said so, or the
+    /// connection was lost before COMMIT was sent).
+    case rolledBack(any Error)
+}
+
+/// The bounded wait of one change for a database that takes it.
+struct PrimaryWait {
+    let limit: Duration
+    let deadline: ContinuousClock.Instant
+    private var pauseLength: Duration = .milliseconds(50)
+
+    init(limit: Duration) {
+        self.limit = limit
+        deadline = .now + limit
+    }
+
+    /// Pauses before the next try, or throws when the limit has run out.
+    mutating func pause(_ path: String, after cause: PostgresError, _ store: PostgresStore) throws {
+        guard ContinuousClock.now + pauseLength < deadline else {
+            store.logger.error("\(path): no primary took the change within \(limit): \(cause)")
+            throw store.unavailable(cause)
+        }
+        store.noteOutage(cause)
+        store.pool.dropIdle()
+        Thread.sleep(forTimeInterval: Double(pauseLength.components.attoseconds) / 1e18 + Double(pauseLength.components.seconds))
+        pauseLength = min(pauseLength * 2, .milliseconds(500))
+    }
+}
+
+extension ConnectionPool {
+    /// Runs `body` in a transaction marked with `key` (see `PostgresStore.change`).
+    func markedTransaction<T>(key: Int64, _ body: (PostgresConnection) throws -> T) throws -> MarkedCommit<T> {
+        do {
+            return try markedTransactionOnce(key: key, body)
+        } catch let error as PostgresError {
+            // Everything inside is wrapped: a bare error is the connection not being made.
+            throw TransactionFailure.notBegun(error)
+        }
+    }
+
+    private func markedTransactionOnce<T>(key: Int64, _ body: (PostgresConnection) throws -> T) throws -> MarkedCommit<T> {
+        try withConnection { db -> MarkedCommit<T> in
+            do {
+                try db.execute("BEGIN")
+                try db.execute("SELECT pg_advisory_xact_lock($1)", [.integer(key)])
+                // First, so that the body's end is the transaction's: nothing can fail after it
+                // but the COMMIT.
+                try db.execute("INSERT INTO docfs_commits (id) VALUES ($1)", [.integer(key)])
+            } catch let error as PostgresError {
+                _ = try? db.execute("ROLLBACK")
+                throw TransactionFailure.notBegun(error)
+            }
+            let value: T
+            do {
+                value = try body(db)
+            } catch {
+                _ = try? db.execute("ROLLBACK")
+                throw TransactionFailure.rolledBack(error)
+            }
+            TestHook.commitBeforeSend.pause()
+            do {
+                if TestHook.commitAnswerLost.trips() { try db.sendUnanswered("COMMIT") }
+                try db.execute("COMMIT")
+            } catch let error as PostgresError {
+                // An answer that is an error (a serialization failure at commit) is a rollback; no
+                // answer at all is not known to be one.
+                guard error.isConnectionFailure else { throw TransactionFailure.rolledBack(error) }
+                return .unanswered(value, error)
+            }
+            return .committed(value)
+        }
+    }
+}
