@@ -83,7 +83,7 @@ public struct PostgresRows: ~Copyable {
 /// One libpq connection, used by one thread at a time (the pool hands it out).
 ///
 /// Nothing waits on the database without a limit: connecting gives up after `connect_timeout`
-/// (5 s unless the location says otherwise), the server cancels a statement after 15 s and a lock
+/// (see `PostgresLocation.defaultParameters`), the server cancels a statement after 15 s and a lock
 /// wait after 5 s, and a statement whose answer does not come within `answerTimeout` (a server
 /// stopped, a network gone silent: what no server-side limit can see) abandons the connection
 /// with a connection failure.
@@ -98,22 +98,10 @@ public final class PostgresConnection: @unchecked Sendable {
     /// that went silent is ended rather than holding its locks.
     static let sessionLimits = "SET statement_timeout = '15s'; SET lock_timeout = '5s'; SET idle_in_transaction_session_timeout = '60s'"
 
-    /// Defaults for what the location does not say: a bounded connect, keepalives that notice a
-    /// dead peer, and a name that marks DocFS's sessions in `pg_stat_activity`.
-    static let connectionDefaults: KeyValuePairs<String, String> = [
-        "connect_timeout": "5", "keepalives": "1", "keepalives_idle": "10", "keepalives_interval": "5", "keepalives_count": "3",
-        "application_name": "docfs",
-    ]
-
     /// Connects with a libpq connection string or URI.
     public init(parameters: String) throws {
         self.parameters = parameters
-        // The location is expanded after the defaults, so what it says overrides them.
-        let keys = Self.connectionDefaults.map(\.key) + ["dbname"]
-        let values = Self.connectionDefaults.map(\.value) + [parameters]
-        connection = Self.withCStrings(keys) { keys in
-            Self.withCStrings(values) { values in PQconnectdbParams(keys, values, 1) }
-        }
+        connection = PQconnectdb(parameters)
         guard PQstatus(connection) == CONNECTION_OK else {
             let message = connection.map { String(cString: PQerrorMessage($0)) } ?? "out of memory"
             PQfinish(connection)
@@ -273,13 +261,6 @@ public final class PostgresConnection: @unchecked Sendable {
         }
         try execute("COMMIT")
         return value
-    }
-
-    private static func withCStrings<R>(_ strings: [String], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
-        var duplicates = strings.map { strdup($0) }
-        defer { for pointer in duplicates { free(pointer) } }
-        duplicates.append(nil)
-        return body(duplicates.map { $0.map { UnsafePointer($0) } })
     }
 
     /// Reads what arrived on the socket and returns the notifications' payloads.

@@ -45,15 +45,30 @@ extension PostgresStore {
         var versionsSeen = 0
         while ContinuousClock.now < deadline {
             guard let item = state.withLock({ $0[path] }), !item.isFetched else { return }
-            let copy = try copyFromMirror(item, for: path)
-            let staging = try copy ?? mirror.makeStagingFile(seededFrom: nil, for: path)
-            var placed = false
-            defer { if !placed { mirror.discard(staging) } }
-            if copy == nil, try !download(item, into: staging, for: path) {
-                versionsSeen += 1
-                try catchUp()
+            let staging: StagingFile
+            do {
+                let copy = try copyFromMirror(item, for: path)
+                staging = try copy ?? mirror.makeStagingFile(seededFrom: nil, for: path)
+                var downloaded = copy != nil
+                defer { if !downloaded { mirror.discard(staging) } }
+                guard try copy != nil || download(item, into: staging, for: path) else {
+                    versionsSeen += 1
+                    try catchUp()
+                    continue
+                }
+                downloaded = true
+            } catch let error as SystemCallError where error.errno == ENOSPC {
+                // The mirror's disk is full: content used least recently leaves it, as past
+                // --cache-size, and the fetch is tried again.
+                guard evictForSpace(item.size, sparing: path) else {
+                    logger.error("\(path): cannot be fetched: the mirror's disk is full, and it holds no other content to give back")
+                    throw error
+                }
+                logger.warning("\(path): the mirror's disk was full; content used least recently left it to make room")
                 continue
             }
+            var placed = false
+            defer { if !placed { mirror.discard(staging) } }
             placed = try applying.writing(within: Self.applyingPatience) { () throws -> Bool in
                 guard let now = state.withLock({ $0[path] }), now.id == item.id, now.contentVersion == item.contentVersion, !now.isFetched else {
                     return false
@@ -103,11 +118,23 @@ extension PostgresStore {
     /// over the limit: it is being read.
     func evictIfNeeded() {
         guard state.withLock({ $0.fetchedBytes }) > contentCacheLimit else { return }
+        let target = contentCacheLimit / 10 * 9
         // Not worth holding readers up for: the next call evicts if this one cannot now.
+        evict(sparing: state.withLock { $0.evictionOrder().last }) { state.withLock { $0.fetchedBytes } <= target }
+    }
+
+    /// Puts placeholders back in the place of the least recently used files (but `path`) until
+    /// `bytes` of content left the mirror, or none is left; whether any did.
+    private func evictForSpace(_ bytes: Int64, sparing path: String) -> Bool {
+        let held = state.withLock { $0.fetchedBytes }
+        evict(sparing: path) { held - state.withLock { $0.fetchedBytes } >= bytes }
+        return state.withLock { $0.fetchedBytes } < held
+    }
+
+    private func evict(sparing spared: String?, until done: () -> Bool) {
         applying.writing(within: Self.applyingPatience) {
-            let target = contentCacheLimit / 10 * 9
-            for path in state.withLock({ $0.evictionOrder() }).dropLast() {
-                guard state.withLock({ $0.fetchedBytes }) > target else { break }
+            for path in state.withLock({ $0.evictionOrder() }) where path != spared {
+                guard !done() else { break }
                 do {
                     try placePlaceholder(at: path, keepingTimes: true)
                     state.withLock { $0.setFetched(path, false) }

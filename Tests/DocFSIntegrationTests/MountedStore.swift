@@ -79,14 +79,19 @@ final class MountedStore {
 
     /// Mounts the PostgreSQL store at `location` (another mount of a store some test made), with a
     /// mirror of its own.
-    init(postgres location: String, arguments: [String] = [], launcher: [String] = []) throws {
+    init(postgres location: String, arguments: [String] = [], launcher: [String] = [], tmpfsSize: String? = nil) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-pg-\(UUID().uuidString.prefix(8))")
         store = root.appendingPathComponent("mirror").path
         mountPoint = root.appendingPathComponent("mnt").path
         logFile = root.appendingPathComponent("docfs.log").path
-        storeIsTmpfs = false
+        storeIsTmpfs = tmpfsSize != nil
         storeLocation = location
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        if let tmpfsSize {
+            try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
+            let result = try Self.run(["mount", "-t", "tmpfs", "-o", "size=\(tmpfsSize)", "docfs-test", store], timeout: 10)
+            guard result.succeeded else { throw MountFailure(log: "cannot mount a tmpfs mirror: \(result.error)") }
+        }
         try mount(arguments: arguments, launcher: launcher)
     }
 
@@ -128,8 +133,8 @@ final class MountedStore {
         return folder
     }
 
-    static func waitUntil(_ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(20)
+    static func waitUntil(seconds: Double = 20, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if condition() { return true }
             usleep(5000)

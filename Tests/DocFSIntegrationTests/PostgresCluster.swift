@@ -77,7 +77,7 @@ final class PostgresCluster {
     }
 
     /// A port nothing listens on now: the kernel's pick for a socket bound to port 0.
-    private static func freePort() -> Int {
+    static func freePort() -> Int {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(descriptor) }
         var address = sockaddr_in()
