@@ -290,6 +290,7 @@ extension DocumentFileSystem {
             namespace.writing { nodes.detach(parent: parent, name: name) }
             return
         }
+        store.awaitWritable()
         try namespace.writing { () throws(FUSEError) in
             retainIfOpen(parent: parent, name: name, path: path)
             try storeCall { try store.removeFile(path) }
@@ -304,6 +305,7 @@ extension DocumentFileSystem {
             namespace.writing { nodes.detach(parent: parent, name: name) }
             return
         }
+        store.awaitWritable()
         try namespace.writing { () throws(FUSEError) in
             try storeCall { try store.removeDirectory(path) }
             packages.forget(path)
@@ -375,6 +377,9 @@ extension DocumentFileSystem {
             // content must decode as one (sed -i, vim, `os.replace` all save this way).
             try validateRename(of: source, as: destination)
             if exchange { try validateRename(of: destination, as: source) }
+            // Every lookup waits while a rename holds the namespace: a database outage is waited
+            // out before.
+            store.awaitWritable()
             try namespace.writing { () throws(FUSEError) in
                 if !exchange { retainReplaced(parent: newParent, name: newName, path: destination) }
                 try storeCall { try store.rename(source, to: destination, flags: flags) }

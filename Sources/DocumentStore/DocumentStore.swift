@@ -105,12 +105,17 @@ public protocol DocumentStore: AnyObject, Sendable {
     var hasChangeFeed: Bool { get }
     /// Starts delivering changes made elsewhere, on a thread of the store's, until the process ends.
     func startChangeFeed(_ handler: @escaping @Sendable ([StoreChange]) -> Void)
+    /// Returns once the store is known to take changes, or once it has waited as long as a change
+    /// would: called before a lock that every lookup needs is taken for a change, so that in an
+    /// outage the change waits without that lock.
+    func awaitWritable()
 }
 
 extension DocumentStore {
     public var writesInPlace: Bool { true }
     public var hasChangeFeed: Bool { false }
     public func startChangeFeed(_ handler: @escaping @Sendable ([StoreChange]) -> Void) {}
+    public func awaitWritable() {}
 }
 
 /// A commit the store refused on grounds of its own (a shared store: another mount saved the

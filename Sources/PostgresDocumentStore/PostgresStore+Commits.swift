@@ -152,6 +152,26 @@ extension PostgresStore {
         return .unavailable(error.description)
     }
 
+    /// In an outage (a change found no primary and waits), waits until a primary answers, up to
+    /// `primaryWait`; at once otherwise.
+    public func awaitWritable() {
+        var wait = PrimaryWait(limit: primaryWait)
+        while outageStart.withLock({ $0 != nil }) {
+            do {
+                let primary = try pool.withConnection { try $0.execute("SELECT pg_is_in_recovery()").integer(0, 0) == 0 }
+                if primary {
+                    endOutage()
+                    return
+                }
+                try wait.pause("(waiting to change)", after: PostgresError(message: "the server is a standby", sqlState: "25006"), self)
+            } catch let error as PostgresError {
+                guard (try? wait.pause("(waiting to change)", after: error, self)) != nil else { return }
+            } catch {
+                return
+            }
+        }
+    }
+
     /// Logs the start of an outage, once.
     fileprivate func noteOutage(_ cause: PostgresError) {
         let first = outageStart.withLock { start in
