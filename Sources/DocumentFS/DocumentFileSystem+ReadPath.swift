@@ -16,8 +16,9 @@ extension DocumentFileSystem {
     /// What an open found at the inode's name, resolved against renames in one step.
     private enum Found {
         case raw(OwnedDescriptor, FileStatus)
-        /// A document or member: its committed file, found when the node had seen `commits` commits.
-        case staged(path: String, role: Role, live: OwnedDescriptor, liveVersion: FileVersion, status: FileStatus, commits: UInt64)
+        /// A document or member: its committed file, found when the node had seen `commits` commits
+        /// (none for a writer that neither reads nor appends).
+        case staged(path: String, role: Role, live: OwnedDescriptor?, liveVersion: FileVersion, status: FileStatus, commits: UInt64)
         /// Replaced by a rename or removed since the kernel looked it up: its last version.
         case detached(OwnedDescriptor)
         /// Replaced by a rename, opened for writing: the inode that holds its name now.
@@ -80,6 +81,14 @@ extension DocumentFileSystem {
             if let current, (try? current.status().version) == status.version {
                 return .staged(path: path, role: role, live: current, liveVersion: status.version, status: status, commits: commits)
             }
+            if flags & O_ACCMODE == O_WRONLY && flags & O_APPEND == 0 {
+                // A writer that neither reads nor appends needs the committed file only to seed its
+                // stage at its first write (see `modifyStage`), and not at all when it truncates
+                // first, as an O_TRUNC open does (the kernel sends the truncation after the open): a
+                // shared store would fetch the content only to throw it away. (An appender's
+                // commits carry its readers along from the version it opened: `carryAppend`.)
+                return .staged(path: path, role: role, live: nil, liveVersion: status.version, status: status, commits: commits)
+            }
             let opened = try storeCall { try store.openForReading(path) }
             return .staged(
                 path: path, role: role, live: opened, liveVersion: try storeCall { try opened.status().version }, status: status, commits: commits)
@@ -115,7 +124,7 @@ extension DocumentFileSystem {
     /// `live` was found; if one landed since, the open returns nil before counting anything (its
     /// file may be the version that commit replaced), and is made again.
     private func openStaged(
-        _ node: Node, path: String, role: Role, live: OwnedDescriptor, liveVersion: FileVersion, status: FileStatus, flags: Int32,
+        _ node: Node, path: String, role: Role, live: OwnedDescriptor?, liveVersion: FileVersion, status: FileStatus, flags: Int32,
         context: RequestContext, seenCommits: UInt64?
     ) throws(FUSEError) -> OpenReply? {
         let writing = flags & O_ACCMODE != O_RDONLY
@@ -146,7 +155,7 @@ extension DocumentFileSystem {
             if writing && (state.superseded || (seenCommits != nil && state.cachedReaders > 0)) { return true }
             state.holdIfChangedBeside(found: liveVersion)
             state.shownIdentity = status.identity
-            state.live = live
+            if let live { state.live = live }
             state.openHandles += 1
             if writing {
                 state.writableHandles += 1
@@ -158,7 +167,7 @@ extension DocumentFileSystem {
         if writing { writerArrived(at: node) }
         // A truncating open replaces the content, so what is stored need not decode (that is how a
         // corrupt document is repaired).
-        if case .document(let claim) = role, flags & O_ACCMODE != O_WRONLY, !truncating {
+        if case .document(let claim) = role, flags & O_ACCMODE != O_WRONLY, !truncating, let live {
             do {
                 try ensureDecoded(node, live: live, version: liveVersion, path: path, claim: claim)
             } catch {
@@ -195,7 +204,7 @@ extension DocumentFileSystem {
                 state.pageCacheInUse = true
                 if !writing { state.cachedReaders += 1 }
             }
-            var file = OpenFile(node: node, access: .staged, flags: flags, view: writing ? nil : ReadView(live, commit: state.commits))
+            var file = OpenFile(node: node, access: .staged, flags: flags, view: writing ? nil : live.map { ReadView($0, commit: state.commits) })
             file.readsThroughPageCache = !directIO && !writing
             return (register(file, keepCache: keepCache, directIO: directIO), staleSize, file.readsThroughPageCache)
         }

@@ -119,7 +119,12 @@ extension DocumentFileSystem {
                 node.state.withLock { $0.stagedFile = file }
             }
             do throws(FUSEError) {
-                try body(&stage)
+                do throws(FUSEError) {
+                    try body(&stage)
+                } catch where error.errno == ENOSPC && store.makeRoom() {
+                    // A store that caches content (a shared store's mirror) gave some back.
+                    try body(&stage)
+                }
             } catch {
                 poison(&stage, node: node, path: nodes.path(of: node.inode) ?? "(removed)", errno: error.errno)
                 slot.stage = stage

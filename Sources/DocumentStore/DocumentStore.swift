@@ -109,6 +109,9 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// would: called before a lock that every lookup needs is taken for a change, so that in an
     /// outage the change waits without that lock.
     func awaitWritable()
+    /// Gives back disk space the store holds only as a cache (content it can fetch again), after a
+    /// write found the disk full; whether it gave any.
+    func makeRoom() -> Bool
 }
 
 extension DocumentStore {
@@ -116,6 +119,7 @@ extension DocumentStore {
     public var hasChangeFeed: Bool { false }
     public func startChangeFeed(_ handler: @escaping @Sendable ([StoreChange]) -> Void) {}
     public func awaitWritable() {}
+    public func makeRoom() -> Bool { false }
 }
 
 /// A commit the store refused on grounds of its own (a shared store: another mount saved the

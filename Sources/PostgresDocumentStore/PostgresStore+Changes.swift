@@ -176,7 +176,8 @@ extension PostgresStore {
     }
 
     public func truncate(_ path: String, size: Int64) throws {
-        let current = try openForReading(path)
+        // Truncated to nothing (a shell's `> file`): the content it discards is not fetched.
+        let current = size == 0 ? nil : try openForReading(path)
         let staging = try makeStagingFile(seededFrom: current, for: path)
         do {
             try retryingOnInterrupt("ftruncate", path: path) { ftruncate(staging.descriptor.rawValue, off_t(size)) }

@@ -123,9 +123,22 @@ extension PostgresStore {
         evict(sparing: state.withLock { $0.evictionOrder().last }) { state.withLock { $0.fetchedBytes } <= target }
     }
 
+    /// A write to the mirror's disk (a save's staging file) found it full: content used least
+    /// recently leaves the mirror, as past --cache-size.
+    public func makeRoom() -> Bool {
+        let made = evictForSpace(Self.roomForWrites, sparing: nil)
+        logger.warning(made
+            ? "the mirror's disk was full; content used least recently left it to make room for a write"
+            : "the mirror's disk is full, and it holds no content to give back for a write")
+        return made
+    }
+
+    /// How much content a full disk makes leave the mirror for writes.
+    static let roomForWrites: Int64 = 64 << 20
+
     /// Puts placeholders back in the place of the least recently used files (but `path`) until
     /// `bytes` of content left the mirror, or none is left; whether any did.
-    private func evictForSpace(_ bytes: Int64, sparing path: String) -> Bool {
+    private func evictForSpace(_ bytes: Int64, sparing path: String?) -> Bool {
         let held = state.withLock { $0.fetchedBytes }
         evict(sparing: path) { held - state.withLock { $0.fetchedBytes } >= bytes }
         return state.withLock { $0.fetchedBytes } < held

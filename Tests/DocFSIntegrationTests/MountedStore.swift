@@ -95,6 +95,8 @@ final class MountedStore {
         try mount(arguments: arguments, launcher: launcher)
     }
 
+    /// Mounts, and waits for the mount to show. A mount of a PostgreSQL store first connects and
+    /// compares its mirror with the database, which a loaded machine can make slow.
     func mount(arguments: [String] = [], launcher: [String] = []) throws {
         let storeArguments = storeLocation.map { [$0, mountPoint, "--cache-directory", store] } ?? [store, mountPoint]
         let process = try ChildProcess(
@@ -102,7 +104,7 @@ final class MountedStore {
             capture: false)
         daemon = process
         unmounted = false
-        let deadline = Date().addingTimeInterval(15)
+        let deadline = Date().addingTimeInterval(storeLocation == nil ? 15 : 60)
         while !isMounted {
             guard process.isRunning, Date() < deadline else {
                 unmount()

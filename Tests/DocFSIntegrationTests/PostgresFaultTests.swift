@@ -244,6 +244,22 @@ final class PostgresFaultTests {
             #expect(read.succeeded, "f\(index).bin: \(read.output)\(read.error)\n\(reader.log.suffix(1500))")
         }
         #expect(reader.log.contains("the mirror's disk was full"), "\(reader.log.suffix(1500))")
+        // A save through the full mirror gets room the same way.
+        let save = try reader.shell("head -c 20971520 /dev/urandom > new.bin")
+        #expect(save.succeeded, "\(save.error)\n\(reader.log.suffix(1500))")
+        #expect(MountedStore.waitUntil { (try? MountedStore.run(["cmp", reader.inMount("new.bin"), writer.inMount("new.bin")], timeout: 60).succeeded) == true })
+    }
+
+    @Test func aTruncatingSaveOfAFileTheMirrorLacksFetchesNothingOfIt() throws {
+        let writer = try MountedStore(postgres: location)
+        // Room in the mirror for the new version, not for the old one.
+        let reader = try MountedStore(postgres: location, tmpfsSize: "8m")
+        defer { writer.unmount(); reader.unmount() }
+        #expect(try writer.shell("head -c 20971520 /dev/urandom > big.bin").succeeded)
+        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: reader.inMount("big.bin")) })
+        let save = try reader.shell("echo small > big.bin")
+        #expect(save.succeeded, "\(save.error)\n\(reader.log.suffix(1500))")
+        #expect(MountedStore.waitUntil { contents(writer.inMount("big.bin")) == "small\n" })
     }
 
     @Test func aGigabyteSaveKeepsTheDaemonsMemoryBounded() throws {

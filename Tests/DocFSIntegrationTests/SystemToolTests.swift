@@ -72,6 +72,31 @@ struct SystemToolTests {
         #expect(try place.run(["umount", place.mountPoint]).succeeded)
     }
 
+    @Test func fstabLinesWithPostgreSQLLocationsInEitherFormMountTheStore() throws {
+        let cluster = try PostgresCluster()
+        let place = try Place(files: [:])
+        let second = place.root + "/mnt2"
+        try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+        defer {
+            _ = try? place.run(["umount", "-l", place.mountPoint])
+            _ = try? place.run(["umount", "-l", second])
+        }
+        // A URI with several hosts, and keyword/value pairs (fstab writes their spaces as \040).
+        let uri = "postgresql://docfs@127.0.0.1:\(cluster.port),[::1]:\(cluster.port)/docfs?target_session_attrs=read-write&store=fstab"
+        let keywords = "host=127.0.0.1 port=\(cluster.port) dbname=docfs user=docfs store=fstab"
+        let fstab = place.root + "/fstab"
+        try Data("""
+            \(uri) \(place.mountPoint) fuse.docfs defaults,nofail 0 0
+            \(keywords.replacingOccurrences(of: " ", with: "\\040")) \(second) fuse.docfs defaults,nofail 0 0
+
+            """.utf8).write(to: URL(fileURLWithPath: fstab))
+        let mount = try place.run(["mount", "-a", "-T", fstab])
+        #expect(mount.succeeded, "\(mount.error)")
+        #expect(try place.run(["findmnt", "-n", "-o", "SOURCE", second]).output == "\(keywords)\n")
+        #expect(try place.run(["sh", "-c", "echo '[1]' > \(place.mountPoint)/a.json"]).succeeded)
+        #expect(MountedStore.waitUntil { (try? String(contentsOfFile: second + "/a.json", encoding: .utf8)) == "[1]\n" })
+    }
+
     @Test func autoUnmountReturnsAndTheMountGoesWithTheDaemon() throws {
         let place = try Place()
         let docfs = try #require(Self.installed)
