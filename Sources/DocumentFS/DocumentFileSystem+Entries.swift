@@ -283,6 +283,19 @@ extension DocumentFileSystem {
         return try countedEntry(parent: parent, name: name, path: path, caller: context.processID)
     }
 
+    /// Runs `body`, a store change made holding the namespace exclusively, which every lookup
+    /// waits for. A store that would have to wait for its database (an outage: a failover, a
+    /// restart) fails it instead (see `LookupLockScope`); it is run again once the store takes
+    /// changes, waited for with no lock held, at most twice.
+    func changeHoldingNamespace(_ body: () throws(FUSEError) -> Void) throws(FUSEError) {
+        for attempt in 0..<3 {
+            store.awaitWritable()
+            let (result, declinedWait) = LookupLockScope.holding { () throws(FUSEError) in try namespace.writing(body) }
+            if declinedWait && attempt < 2 { continue }
+            return try result.get()
+        }
+    }
+
     func unlink(parent: Inode, name: FileName, context: RequestContext) throws(FUSEError) {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
@@ -290,8 +303,7 @@ extension DocumentFileSystem {
             namespace.writing { nodes.detach(parent: parent, name: name) }
             return
         }
-        store.awaitWritable()
-        try namespace.writing { () throws(FUSEError) in
+        try changeHoldingNamespace { () throws(FUSEError) in
             retainIfOpen(parent: parent, name: name, path: path)
             try storeCall { try store.removeFile(path) }
             nodes.detach(parent: parent, name: name)
@@ -305,8 +317,7 @@ extension DocumentFileSystem {
             namespace.writing { nodes.detach(parent: parent, name: name) }
             return
         }
-        store.awaitWritable()
-        try namespace.writing { () throws(FUSEError) in
+        try changeHoldingNamespace { () throws(FUSEError) in
             try storeCall { try store.removeDirectory(path) }
             packages.forget(path)
             nodes.detach(parent: parent, name: name)
@@ -377,10 +388,7 @@ extension DocumentFileSystem {
             // content must decode as one (sed -i, vim, `os.replace` all save this way).
             try validateRename(of: source, as: destination)
             if exchange { try validateRename(of: destination, as: source) }
-            // Every lookup waits while a rename holds the namespace: a database outage is waited
-            // out before.
-            store.awaitWritable()
-            try namespace.writing { () throws(FUSEError) in
+            try changeHoldingNamespace { () throws(FUSEError) in
                 if !exchange { retainReplaced(parent: newParent, name: newName, path: destination) }
                 try storeCall { try store.rename(source, to: destination, flags: flags) }
                 // A package folder renamed (or a folder renamed to or from a package name) is judged

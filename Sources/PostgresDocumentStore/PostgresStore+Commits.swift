@@ -125,7 +125,8 @@ extension PostgresStore {
                             [.integer(key >> 32 & 0xFFFF_FFFF), .integer(key & 0xFFFF_FFFF)])
                     }
                 }
-                guard (try? wait.pause(path, after: cause, self)) != nil else { return nil }
+                // Not declined: the answer is owed before anything else happens.
+                guard (try? wait.pause(path, after: cause, self, declinable: false)) != nil else { return nil }
             }
         }
     }
@@ -218,14 +219,20 @@ struct PrimaryWait {
         deadline = .now + limit
     }
 
-    /// Pauses before the next try, or throws when the limit has run out.
-    mutating func pause(_ path: String, after cause: PostgresError, _ store: PostgresStore) throws {
+    /// Pauses before the next try, or throws when the limit has run out. With a lock every lookup
+    /// needs held (see `LookupLockScope`), a `declinable` wait is not made: the change fails now,
+    /// and its caller waits without the lock and tries again.
+    mutating func pause(_ path: String, after cause: PostgresError, _ store: PostgresStore, declinable: Bool = true) throws {
         guard ContinuousClock.now + pauseLength < deadline else {
             store.logger.error("\(path): no primary took the change within \(limit): \(cause)")
             throw store.unavailable(cause)
         }
         store.noteOutage(cause)
         store.pool.dropIdle()
+        if declinable && LookupLockScope.isHeld {
+            LookupLockScope.noteWaitDeclined()
+            throw store.unavailable(cause)
+        }
         Thread.sleep(forTimeInterval: Double(pauseLength.components.attoseconds) / 1e18 + Double(pauseLength.components.seconds))
         pauseLength = min(pauseLength * 2, .milliseconds(500))
     }

@@ -190,6 +190,26 @@ final class PostgresFaultTests {
         #expect(contents(mount.inMount("during.json")) == "[\"saved while locked\"]")
     }
 
+    @Test func aRenameWaitingForAPrimaryHoldsNoLookup() throws {
+        let mount = try MountedStore(postgres: location)
+        defer { mount.unmount() }
+        let names = try saveCachedDocuments(mount)
+        #expect(try mount.shell("mkdir moving && echo '[0]' > moving/during.json").succeeded)
+        cluster.stop(mode: "fast")
+        // A rename needs DocFS's namespace to itself, and every lookup waits while it has it: the
+        // rename waits for the database without it. (The kernel itself holds the rename's folder
+        // meanwhile, so the reads are in another one.)
+        let rename = try ChildProcess(["timeout", "60", "mv", mount.inMount("moving/during.json"), mount.inMount("moving/renamed.json")], capture: true)
+        #expect(MountedStore.waitUntil { mount.log.contains("waiting for a primary") })
+        let slowestRead = slowest(of: try startCachedReads(mount, names: names, for: 5), within: 20)
+        try cluster.start()
+        print("cached reads, stat and ls while a rename waited for the database: slowest \(slowestRead) ms")
+        #expect(slowestRead < 1000, "a cached read waited \(slowestRead) ms behind a rename")
+        #expect(rename.wait() == 0, "\(String(decoding: rename.error, as: UTF8.self))\n\(mount.log.suffix(1500))")
+        #expect(contents(mount.inMount("moving/renamed.json")) == "[0]\n")
+        #expect(rows(named: "renamed.json") == "1" && rows(named: "during.json") == "1", "the rename, and the cached documents' during.json")
+    }
+
     @Test func opensRacingAnotherMountsCommitsEachGetAWholeVersion() throws {
         let reader = try MountedStore(postgres: location)
         let writer = try MountedStore(postgres: location)
