@@ -112,6 +112,14 @@ extension DocumentFileSystem {
             } else {
                 let storedPath = nodes.path(of: node.inode)
                 var source = startEmpty ? nil : node.state.withLock { $0.committed } ?? seed
+                // The committed file the node holds may be a version replaced beside this mount
+                // since (a writer that does not read opens none of its own): the stage starts from
+                // the stored one, whose version the commit will be checked against.
+                if let committed = source, let storedPath, !startEmpty,
+                   (try? committed.status().version) != (try? store.status(of: storedPath).version)
+                {
+                    source = nil
+                }
                 if source == nil, !startEmpty, let storedPath { source = try? store.openForReading(storedPath) }
                 let file = try storeCall { try store.makeStagingFile(seededFrom: source, for: storedPath ?? "(removed)") }
                 stage = Stage(file: file, isDirty: false)
@@ -119,10 +127,13 @@ extension DocumentFileSystem {
                 node.state.withLock { $0.stagedFile = file }
             }
             do throws(FUSEError) {
+                let sizeBefore = try? stage.file.status().size
                 do throws(FUSEError) {
                     try body(&stage)
                 } catch where error.errno == ENOSPC && store.makeRoom() {
-                    // A store that caches content (a shared store's mirror) gave some back.
+                    // A store that caches content (a shared store's mirror) gave some back. What
+                    // the failed write got down is cut off first: an append would repeat it.
+                    if let sizeBefore { _ = ftruncate(stage.file.descriptor.rawValue, off_t(sizeBefore)) }
                     try body(&stage)
                 }
             } catch {

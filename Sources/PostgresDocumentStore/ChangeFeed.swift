@@ -20,10 +20,16 @@ final class ChangeFeed: Sendable {
         thread.start()
     }
 
+    /// How many polls (about a second each) between prunings of the change log and commit marks.
+    static let pollsBetweenPrunings = 3600
+
     private func run() {
         var listener: PostgresConnection?
         var outage: String?
+        var polls = 0
         while true {
+            polls += 1
+            if polls % Self.pollsBetweenPrunings == 0 { store.pruneChangeLog() }
             do {
                 if listener?.isHealthy != true {
                     let connection = try PostgresConnection(parameters: store.pool.parameters)

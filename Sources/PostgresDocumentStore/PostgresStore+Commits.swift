@@ -34,14 +34,39 @@ extension PostgresStore {
         var wait = PrimaryWait(limit: primaryWait)
         while true {
             let key = Int64.random(in: 1...Int64.max)
-            let outcome: MarkedCommit<T>
+            let attempt: ChangeAttempt<T>
             do {
-                outcome = try applying.reading { () throws -> MarkedCommit<T> in
-                    let outcome = try pool.markedTransaction(key: key, body)
-                    if case .committed(let value) = outcome { try applyCommitted(path, value, apply) }
-                    return outcome
+                // An unanswered COMMIT is resolved under the lock too: applying other mounts'
+                // changes meanwhile would undo what the body did to the mirror.
+                attempt = try applying.reading { () throws -> ChangeAttempt<T> in
+                    switch try pool.markedTransaction(key: key, body) {
+                    case .committed(let value):
+                        try applyCommitted(path, value, apply)
+                        return .done(value)
+                    case .refused(let value, let cause):
+                        undo(value)
+                        throw TransactionFailure.rolledBack(cause)
+                    case .unanswered(let value, let cause):
+                        logger.warning("\(path): the answer to COMMIT was lost (\(cause)); finding out whether it committed before answering")
+                        switch resolveCommit(key, path: path) {
+                        case true?:
+                            logger.notice("\(path): the change had committed")
+                            try applyCommitted(path, value, apply)
+                            return .done(value)
+                        case false?:
+                            logger.notice("\(path): the change had not committed, and never will")
+                            undo(value)
+                            return .notCommitted(cause)
+                        case nil:
+                            state.withLock { $0.needsFullSynchronization = true }
+                            logger.error("\(path): whether the change committed could not be found out within \(primaryWait); the program is told it failed")
+                            throw PostgresStoreError.unavailable("whether the change to \(path) committed is not known: \(cause)")
+                        }
+                    }
                 }
             } catch TransactionFailure.notBegun(let cause) {
+                // A refusal that does not pass (no such role, a full disk) is not waited out.
+                guard cause.isTransient else { throw unavailable(cause) }
                 try wait.pause(path, after: cause, self)
                 continue
             } catch TransactionFailure.rolledBack(let error) {
@@ -55,32 +80,17 @@ extension PostgresStore {
                 logger.error("\(path): the database refused or could not take the change: \(cause)")
                 throw unavailable(cause)
             }
-            switch outcome {
-            case .committed(let value):
+            switch attempt {
+            case .done(let value):
                 endOutage()
                 return value
-            case .unanswered(let value, let cause):
-                logger.warning("\(path): the answer to COMMIT was lost (\(cause)); finding out whether it committed before answering")
-                switch resolveCommit(key, path: path, &wait) {
-                case true?:
-                    logger.notice("\(path): the change had committed")
-                    try applying.reading { try applyCommitted(path, value, apply) }
-                    endOutage()
-                    return value
-                case false?:
-                    logger.notice("\(path): the change had not committed, and never will")
-                    applying.reading { undo(value) }
-                    if retryable() {
-                        try wait.pause(path, after: cause, self)
-                        continue
-                    }
-                    state.withLock { $0.needsFullSynchronization = true }
-                    throw unavailable(cause)
-                case nil:
-                    state.withLock { $0.needsFullSynchronization = true }
-                    logger.error("\(path): whether the change committed could not be found out within \(primaryWait); the program is told it failed")
-                    throw PostgresStoreError.unavailable("whether the change to \(path) committed is not known: \(cause)")
+            case .notCommitted(let cause):
+                if retryable() {
+                    try wait.pause(path, after: cause, self)
+                    continue
                 }
+                state.withLock { $0.needsFullSynchronization = true }
+                throw unavailable(cause)
             }
         }
     }
@@ -97,7 +107,8 @@ extension PostgresStore {
     }
 
     /// Whether the transaction marked `key` committed: nil when no primary answered in time.
-    private func resolveCommit(_ key: Int64, path: String, _ wait: inout PrimaryWait) -> Bool? {
+    private func resolveCommit(_ key: Int64, path: String) -> Bool? {
+        var wait = PrimaryWait(limit: primaryWait)
         while true {
             do {
                 return try pool.withConnection { db in
@@ -194,8 +205,17 @@ extension PostgresStore {
 /// A transaction run by `ConnectionPool.markedTransaction` that reached COMMIT.
 enum MarkedCommit<T> {
     case committed(T)
+    /// The server answered COMMIT with an error (a serialization failure): rolled back.
+    case refused(T, PostgresError)
     /// COMMIT was sent and no answer came: it may or may not have committed.
     case unanswered(T, PostgresError)
+}
+
+/// How one try of `PostgresStore.change` ended, when it did not throw.
+private enum ChangeAttempt<T> {
+    case done(T)
+    /// An unanswered COMMIT turned out not committed; the mirror's part was undone.
+    case notCommitted(PostgresError)
 }
 
 /// A transaction run by `ConnectionPool.markedTransaction` that did not reach COMMIT, or whose
@@ -208,21 +228,23 @@ enum TransactionFailure: Error {
     case rolledBack(any Error)
 }
 
-/// The bounded wait of one change for a database that takes it.
+/// The bounded wait of one change for a database that takes it, counted from its first failure
+/// (a save that took long to upload gets the whole wait too).
 struct PrimaryWait {
     let limit: Duration
-    let deadline: ContinuousClock.Instant
+    private var deadline: ContinuousClock.Instant?
     private var pauseLength: Duration = .milliseconds(50)
 
     init(limit: Duration) {
         self.limit = limit
-        deadline = .now + limit
     }
 
     /// Pauses before the next try, or throws when the limit has run out. With a lock every lookup
     /// needs held (see `LookupLockScope`), a `declinable` wait is not made: the change fails now,
     /// and its caller waits without the lock and tries again.
     mutating func pause(_ path: String, after cause: PostgresError, _ store: PostgresStore, declinable: Bool = true) throws {
+        let deadline = self.deadline ?? .now + limit
+        self.deadline = deadline
         guard ContinuousClock.now + pauseLength < deadline else {
             store.logger.error("\(path): no primary took the change within \(limit): \(cause)")
             throw store.unavailable(cause)
@@ -275,7 +297,7 @@ extension ConnectionPool {
             } catch let error as PostgresError {
                 // An answer that is an error (a serialization failure at commit) is a rollback; no
                 // answer at all is not known to be one.
-                guard error.isConnectionFailure else { throw TransactionFailure.rolledBack(error) }
+                guard error.isConnectionFailure else { return .refused(value, error) }
                 return .unanswered(value, error)
             }
             return .committed(value)

@@ -69,14 +69,24 @@ extension PostgresStore {
             }
             var placed = false
             defer { if !placed { mirror.discard(staging) } }
-            placed = try applying.writing(within: Self.applyingPatience) { () throws -> Bool in
-                guard let now = state.withLock({ $0[path] }), now.id == item.id, now.contentVersion == item.contentVersion, !now.isFetched else {
-                    return false
+            // Placed when the mirror is free (a local change may hold it for its whole upload),
+            // waiting for it in short turns so that no reader queues behind this writer for long.
+            var stillWanted = true
+            while stillWanted && !placed && ContinuousClock.now < deadline {
+                guard let outcome = try applying.writing(within: Self.applyingPatience, { () throws -> Bool in
+                    guard let now = state.withLock({ $0[path] }), now.id == item.id, now.contentVersion == item.contentVersion, !now.isFetched else {
+                        return false
+                    }
+                    try replaceKeepingTimes(path, with: staging)
+                    state.withLock { $0.setFetched(path, true) }
+                    return true
+                }) else {
+                    Thread.sleep(forTimeInterval: 0.01)
+                    continue
                 }
-                try replaceKeepingTimes(path, with: staging)
-                state.withLock { $0.setFetched(path, true) }
-                return true
-            } ?? false
+                placed = outcome
+                stillWanted = false
+            }
             if placed { return }
         }
         logger.error("\(path): not fetched: its stored version changed \(versionsSeen) times during \(primaryWait) of fetching")

@@ -108,32 +108,45 @@ extension PostgresStore {
     /// whole. Nil when the log was pruned past `since`.
     private func readChanges(since: Int64) throws -> (last: Int64, folders: [(Int64, ItemTree)], subtrees: [Int64: ItemTree])? {
         try pool.withConnection { db in
-            let pruned = try db.execute("SELECT pruned_below FROM docfs_stores WHERE id = $1", [.integer(queries.storeID)])
-            // Entries below `pruned_below` are gone: the next one this mount needs must not be.
-            if since + 1 < pruned.integer(0, 0) ?? 0 { return nil }
-            let rows = try db.execute(
-                "SELECT seq, directory, origin FROM docfs_changes WHERE store = $1 AND seq > $2 ORDER BY seq",
-                [.integer(queries.storeID), .integer(since)])
-            var folderIDs: [Int64] = []
-            var last = since
-            for row in 0..<rows.count {
-                last = max(last, rows.integer(row, 0) ?? last)
-                if rows.text(row, 2) != queries.origin, let folder = rows.integer(row, 1), !folderIDs.contains(folder) { folderIDs.append(folder) }
-            }
-            var folders: [(Int64, ItemTree)] = []
-            var subtrees: [Int64: ItemTree] = [:]
-            for folder in folderIDs {
-                let tree = try queries.directory(db, folder)
-                folders.append((folder, tree))
-                for child in tree.childItems(of: folder) where child.isDirectory {
-                    let known = state.withLock { state in state.path(of: child.id).flatMap { state[$0] } }
-                    if known?.contentVersion != child.contentVersion {
-                        subtrees[child.id] = try queries.tree(db, root: child.id, storeRoot: rootID)
-                    }
+            // One snapshot (a prune between reading its mark and the log would hide a gap), and no
+            // time limit but a generous one: a large new folder takes long to read.
+            try db.withAnswerTimeout(.seconds(120)) { try readChanges(since: since, db) }
+        }
+    }
+
+    private func readChanges(since: Int64, _ db: PostgresConnection) throws -> (last: Int64, folders: [(Int64, ItemTree)], subtrees: [Int64: ItemTree])? {
+        try db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        defer { _ = try? db.execute("ROLLBACK") }
+        try db.execute("SET LOCAL statement_timeout = 0")
+        let pruned = try db.execute("SELECT pruned_below FROM docfs_stores WHERE id = $1", [.integer(queries.storeID)])
+        // Entries below `pruned_below` are gone: the next one this mount needs must not be.
+        if since + 1 < pruned.integer(0, 0) ?? 0 { return nil }
+        let rows = try db.execute(
+            "SELECT seq, directory, origin FROM docfs_changes WHERE store = $1 AND seq > $2 ORDER BY seq",
+            [.integer(queries.storeID), .integer(since)])
+        var folderIDs: [Int64] = []
+        var last = since
+        for row in 0..<rows.count {
+            last = max(last, rows.integer(row, 0) ?? last)
+            if rows.text(row, 2) != queries.origin, let folder = rows.integer(row, 1), !folderIDs.contains(folder) { folderIDs.append(folder) }
+        }
+        var folders: [(Int64, ItemTree)] = []
+        var subtrees: [Int64: ItemTree] = [:]
+        for folder in folderIDs {
+            let tree = try queries.directory(db, folder)
+            folders.append((folder, tree))
+            // The folders `apply` will fetch whole: new at their path (made, or moved there)
+            // or replaced whole (a package commit).
+            guard let folderPath = state.withLock({ $0.path(of: folder) }) ?? (folder == rootID ? "" : nil) else { continue }
+            for child in tree.childItems(of: folder) where child.isDirectory {
+                guard let name = acceptedName(of: child, at: folderPath) else { continue }
+                let known = state.withLock { $0[StorePath.join(folderPath, name)] }
+                if known?.id != child.id || known?.contentVersion != child.contentVersion {
+                    subtrees[child.id] = try queries.tree(db, root: child.id, storeRoot: rootID)
                 }
             }
-            return (last, folders, subtrees)
         }
+        return (last, folders, subtrees)
     }
 
     /// How many change numbers the log keeps behind the newest: a mount that falls further behind
@@ -153,9 +166,11 @@ extension PostgresStore {
         }
     }
 
+    /// Hands the changes to the mount on a queue of their own, in order: the caller may hold a
+    /// lock the mount's handling takes (an open fetching content catches up on the way).
     private func deliver(_ changes: [StoreChange]) {
         guard !changes.isEmpty, let handler = changeHandler.withLock({ $0 }) else { return }
-        handler(changes)
+        deliveries.async { handler(changes) }
     }
 
     /// Makes the mirrored folder at `path` match the database's folder `folder` in `tree`; `complete`:

@@ -35,6 +35,8 @@ public final class PostgresStore: DocumentStore {
     /// exclusively, so the two never interleave on one path.
     let applying = ReadWriteLock()
     let changeHandler = Mutex<(@Sendable ([StoreChange]) -> Void)?>(nil)
+    /// Where other mounts' changes are handed to the mount (see `deliver`).
+    let deliveries = DispatchQueue(label: "docfs-store-changes")
     /// Whether new items may be given to their requester (only root may chown).
     let canChangeOwner = geteuid() == 0
     /// The most file content the mirror keeps (see `withContent`).
