@@ -94,6 +94,34 @@ struct StoreWatchTests {
         #expect(secondsUntil { stat(mount.inMount("big.txt"), &status) == 0 && status.st_size == 4 } != nil, "then stat shows the new version")
     }
 
+    @Test func aPatchWrittenAfterAChangeBesideTheMountLandsOnTheStoredVersion() throws {
+        let mount = try MountedStore(texts: ["doc.txt": String(repeating: "a", count: 100) + "\n"])
+        defer { mount.unmount() }
+        let ready = mount.root.appendingPathComponent("ready").path
+        let done = mount.root.appendingPathComponent("done").path
+        // A reader holding a lock keeps its inode and version (the name cannot move off it).
+        let reader = try ChildProcess(["timeout", "60", "python3", "-c", """
+            import fcntl, os, sys, time
+            f = open(sys.argv[1], 'rb'); fcntl.flock(f, fcntl.LOCK_SH); f.read()
+            open(sys.argv[2], 'w').close()
+            while not os.path.exists(sys.argv[3]): time.sleep(0.01)
+            """, mount.inMount("doc.txt"), ready, done], capture: true)
+        defer { _ = FileManager.default.createFile(atPath: done, contents: nil); reader.wait() }
+        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: ready) })
+        let stored = String(repeating: "b", count: 100) + "\n"
+        try mount.writeToStore("doc.txt.new", Data(stored.utf8))
+        var times = [timespec(tv_sec: 946_684_800, tv_nsec: 0), timespec(tv_sec: 946_684_800, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, mount.inStore("doc.txt.new"), &times, 0) == 0)
+        #expect(rename(mount.inStore("doc.txt.new"), mount.inStore("doc.txt")) == 0)
+        // Seen by the mount (its time), with no open that would bring the new version in.
+        var status = stat()
+        #expect(secondsUntil { stat(mount.inMount("doc.txt"), &status) == 0 && status.st_mtim.tv_sec == 946_684_800 } != nil)
+        // A writer that does not read patches the stored version, not the one the reader holds.
+        let patch = try mount.shell("printf XY | dd of=doc.txt bs=1 seek=10 conv=notrunc status=none")
+        #expect(patch.succeeded, "\(patch.error)")
+        #expect(mount.storeContents("doc.txt") == "bbbbbbbbbbXY" + String(repeating: "b", count: 88) + "\n")
+    }
+
     @Test func theKernelKeepsAnUnchangedDocumentsPagesAcrossAReopen() throws {
         let text = String(repeating: "cached line\n", count: 20_000)
         let mount = try MountedStore(texts: ["doc.txt": text])
