@@ -70,10 +70,14 @@ public final class PostgresStore: DocumentStore {
         // Items are known by their rows' ids (see `identified`), not by the mirror's files.
         mirror = try DirectoryStore(path: cacheDirectory, quarantineLimits: quarantineLimits, keepsIdentities: false)
         let origin = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
-        let (storeID, rootID) = try pool.withConnection { db in
-            if readOnly { return try Self.existingStore(named: location.storeName, db) }
-            try StoreSchema.migrate(db)
-            return try Self.openStore(named: location.storeName, db)
+        let pool = pool
+        // A mount made while the cluster fails over (or comes up) waits for a primary, as a change does.
+        let (storeID, rootID) = try Self.retryingWhileTransient(for: primaryWait) {
+            try pool.withConnection { db in
+                if readOnly { return try Self.existingStore(named: location.storeName, db) }
+                try StoreSchema.migrate(db)
+                return try Self.openStore(named: location.storeName, db)
+            }
         }
         self.rootID = rootID
         queries = StoreQueries(storeID: storeID, origin: origin)
@@ -89,6 +93,21 @@ public final class PostgresStore: DocumentStore {
         try synchronizeEverything()
         evictIfNeeded()
         if !readOnly { pruneChangeLog() }
+    }
+
+    /// Runs `body` again after failures that pass (see `PostgresError.isTransient`), pausing a
+    /// little longer each time, until `limit` has passed.
+    private static func retryingWhileTransient<T>(for limit: Duration, _ body: () throws -> T) throws -> T {
+        let deadline = ContinuousClock.now + limit
+        var pause = 0.05
+        while true {
+            do {
+                return try body()
+            } catch let error as PostgresError where error.isTransient && ContinuousClock.now + .milliseconds(Int64(pause * 1000)) < deadline {
+                Thread.sleep(forTimeInterval: pause)
+                pause = min(pause * 2, 0.5)
+            }
+        }
     }
 
     private static func existingStore(named name: String, _ db: PostgresConnection) throws -> (Int64, Int64) {

@@ -99,16 +99,17 @@ final class MountedStore {
     /// compares its mirror with the database, which a loaded machine can make slow.
     func mount(arguments: [String] = [], launcher: [String] = []) throws {
         let storeArguments = storeLocation.map { [$0, mountPoint, "--cache-directory", store] } ?? [store, mountPoint]
+        // Its output is kept for the failure's message: what it says before its log is open.
         let process = try ChildProcess(
             launcher + [Self.binary, "mount"] + storeArguments + ["-f", "--log-file", logFile, "--log-level", "debug"] + arguments,
-            capture: false)
+            capture: true)
         daemon = process
         unmounted = false
         let deadline = Date().addingTimeInterval(storeLocation == nil ? 15 : 60)
         while !isMounted {
             guard process.isRunning, Date() < deadline else {
                 unmount()
-                throw MountFailure(log: log)
+                throw MountFailure(log: log + String(decoding: process.error, as: UTF8.self))
             }
             usleep(20_000)
         }
