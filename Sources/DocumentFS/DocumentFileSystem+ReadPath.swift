@@ -81,12 +81,13 @@ extension DocumentFileSystem {
             if let current, (try? current.status().version) == status.version {
                 return .staged(path: path, role: role, live: current, liveVersion: status.version, status: status, commits: commits)
             }
-            if flags & O_ACCMODE == O_WRONLY && flags & O_APPEND == 0 {
+            if current == nil && flags & O_ACCMODE == O_WRONLY && flags & O_APPEND == 0 {
                 // A writer that neither reads nor appends needs the committed file only to seed its
                 // stage at its first write (see `modifyStage`), and not at all when it truncates
                 // first, as an O_TRUNC open does (the kernel sends the truncation after the open): a
                 // shared store would fetch the content only to throw it away. (An appender's
-                // commits carry its readers along from the version it opened: `carryAppend`.)
+                // commits carry its readers along from the version it opened: `carryAppend`. A node
+                // that holds a committed file gets the current one, so none seeds a stage stale.)
                 return .staged(path: path, role: role, live: nil, liveVersion: status.version, status: status, commits: commits)
             }
             let opened = try storeCall { try store.openForReading(path) }

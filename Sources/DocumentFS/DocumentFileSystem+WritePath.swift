@@ -110,17 +110,16 @@ extension DocumentFileSystem {
             if let existing = slot.stage {
                 stage = existing
             } else {
-                let storedPath = nodes.path(of: node.inode)
+                var storedPath = nodes.path(of: node.inode)
                 var source = startEmpty ? nil : node.state.withLock { $0.committed } ?? seed
-                // The committed file the node holds may be a version replaced beside this mount
-                // since (a writer that does not read opens none of its own): the stage starts from
-                // the stored one, whose version the commit will be checked against.
-                if let committed = source, let storedPath, !startEmpty,
-                   (try? committed.status().version) != (try? store.status(of: storedPath).version)
-                {
-                    source = nil
+                if source == nil, !startEmpty {
+                    // A writer that does not read opened no committed file (see `open`): the one
+                    // at its name now, found with renames held off.
+                    namespace.reading {
+                        storedPath = nodes.path(of: node.inode)
+                        source = storedPath.flatMap { try? store.openForReading($0) }
+                    }
                 }
-                if source == nil, !startEmpty, let storedPath { source = try? store.openForReading(storedPath) }
                 let file = try storeCall { try store.makeStagingFile(seededFrom: source, for: storedPath ?? "(removed)") }
                 stage = Stage(file: file, isDirty: false)
                 stage.baseSize = source.flatMap { try? $0.status().size }
