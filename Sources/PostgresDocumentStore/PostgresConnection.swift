@@ -238,7 +238,13 @@ public final class PostgresConnection: @unchecked Sendable {
             var descriptor = pollfd(fd: PQsocket(connection), events: events, revents: 0)
             let ready = poll(&descriptor, 1, timeout)
             if ready > 0 { return descriptor.revents }
-            if ready < 0 && errno != EINTR { throw PostgresError(message: "poll: \(String(cString: strerror(errno)))", sqlState: nil) }
+            if ready < 0 && errno != EINTR {
+                // The statement's state is unknown: the connection is not used again.
+                let failure = PostgresError(message: "poll: \(String(cString: strerror(errno)))", sqlState: nil)
+                PQfinish(connection)
+                connection = nil
+                throw failure
+            }
         }
         PQfinish(connection)
         connection = nil
