@@ -15,7 +15,9 @@ import SystemSupport
 ///   replicated is not there and never will be.
 /// - While no server accepts the change (none reachable, a standby promoted, a lock or a statement
 ///   timed out), the change is tried again, with pauses growing to half a second, until
-///   `primaryWait` runs out; only then does it fail. The log says so once per outage.
+///   `primaryWait` (counted from the first failure) runs out; only then does it fail. The log says
+///   so once per outage. Under a lock every lookup needs (`LookupLockScope`) the change fails at
+///   once instead, and its caller waits without the lock.
 extension PostgresStore {
     /// Runs a local change: `body` in one transaction, shared with other local changes, exclusive
     /// of applying other mounts' changes. `then` runs after the commit, under the same shared lock:
@@ -25,7 +27,7 @@ extension PostgresStore {
     /// has changed nothing outside the transaction (or undid it). A change not retried after a
     /// failure may leave the mirror showing what the database does not hold: the mirror is then
     /// compared whole with the database once it answers. `undo` takes back the mirror's part of
-    /// `body` when a COMMIT that went unanswered turns out not to have committed.
+    /// `body` when its COMMIT was refused, or went unanswered and turned out not committed.
     @discardableResult
     func change<T>(
         _ path: String, retryable: @autoclosure () -> Bool = true, _ body: (PostgresConnection) throws -> T,
