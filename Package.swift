@@ -39,7 +39,7 @@ let package = Package(
         .target(name: "CSystemShims"),
         .systemLibrary(name: "CFUSE", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
         .target(name: "FUSE", dependencies: ["CFUSE", "SystemSupport"]),
-        .target(name: "DocumentStore", dependencies: ["DocumentModel", "SystemSupport", "CSystemShims"]),
+        .target(name: "DocumentStore", dependencies: ["DocumentModel", "SystemSupport", "CSystemShims", "CCrypto"]),
         .systemLibrary(name: "CPostgreSQL", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // A store kept in PostgreSQL and shared by several mounts: a local mirror serves the kernel,

@@ -41,6 +41,7 @@ extension DocumentFileSystem {
                 return
             }
             let verdict: Verdict
+            var isDocument = false
             switch role(forPath: path) {
             case .packageMember:
                 // Resolved again with folder renames held off, so the commit lands in the package
@@ -55,6 +56,7 @@ extension DocumentFileSystem {
             case .raw:
                 verdict = .asStaged
             case .document(let claim):
+                isDocument = true
                 if let refusal = stage.refusal, refusal.generation == stage.generation, FileSystemPath.same(refusal.path, path) {
                     verdict = .refused(refusal.reason)
                 } else {
@@ -68,6 +70,7 @@ extension DocumentFileSystem {
             let stored = try namespace.reading { () throws(FUSEError) -> FileStatus? in
                 guard let now = nodes.path(of: node.inode), FileSystemPath.same(now, path) else { return nil }
                 let status: FileStatus
+                if isDocument { store.keepVersion(of: path, logger: logger) }
                 do {
                     if case .reencoded(let wrapper) = verdict {
                         status = try store.persist(wrapper, at: path, durable: durable)
@@ -80,6 +83,7 @@ extension DocumentFileSystem {
                 } catch {
                     throw FUSEError(error)
                 }
+                if isDocument { store.recordSaveByRequester(of: path) }
                 installed(node, stage: stage, status: status, verdict: verdict, path: path)
                 return status
             }

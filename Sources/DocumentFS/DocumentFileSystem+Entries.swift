@@ -305,6 +305,8 @@ extension DocumentFileSystem {
         }
         try changeHoldingNamespace { () throws(FUSEError) in
             retainIfOpen(parent: parent, name: name, path: path)
+            // `rm` of a document can be undone: its last version stays among its versions.
+            if claim(forPath: path, isDirectory: false) != nil { store.keepVersion(of: path, logger: logger) }
             try storeCall { try store.removeFile(path) }
             nodes.detach(parent: parent, name: name)
         }
@@ -388,9 +390,13 @@ extension DocumentFileSystem {
             // content must decode as one (sed -i, vim, `os.replace` all save this way).
             try validateRename(of: source, as: destination)
             if exchange { try validateRename(of: destination, as: source) }
+            // A save by rename replaces the document at `destination`: that version is kept.
+            let replacesDocument = !exchange && isDocument(destination)
             try changeHoldingNamespace { () throws(FUSEError) in
                 if !exchange { retainReplaced(parent: newParent, name: newName, path: destination) }
+                if replacesDocument { store.keepVersion(of: destination, logger: logger) }
                 try storeCall { try store.rename(source, to: destination, flags: flags) }
+                if isDocument(destination) { store.recordSaveByRequester(of: destination) }
                 // A package folder renamed (or a folder renamed to or from a package name) is judged
                 // afresh at its new path.
                 packages.forget(source)
@@ -402,6 +408,12 @@ extension DocumentFileSystem {
             return
         }
         namespace.writing { moveNames(parent: parent, name: name, newParent: newParent, newName: newName, exchange: exchange) }
+    }
+
+    /// Whether the item at `path` is a document (a file or a package a type claims).
+    private func isDocument(_ path: String) -> Bool {
+        guard let status = try? store.status(of: path), status.kind == .regular || status.kind == .directory else { return false }
+        return claim(forPath: path, isDirectory: status.kind == .directory) != nil
     }
 
     private func moveNames(parent: Inode, name: FileName, newParent: Inode, newName: FileName, exchange: Bool) {

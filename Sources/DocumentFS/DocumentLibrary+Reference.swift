@@ -29,9 +29,7 @@ extension DocumentLibrary {
         let existing = try? store.fileWrapper(at: path)
         let snapshot = try document.snapshot(contentType: contentType)
         let result = try document.fileWrapper(snapshot: snapshot, configuration: FileDocumentWriteConfiguration(contentType: contentType, existingFile: existing))
-        _ = try Document(configuration: FileDocumentReadConfiguration(contentType: contentType, file: result))
-        try store.persist(result, at: path, durable: true)
-        if result.isDirectory { try PackageMarker.mark(path, in: store) }
+        try persistIfItDecodes(result, as: Document.self, at: path, contentType: contentType)
     }
 }
 

@@ -24,6 +24,10 @@ enum PackageChange {
         }
     }
 
+    var isReplaceFile: Bool {
+        if case .replaceFile = self { true } else { false }
+    }
+
     /// The member the change is about, relative to the package root, for messages.
     var member: String {
         switch self {

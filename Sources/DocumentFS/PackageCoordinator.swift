@@ -90,11 +90,14 @@ final class PackageCoordinator: Sendable {
         let state = state(of: root, claim: claim)
         if case .draft = state {
             try apply(change, in: root)
+            store.recordSaveByRequester(of: root)
             _ = self.state(of: root, claim: claim)
             return .asApplied
         }
         if change.isRemoval {
+            store.keepVersion(of: root, logger: logger)
             try apply(change, in: root)
+            store.recordSaveByRequester(of: root)
             if case .draft(let reason) = self.stateAfterRemoval(root, claim: claim) {
                 logger.notice("\(root) no longer decodes after \(change.member) was removed (\(reason)); it is a draft again")
             }
@@ -129,6 +132,7 @@ final class PackageCoordinator: Sendable {
             if kept == nil { store.removePrivateItem(clone) }
             throw .ioError
         }
+        store.keepVersion(of: root, logger: logger)
         do {
             if result === file {
                 try store.replaceDirectory(at: root, with: clone)
@@ -148,6 +152,7 @@ final class PackageCoordinator: Sendable {
             store.removePrivateItem(clone)
             throw FUSEError(error)
         }
+        store.recordSaveByRequester(of: root)
         if let status = try? store.status(of: root) { decodedVersions.withLock { $0[root] = status.version } }
         return result === file ? .asApplied : .reencoded
     }
@@ -208,6 +213,7 @@ final class PackageCoordinator: Sendable {
         } catch {
             return nil
         }
+        if result === package || change.isReplaceFile { store.keepVersion(of: root, logger: logger) }
         do {
             switch (change, result === package) {
             case (.replaceFile(let member, let staging), true):
@@ -226,6 +232,7 @@ final class PackageCoordinator: Sendable {
         } catch {
             throw FUSEError(error)
         }
+        store.recordSaveByRequester(of: root)
         if let status = try? store.status(of: root) { decodedVersions.withLock { $0[root] = status.version } }
         return result === package ? .asApplied : .reencoded
     }

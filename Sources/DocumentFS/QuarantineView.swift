@@ -1,7 +1,6 @@
 import DocumentStore
 import FUSE
 import Glibc
-import Synchronization
 import SystemSupport
 
 /// `MNT/.docfs/quarantine`: the store's quarantine, read-only, each requester seeing only the items
@@ -17,25 +16,12 @@ final class QuarantineView: Sendable {
     static let folderName = Quarantine.folderName
     private static let folderPath = Quarantine.relativePath
 
-    static func owns(_ inode: Inode) -> Bool { inode >= firstInode }
+    static func owns(_ inode: Inode) -> Bool { inode >= firstInode && inode < VersionsView.firstInode }
 
     private let store: any DocumentStore
-    private struct Known {
-        var pathsByInode: [Inode: String] = [:]
-        /// Keyed by the path's bytes: Swift compares strings by canonical equivalence, so "café"
-        /// spelled NFC and NFD would be one key for two files.
-        var inodesByPath: [[UInt8]: Inode] = [:]
-        var lookups: [Inode: UInt64] = [:]
-        var next = QuarantineView.firstInode
-    }
-    private let known = Mutex(Known())
+    private let inodes = ViewInodes(first: QuarantineView.firstInode)
     private let files = HandleTable<OwnedDescriptor>()
-    private struct Listed: Sendable {
-        var name: String
-        var number: UInt64
-        var mode: mode_t
-    }
-    private let listings = HandleTable<[Listed]>()
+    private let listings = HandleTable<[ViewEntry]>()
 
     init(store: any DocumentStore) { self.store = store }
 
@@ -63,17 +49,7 @@ final class QuarantineView: Sendable {
         }
     }
 
-    func forget(_ inode: Inode, count: UInt64) {
-        known.withLock { known in
-            guard let held = known.lookups[inode] else { return }
-            guard held > count else {
-                known.lookups[inode] = nil
-                if let path = known.pathsByInode.removeValue(forKey: inode) { known.inodesByPath[Array(path.utf8)] = nil }
-                return
-            }
-            known.lookups[inode] = held - count
-        }
-    }
+    func forget(_ inode: Inode, count: UInt64) { inodes.forget(inode, count: count) }
 
     func attributes(of inode: Inode, context: RequestContext) throws(FUSEError) -> AttributesReply {
         let path = try path(of: inode)
@@ -111,8 +87,8 @@ final class QuarantineView: Sendable {
         let own = try visibleAttributes(at: path, context: context)
         let parent = String(path[..<(path.utf8.lastIndex(of: UInt8(ascii: "/")) ?? path.startIndex)])
         var entries = [
-            Listed(name: ".", number: UInt64(own.st_ino), mode: S_IFDIR),
-            Listed(name: "..", number: (try? store.status(of: parent))?.identity ?? 1, mode: S_IFDIR),
+            ViewEntry(name: ".", number: UInt64(own.st_ino), mode: S_IFDIR),
+            ViewEntry(name: "..", number: (try? store.status(of: parent))?.identity ?? 1, mode: S_IFDIR),
         ]
         let names: [FileName]
         if path == Self.privateArea.string {
@@ -122,21 +98,13 @@ final class QuarantineView: Sendable {
         }
         for name in names {
             guard let attributes = try? visibleAttributes(at: path + "/" + name.string, context: context) else { continue }
-            entries.append(Listed(name: name.string, number: UInt64(attributes.st_ino), mode: attributes.st_mode))
+            entries.append(ViewEntry(name: name.string, number: UInt64(attributes.st_ino), mode: attributes.st_mode))
         }
         return OpenReply(handle: listings.insert(entries))
     }
 
-    /// Plain entries, also for readdirplus: an entry without attributes makes the kernel look the
-    /// name up when it is used, with that user's rights.
     func readDirectory(handle: UInt64, offset: Int64, add: (DirectoryEntry) -> Bool) throws(FUSEError) {
-        guard let entries = listings.get(handle) else { throw .badHandle }
-        var position = Int(max(0, offset))
-        while position < entries.count {
-            let listed = entries[position]
-            position += 1
-            if !add(DirectoryEntry(name: listed.name, nextOffset: Int64(position), number: listed.number, mode: listed.mode)) { return }
-        }
+        try listings.readDirectory(handle: handle, offset: offset, add: add)
     }
 
     func releaseDirectory(handle: UInt64) { _ = listings.remove(handle) }
@@ -193,26 +161,11 @@ final class QuarantineView: Sendable {
 
     // MARK: Inodes
 
-    private func path(of inode: Inode) throws(FUSEError) -> String {
-        guard let path = known.withLock({ $0.pathsByInode[inode] }) else { throw .stale }
-        return path
-    }
+    private func path(of inode: Inode) throws(FUSEError) -> String { try inodes.path(of: inode) }
 
     /// The entry for `path`, counting the kernel's new reference to its inode.
     private func entry(at path: String, context: RequestContext) throws(FUSEError) -> Entry {
         let attributes = try visibleAttributes(at: path, context: context)
-        let inode = known.withLock { known in
-            let key = Array(path.utf8)
-            let inode = known.inodesByPath[key] ?? {
-                let new = known.next
-                known.next += 1
-                known.inodesByPath[key] = new
-                known.pathsByInode[new] = path
-                return new
-            }()
-            known.lookups[inode, default: 0] += 1
-            return inode
-        }
-        return Entry(inode: inode, attributes: attributes, entryTimeout: 0, attributeTimeout: 0)
+        return Entry(inode: inodes.lookedUp(path), attributes: attributes, entryTimeout: 0, attributeTimeout: 0)
     }
 }

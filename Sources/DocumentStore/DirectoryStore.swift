@@ -42,6 +42,12 @@ public final class DirectoryStore: DocumentStore {
     /// another (a database's mirror).
     let identities: ItemIdentities?
     let isReadOnly: Bool
+    /// The documents' earlier versions (see `VersionArchive`); nil where the store has no private area.
+    public let versions: VersionArchive?
+    /// Whether saves and removals keep the version they replace (`--versions off` says no).
+    public let keepsVersions: Bool
+    /// Held while a version is linked in or retention drops one, so the two never meet half-way.
+    let versionChanges = Mutex<Void>(())
 
     public enum OpenError: Error, CustomStringConvertible {
         case notADirectory(String)
@@ -63,7 +69,8 @@ public final class DirectoryStore: DocumentStore {
     /// `keepsIdentities`: items keep their numbers across saves (see `ItemIdentities`); a store
     /// whose numbers come from elsewhere (a database's mirror) says no.
     public init(
-        path: String, quarantineLimits: QuarantineLimits = QuarantineLimits(), readOnly: Bool = false, keepsIdentities: Bool = true
+        path: String, quarantineLimits: QuarantineLimits = QuarantineLimits(), readOnly: Bool = false, keepsIdentities: Bool = true,
+        keepsVersions: Bool = true
     ) throws {
         self.quarantineLimits = quarantineLimits
         isReadOnly = readOnly
@@ -93,6 +100,8 @@ public final class DirectoryStore: DocumentStore {
         identities = keepsIdentities
             ? ItemIdentities(directory: hasPrivateArea ? privateArea : nil, probe: hasPrivateArea ? privateArea : nil, writable: !readOnly)
             : nil
+        versions = hasPrivateArea ? VersionArchive(directory: privateArea + "/versions") : nil
+        self.keepsVersions = keepsVersions && !readOnly && hasPrivateArea
     }
 
     /// Makes a folder of the private area, or accepts the one there if it is a real folder (never
@@ -406,7 +415,7 @@ public final class DirectoryStore: DocumentStore {
         return clone
     }
 
-    private func linkClone(_ source: String, to destination: String) throws {
+    func linkClone(_ source: String, to destination: String) throws {
         let status = try FileStatus.of(path: source)
         try Paths.makeDirectory(destination, mode: status.permissions)
         if canChangeOwner { try? Paths.setOwner(destination, userID: status.userID, groupID: status.groupID) }
@@ -460,7 +469,9 @@ public final class DirectoryStore: DocumentStore {
         if canChangeOwner { fchown(descriptor, existing.userID, existing.groupID) }
         fchmod(descriptor, existing.permissions)
         assignIdentity(identityToCarry(from: existing, at: source), to: descriptor)
-        for name in (try? extendedAttributeNames(relativeOrAbsolute: source)) ?? [] where name != identities?.attributeName {
+        // Not the save record: it is the replaced version's, and the new one gets its own.
+        for name in (try? extendedAttributeNames(relativeOrAbsolute: source)) ?? []
+        where name != identities?.attributeName && name != SaveRecord.attributeName {
             guard let value = try? rawExtendedAttribute(source, name: name) else { continue }
             _ = value.withUnsafeBytes { bytes in
                 FileSystemPath.withCString(name) { fsetxattr(descriptor, $0, bytes.baseAddress, bytes.count, 0) }

@@ -112,6 +112,15 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// Gives back disk space the store holds only as a cache (content it can fetch again), after a
     /// write found the disk full; whether it gave any.
     func makeRoom() -> Bool
+
+    /// The store's earlier versions of its documents; nil for a store that keeps none.
+    var versions: VersionArchive? { get }
+    /// Keeps the document (file or package) now at `path` among its versions: called just before a
+    /// save replaces it or a removal takes it. An empty file, or nothing at `path`, keeps nothing.
+    func keepVersion(of path: String) throws
+    /// Marks the item now at `path` as saved by `user` now, which names and attributes the version
+    /// it becomes once a later save replaces it.
+    func recordSave(of path: String, by user: uid_t)
 }
 
 extension DocumentStore {
@@ -120,6 +129,9 @@ extension DocumentStore {
     public func startChangeFeed(_ handler: @escaping @Sendable ([StoreChange]) -> Void) {}
     public func awaitWritable() {}
     public func makeRoom() -> Bool { false }
+    public var versions: VersionArchive? { nil }
+    public func keepVersion(of path: String) throws {}
+    public func recordSave(of path: String, by user: uid_t) {}
 }
 
 /// A commit the store refused on grounds of its own (a shared store: another mount saved the

@@ -1,0 +1,240 @@
+import DocumentStore
+import FUSE
+import Glibc
+import Synchronization
+import SystemSupport
+
+/// `MNT/.versions`: every document's earlier versions, read-only, as ZFS shows its snapshots in
+/// `.zfs`. It is never listed in the mount's root, so `tar`, `rsync`, `restic`, `find` and `du`
+/// of the mount pass it by; it is entered by name. `.versions/notes/a.md/` lists the versions of
+/// `notes/a.md`, each named by its save time with the document's extension; a package's version is
+/// a folder. A removed document's versions stay under its old path.
+///
+/// Who may read what is the kernel's to judge (`default_permissions`) from the attributes shown:
+/// a version keeps the mode and owner its document had when it was saved, less every write bit; a
+/// folder of the view shows the mode and owner of the store's nearest folder on its path.
+/// Version files are numbered apart from documents (`numberBase`), so `cp` of a version over its
+/// document is a copy between two files, and hard links inside a package's versions share a number.
+final class VersionsView: Sendable {
+    static let firstInode: Inode = (1 << 62) | (1 << 61)
+    static let name = FileName(validating: ".versions")
+    /// `st_ino` of a stored version: this bit pattern with the archive file's own number (below
+    /// 2^61 on every local file system); the view's folders add bit 61 to their inode.
+    private static let numberBase: UInt64 = (1 << 63) | (1 << 62)
+
+    static func owns(_ inode: Inode) -> Bool { inode >= firstInode }
+
+    private let store: any DocumentStore
+    private let archive: VersionArchive
+    private let inodes = ViewInodes(first: VersionsView.firstInode)
+    private let files = HandleTable<OwnedDescriptor>()
+    private let listings = HandleTable<[ViewEntry]>()
+
+    /// What is in a view path: a folder on the way to documents with versions (and a document's
+    /// own folder, which lists its versions), or something stored in the archive.
+    private enum Item {
+        case folder(document: String)
+        case stored(location: String)
+    }
+
+    /// The documents with versions, and each folder's names on the way to them, as of an archive
+    /// generation.
+    private struct Index {
+        var generation: UInt64
+        var documents: Set<[UInt8]>
+        var children: [[UInt8]: Set<String>]
+    }
+    private let index = Mutex<Index?>(nil)
+
+    init(store: any DocumentStore, archive: VersionArchive) {
+        self.store = store
+        self.archive = archive
+    }
+
+    // MARK: Names and attributes
+
+    /// The entry for `.versions` at the mount's root.
+    func lookupRoot() throws(FUSEError) -> Entry { try entry(at: "") }
+
+    func lookup(parent: Inode, name: FileName) throws(FUSEError) -> Entry {
+        try entry(at: StorePath.join(try inodes.path(of: parent), name))
+    }
+
+    /// `.` or `..` of a folder in the view; nil when that is the mount's root.
+    func lookup(_ relative: RelativeEntry, in directory: Inode) throws(FUSEError) -> Entry? {
+        let path = try inodes.path(of: directory)
+        switch relative {
+        case .current: return try entry(at: path)
+        case .parent:
+            if path.isEmpty { return nil }
+            return try entry(at: StorePath.split(path)?.parent ?? "")
+        }
+    }
+
+    func forget(_ inode: Inode, count: UInt64) { inodes.forget(inode, count: count) }
+
+    func attributes(of inode: Inode) throws(FUSEError) -> AttributesReply {
+        let path = try inodes.path(of: inode)
+        return AttributesReply(attributes: try attributes(of: try resolve(path), inode: inode), timeout: 0)
+    }
+
+    func readLink(_ inode: Inode) throws(FUSEError) -> String {
+        guard case .stored(let location) = try resolve(try inodes.path(of: inode)) else { throw .invalid }
+        return try storeCall { try Paths.symbolicLinkTarget(location) }
+    }
+
+    // MARK: Reading
+
+    func open(_ inode: Inode, flags: Int32) throws(FUSEError) -> OpenReply {
+        guard flags & O_ACCMODE == O_RDONLY, flags & O_TRUNC == 0 else { throw .readOnlyFileSystem }
+        guard case .stored(let location) = try resolve(try inodes.path(of: inode)) else { throw .isDirectory }
+        let descriptor = try storeCall { OwnedDescriptor(try FileIO.open(location, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)) }
+        guard (try? FileStatus.of(descriptor: descriptor.rawValue))?.kind == .regular else { throw .invalid }
+        // A version never changes: the kernel may keep its pages.
+        return OpenReply(handle: files.insert(descriptor), keepCache: true)
+    }
+
+    func read(handle: UInt64, offset: Int64, size: Int) throws(FUSEError) -> ReadReply {
+        guard let descriptor = files.get(handle) else { throw .badHandle }
+        return .fileRegion(descriptor: descriptor.rawValue, offset: offset, size: size, owner: descriptor)
+    }
+
+    func release(handle: UInt64) { _ = files.remove(handle) }
+
+    func openDirectory(_ inode: Inode) throws(FUSEError) -> OpenReply {
+        let path = try inodes.path(of: inode)
+        let item = try resolve(path)
+        let own = try attributes(of: item, inode: inode)
+        var entries = [ViewEntry(name: ".", number: UInt64(own.st_ino), mode: S_IFDIR), ViewEntry(name: "..", number: 1, mode: S_IFDIR)]
+        func add(_ name: String, _ status: FileStatus?, folderMode: Bool) {
+            let number = status.map { Self.numberBase | $0.inode } ?? Self.numberBase
+            entries.append(ViewEntry(name: name, number: number, mode: folderMode ? S_IFDIR : (status?.mode ?? 0) & S_IFMT))
+        }
+        switch item {
+        case .folder(let document):
+            let known = currentIndex()
+            if known.documents.contains(Array(document.utf8)) {
+                for version in archive.versions(of: document) { add(version.name, version.status, folderMode: false) }
+            }
+            for child in (known.children[Array(document.utf8)] ?? []).sorted() { add(child, nil, folderMode: true) }
+        case .stored(let location):
+            for entry in (try? FileIO.directoryEntries(location))?.sorted() ?? [] {
+                add(entry, try? FileStatus.of(path: location + "/" + entry), folderMode: false)
+            }
+        }
+        return OpenReply(handle: listings.insert(entries))
+    }
+
+    func readDirectory(handle: UInt64, offset: Int64, add: (DirectoryEntry) -> Bool) throws(FUSEError) {
+        try listings.readDirectory(handle: handle, offset: offset, add: add)
+    }
+
+    func releaseDirectory(handle: UInt64) { _ = listings.remove(handle) }
+
+    // MARK: Removing a version
+
+    /// Removes a version (a file, or with `rmdir` a package's version whole): by root, or by the
+    /// version's owner, for `NSFileVersion.removeOtherVersionsOfItem(at:)` and for space. Nothing
+    /// inside a version can be changed.
+    func remove(parent: Inode, name: FileName, directory: Bool, context: RequestContext) throws(FUSEError) {
+        guard case .folder(let document) = try resolve(try inodes.path(of: parent)),
+              let version = archive.versions(of: document).first(where: { $0.name == name.string })
+        else { throw .readOnlyFileSystem }
+        guard version.isPackage == directory else { throw directory ? .notDirectory : .isDirectory }
+        guard context.userID == 0 || context.userID == version.status.userID else { throw .notPermitted }
+        try storeCall { try archive.remove(version) }
+    }
+
+    // MARK: Resolving
+
+    private func resolve(_ path: String) throws(FUSEError) -> Item {
+        var item = Item.folder(document: "")
+        guard !path.isEmpty else { return item }
+        let known = currentIndex()
+        for component in path.split(separator: "/", omittingEmptySubsequences: true).map(String.init) {
+            switch item {
+            case .folder(let document):
+                let child = document.isEmpty ? component : document + "/" + component
+                if known.documents.contains(Array(document.utf8)), VersionArchive.time(fromName: component) != nil {
+                    let location = archive.folder(for: document) + "/" + component
+                    if (try? FileStatus.of(path: location)) != nil {
+                        item = .stored(location: location)
+                        continue
+                    }
+                }
+                guard known.children[Array(document.utf8)]?.contains(component) == true else { throw .noEntry }
+                item = .folder(document: child)
+            case .stored(let location):
+                item = .stored(location: location + "/" + component)
+            }
+        }
+        if case .stored(let location) = item, (try? FileStatus.of(path: location)) == nil { throw .noEntry }
+        return item
+    }
+
+    private func currentIndex() -> Index {
+        let generation = archive.generation
+        if let known = index.withLock({ $0 }), known.generation == generation { return known }
+        var documents: Set<[UInt8]> = []
+        var children: [[UInt8]: Set<String>] = [:]
+        for document in archive.documentPaths() {
+            documents.insert(Array(document.utf8))
+            var parent = ""
+            for component in document.split(separator: "/").map(String.init) {
+                children[Array(parent.utf8), default: []].insert(component)
+                parent = parent.isEmpty ? component : parent + "/" + component
+            }
+        }
+        let built = Index(generation: generation, documents: documents, children: children)
+        index.withLock { $0 = built }
+        return built
+    }
+
+    private func attributes(of item: Item, inode: Inode) throws(FUSEError) -> stat {
+        var result = stat()
+        result.st_blksize = 4096
+        switch item {
+        case .folder(let document):
+            // The store's nearest folder on the path: who may list it may list this.
+            var folder = document
+            var status = try? store.status(of: folder)
+            while status?.kind != .directory, !folder.isEmpty {
+                folder = StorePath.split(folder)?.parent ?? ""
+                status = try? store.status(of: folder)
+            }
+            guard let status else { throw .noEntry }
+            result.st_ino = ino_t(Self.numberBase | (1 << 61) | inode)
+            result.st_mode = S_IFDIR | (status.permissions & 0o555)
+            result.st_nlink = 2
+            result.st_uid = status.userID
+            result.st_gid = status.groupID
+            result.st_atim = status.accessTime
+            result.st_mtim = status.modificationTime
+            result.st_ctim = status.changeTime
+        case .stored(let location):
+            let status = try storeCall { try FileStatus.of(path: location) }
+            result.st_ino = ino_t(Self.numberBase | status.inode)
+            result.st_mode = status.mode & ~0o7222
+            result.st_nlink = nlink_t(status.linkCount)
+            result.st_uid = status.userID
+            result.st_gid = status.groupID
+            result.st_size = off_t(status.size)
+            result.st_blocks = blkcnt_t(status.blocks)
+            result.st_atim = status.accessTime
+            result.st_mtim = status.modificationTime
+            result.st_ctim = status.changeTime
+        }
+        return result
+    }
+
+    private func entry(at path: String) throws(FUSEError) -> Entry {
+        let item = try resolve(path)
+        let inode = inodes.lookedUp(path)
+        do {
+            return Entry(inode: inode, attributes: try attributes(of: item, inode: inode), entryTimeout: 0, attributeTimeout: 0)
+        } catch {
+            inodes.forget(inode, count: 1)
+            throw error
+        }
+    }
+}

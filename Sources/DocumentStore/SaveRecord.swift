@@ -1,0 +1,64 @@
+import Foundation
+import Glibc
+import SystemSupport
+
+/// When a stored item was saved through DocFS, and by whom: kept in an extended attribute of the
+/// item itself (`trusted.docfs.saved` for a root daemon, `user.docfs.saved` otherwise; the mount
+/// hides and refuses both), so it travels with the file into the version archive when a later save
+/// replaces it, and no other file has to be written or kept in step.
+///
+/// Layout: the time in nanoseconds since the epoch (UInt64), then the saver's uid (UInt32), both
+/// little-endian. An item without one (made beside DocFS, or before versions) is dated by its
+/// modification time and has no known saver.
+public struct SaveRecord: Sendable, Equatable {
+    public var time: timespec
+    public var userID: uid_t?
+
+    public init(time: timespec, userID: uid_t?) {
+        self.time = time
+        self.userID = userID
+    }
+
+    public static func == (first: SaveRecord, second: SaveRecord) -> Bool {
+        first.time.tv_sec == second.time.tv_sec && first.time.tv_nsec == second.time.tv_nsec && first.userID == second.userID
+    }
+
+    /// The attribute's name for this daemon: the namespace only root can read and set where it runs as root.
+    public static let attributeName = geteuid() == 0 ? "trusted.docfs.saved" : "user.docfs.saved"
+
+    public static func now(by userID: uid_t) -> SaveRecord {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return SaveRecord(time: now, userID: userID)
+    }
+
+    var bytes: [UInt8] {
+        let nanoseconds = UInt64(max(0, time.tv_sec)) &* 1_000_000_000 &+ UInt64(max(0, time.tv_nsec))
+        var result = withUnsafeBytes(of: nanoseconds.littleEndian, Array.init)
+        result += withUnsafeBytes(of: (userID ?? UInt32.max).littleEndian, Array.init)
+        return result
+    }
+
+    /// Decodes the attribute's value; nil for anything that is not exactly a record.
+    init?(bytes: [UInt8]) {
+        guard bytes.count == 12 else { return nil }
+        var nanoseconds: UInt64 = 0
+        var user: UInt32 = 0
+        for index in (0..<8).reversed() { nanoseconds = nanoseconds << 8 | UInt64(bytes[index]) }
+        for index in (8..<12).reversed() { user = user << 8 | UInt32(bytes[index]) }
+        time = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+        userID = user == UInt32.max ? nil : user
+    }
+
+    /// The record of the item at `path` (a whole path, not followed if a link); nil if it has none.
+    static func read(at path: String) -> SaveRecord? {
+        (try? Paths.extendedAttribute(path, name: attributeName)).flatMap { SaveRecord(bytes: $0) }
+    }
+
+    /// Writes the record onto the item at `path`. Whether it was written.
+    @discardableResult
+    func write(at path: String) -> Bool {
+        let value = bytes
+        return (try? value.withUnsafeBytes { try Paths.setExtendedAttribute(path, name: Self.attributeName, value: $0, flags: 0) }) != nil
+    }
+}

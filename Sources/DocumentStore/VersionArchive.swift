@@ -1,0 +1,208 @@
+import CCrypto
+import Foundation
+import Glibc
+import Synchronization
+import SystemSupport
+
+/// The earlier versions of a directory store's documents, in its private area
+/// (`.docfs/versions`). A save replaces a document's file with a new one; the replaced file is
+/// linked in here first, so keeping it costs a directory entry, never a copy. A package's version
+/// is a folder of links to the package's files as they were: unchanged members are shared with
+/// the live package.
+///
+/// Each document has a folder of its own, named by the SHA-256 of its path's bytes (so a path of
+/// any length or any bytes makes one short name, and no document name can collide with DocFS's
+/// own): `versions/AB/ABCDEF…/`. It holds `document`, the document's path, and one entry a
+/// version, named by the version's save time in UTC with the document's extension
+/// (`20261125T140841.123456Z.md`): names sort by time, and programs open them by type. Only DocFS
+/// makes names in here; each starts with a digit, so none is `document`.
+public final class VersionArchive: Sendable {
+    public let directory: String
+    /// Counts every change to the archive, so a view of it knows when to read it again.
+    private let changes = Atomic<UInt64>(0)
+
+    public init(directory: String) {
+        self.directory = directory
+    }
+
+    public var generation: UInt64 { changes.load(ordering: .acquiring) }
+
+    /// The folder holding the versions of the document at store path `document`.
+    public func folder(for document: String) -> String {
+        var digest = [UInt8](repeating: 0, count: 32)
+        let bytes = FileSystemPath.bytes(of: document)
+        _ = bytes.withUnsafeBytes { docfs_sha256($0.baseAddress, $0.count, &digest) }
+        let hex = digest.map { String(format: "%02x", $0) }.joined()
+        return directory + "/" + String(hex.prefix(2)) + "/" + hex
+    }
+
+    // MARK: Keeping
+
+    /// Where a new version of `document` saved at `record`'s time goes: a name no version has yet
+    /// (two saves in one microsecond are a microsecond apart here). Makes the document's folder.
+    /// Nil when the item (`inode`) is kept already: a save tried again after a failure.
+    func newVersionPath(for document: String, record: SaveRecord, inode: UInt64) throws -> String? {
+        let folder = folder(for: document)
+        if (try? FileStatus.of(path: folder)) == nil {
+            let shard = String(folder[..<(folder.utf8.lastIndex(of: UInt8(ascii: "/")) ?? folder.endIndex)])
+            for path in [directory, shard, folder] {
+                do { try Paths.makeDirectory(path, mode: 0o700) } catch let error as SystemCallError where error.errno == EEXIST {}
+            }
+        }
+        let note = folder + "/document"
+        if (try? FileStatus.of(path: note)) == nil {
+            let descriptor = try FileIO.open(note, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
+            defer { FileIO.close(descriptor) }
+            try FileIO.writeAll(descriptor, Data(FileSystemPath.bytes(of: document)), path: note)
+        }
+        let suffix = Self.extensionSuffix(of: document)
+        var microseconds = Int64(record.time.tv_sec) * 1_000_000 + Int64(record.time.tv_nsec / 1000)
+        while true {
+            let path = folder + "/" + Self.timeName(microseconds: microseconds) + suffix
+            guard let taken = try? FileStatus.of(path: path) else { return path }
+            if taken.inode == inode && taken.kind == .regular { return nil }
+            microseconds += 1
+        }
+    }
+
+    /// Records a change made by the store (a version kept or removed).
+    func changed() { changes.add(1, ordering: .releasing) }
+
+    // MARK: Reading
+
+    /// The versions of the document at `document`, oldest first.
+    public func versions(of document: String) -> [DocumentVersion] {
+        versions(inFolder: folder(for: document), document: document)
+    }
+
+    private func versions(inFolder folder: String, document: String) -> [DocumentVersion] {
+        let names = (try? FileIO.directoryEntries(folder)) ?? []
+        return names.sorted().compactMap { name -> DocumentVersion? in
+            guard let time = Self.time(fromName: name), let status = try? FileStatus.of(path: folder + "/" + name) else { return nil }
+            let record = SaveRecord.read(at: folder + "/" + name)
+            return DocumentVersion(
+                document: document, name: name, location: folder + "/" + name, savedAt: time, savedBy: record?.userID, status: status,
+                exclusiveBytes: Self.exclusiveBytes(at: folder + "/" + name, status: status))
+        }
+    }
+
+    /// Every document that has versions, with its versions; in no particular order.
+    public func allDocuments() -> [(document: String, versions: [DocumentVersion])] {
+        var result: [(String, [DocumentVersion])] = []
+        for shard in (try? FileIO.directoryEntries(directory)) ?? [] {
+            for key in (try? FileIO.directoryEntries(directory + "/" + shard)) ?? [] {
+                let folder = directory + "/" + shard + "/" + key
+                guard let document = Self.document(inFolder: folder) else { continue }
+                let versions = versions(inFolder: folder, document: document)
+                if !versions.isEmpty { result.append((document, versions)) }
+            }
+        }
+        return result
+    }
+
+    /// The paths of every document with versions, read from the archive's folders.
+    public func documentPaths() -> [String] {
+        var result: [String] = []
+        for shard in (try? FileIO.directoryEntries(directory)) ?? [] {
+            for key in (try? FileIO.directoryEntries(directory + "/" + shard)) ?? [] {
+                if let document = Self.document(inFolder: directory + "/" + shard + "/" + key) { result.append(document) }
+            }
+        }
+        return result
+    }
+
+    private static func document(inFolder folder: String) -> String? {
+        guard let descriptor = try? FileIO.open(folder + "/document", O_RDONLY | O_NOFOLLOW) else { return nil }
+        defer { FileIO.close(descriptor) }
+        guard let data = try? FileIO.contents(of: descriptor, size: 64 * 1024, mapping: false), !data.isEmpty else { return nil }
+        return FileSystemPath.string(fromBytes: [UInt8](data))
+    }
+
+    /// Removes one version. A package's version goes whole.
+    public func remove(_ version: DocumentVersion) throws {
+        try FileIO.removeItem(version.location)
+        changed()
+    }
+
+    // MARK: Names
+
+    /// `20261125T140841.123456Z`: UTC, to the microsecond, sortable as text.
+    static func timeName(microseconds: Int64) -> String {
+        var seconds = time_t(microseconds / 1_000_000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(format: "%04d%02d%02dT%02d%02d%02d.%06dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+                      parts.tm_hour, parts.tm_min, parts.tm_sec, Int(microseconds % 1_000_000))
+    }
+
+    /// The save time a version's name says; nil for a name that is not a version's.
+    public static func time(fromName name: String) -> Date? {
+        let bytes = Array(name.utf8)
+        guard bytes.count >= 23, bytes[8] == UInt8(ascii: "T"), bytes[15] == UInt8(ascii: "."), bytes[22] == UInt8(ascii: "Z") else { return nil }
+        func number(_ range: Range<Int>) -> Int? {
+            var value = 0
+            for byte in bytes[range] {
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+            }
+            return value
+        }
+        guard let year = number(0..<4), let month = number(4..<6), let day = number(6..<8), let hour = number(9..<11),
+              let minute = number(11..<13), let second = number(13..<15), let micro = number(16..<22)
+        else { return nil }
+        var parts = tm()
+        parts.tm_year = Int32(year - 1900)
+        parts.tm_mon = Int32(month - 1)
+        parts.tm_mday = Int32(day)
+        parts.tm_hour = Int32(hour)
+        parts.tm_min = Int32(minute)
+        parts.tm_sec = Int32(second)
+        let seconds = timegm(&parts)
+        return Date(timeIntervalSince1970: TimeInterval(seconds) + TimeInterval(micro) / 1_000_000)
+    }
+
+    /// `.md` for `notes/a.md`; empty for a name without one (or only a leading dot).
+    static func extensionSuffix(of document: String) -> String {
+        let name = document.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(document[document.utf8.index(after: $0)...]) } ?? document
+        guard let dot = name.utf8.lastIndex(of: UInt8(ascii: ".")), dot != name.utf8.startIndex else { return "" }
+        let suffix = String(name[dot...])
+        // A version's name must stay a name: the time (23 bytes) and the suffix within 255.
+        return suffix.utf8.count <= 200 ? suffix : ""
+    }
+
+    /// The space only the archive holds for a version: its files that no live document shares.
+    static func exclusiveBytes(at path: String, status: FileStatus) -> Int64 {
+        switch status.kind {
+        case .regular:
+            return status.linkCount <= 1 ? status.blocks * 512 : 0
+        case .directory:
+            var total: Int64 = status.blocks * 512
+            for name in (try? FileIO.directoryEntries(path)) ?? [] {
+                guard let child = try? FileStatus.of(path: path + "/" + name) else { continue }
+                total += exclusiveBytes(at: path + "/" + name, status: child)
+            }
+            return total
+        default:
+            return 0
+        }
+    }
+}
+
+/// One earlier version of a document, as the archive holds it.
+public struct DocumentVersion: Sendable {
+    /// The document's store path.
+    public var document: String
+    /// The version's name: its save time and the document's extension.
+    public var name: String
+    /// Where it is (a whole path in the store's private area).
+    public var location: String
+    public var savedAt: Date
+    /// Who saved it; nil where DocFS did not see it saved (a change beside the mount).
+    public var savedBy: uid_t?
+    /// The version's own status: the mode and owner it had when it was replaced.
+    public var status: FileStatus
+    /// The space only the archive holds for it (files shared with the live document count nothing).
+    public var exclusiveBytes: Int64
+
+    public var isPackage: Bool { status.kind == .directory }
+}
