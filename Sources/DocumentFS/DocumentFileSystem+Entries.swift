@@ -390,11 +390,16 @@ extension DocumentFileSystem {
             // content must decode as one (sed -i, vim, `os.replace` all save this way).
             try validateRename(of: source, as: destination)
             if exchange { try validateRename(of: destination, as: source) }
-            // A save by rename replaces the document at `destination`: that version is kept.
+            // A save by rename replaces the document at `destination`: that version is kept. A
+            // document moved to a name no type claims (vim's `a.md~` backup, removed once the new
+            // `a.md` is written) is kept as a version of its old name too.
             let replacesDocument = !exchange && isDocument(destination)
+            let leavesItsName = !exchange && isDocument(source) && claim(forPath: destination, isDirectory: false) == nil
+                && (try? store.status(of: source))?.kind == .regular
             try changeHoldingNamespace { () throws(FUSEError) in
                 if !exchange { retainReplaced(parent: newParent, name: newName, path: destination) }
                 if replacesDocument { store.keepVersion(of: destination, logger: logger) }
+                if leavesItsName { store.keepVersion(of: source, logger: logger) }
                 try storeCall { try store.rename(source, to: destination, flags: flags) }
                 if isDocument(destination) { store.recordSaveByRequester(of: destination) }
                 // A package folder renamed (or a folder renamed to or from a package name) is judged

@@ -26,17 +26,24 @@ extension DocumentFileSystem {
     }
 
     func open(inode: Inode, flags: Int32, context: RequestContext) throws(FUSEError) -> OpenReply {
+        try open(inode: inode, flags: flags, context: context, created: false)
+    }
+
+    /// `created`: the file was just made by the `create` this open belongs to, which gets a handle
+    /// for writing whatever mode it gave the file (`cp` of a read-only file makes a 0444 copy and
+    /// writes to it), as on a local disk.
+    func open(inode: Inode, flags: Int32, context: RequestContext, created: Bool) throws(FUSEError) -> OpenReply {
         // A commit that lands between finding the committed file and counting the open makes the
         // open look again (see `openStaged`); one that keeps landing is given up on after a few.
         for _ in 0..<8 {
-            if let reply = try open(inode: inode, flags: flags, context: context, unlessRaced: true) { return reply }
+            if let reply = try open(inode: inode, flags: flags, context: context, unlessRaced: true, created: created) { return reply }
         }
-        guard let reply = try open(inode: inode, flags: flags, context: context, unlessRaced: false) else { throw .busy }
+        guard let reply = try open(inode: inode, flags: flags, context: context, unlessRaced: false, created: created) else { throw .busy }
         return reply
     }
 
     /// One attempt at an open; nil when `unlessRaced` and a commit landed while it looked.
-    private func open(inode: Inode, flags: Int32, context: RequestContext, unlessRaced: Bool) throws(FUSEError) -> OpenReply? {
+    private func open(inode: Inode, flags: Int32, context: RequestContext, unlessRaced: Bool, created: Bool) throws(FUSEError) -> OpenReply? {
         // A node id DocFS has forgotten: requests run on several threads, so an OPEN can be handled
         // after a FORGET the kernel sent later. ESTALE makes the kernel look the name up again.
         guard let node = nodes.node(inode) else { throw .stale }
@@ -110,10 +117,10 @@ extension DocumentFileSystem {
             TestHook.openBeforeInstall.pause()
             return try openStaged(
                 node, path: path, role: role, live: live, liveVersion: liveVersion, status: status, flags: flags, context: context,
-                seenCommits: unlessRaced ? commits : nil)
+                seenCommits: unlessRaced ? commits : nil, created: created)
         case .replaced(let current):
             do throws(FUSEError) {
-                return try open(inode: current, flags: flags, context: context)
+                return try open(inode: current, flags: flags, context: context, created: created)
             } catch {
                 nodes.forget(current, count: 0)  // drops a record made only for this open
                 throw error
@@ -126,19 +133,22 @@ extension DocumentFileSystem {
     /// file may be the version that commit replaced), and is made again.
     private func openStaged(
         _ node: Node, path: String, role: Role, live: OwnedDescriptor?, liveVersion: FileVersion, status: FileStatus, flags: Int32,
-        context: RequestContext, seenCommits: UInt64?
+        context: RequestContext, seenCommits: UInt64?, created: Bool
     ) throws(FUSEError) -> OpenReply? {
         let writing = flags & O_ACCMODE != O_RDONLY
         let truncating = writing && flags & O_TRUNC != 0
+        // The creator's handle is writable whatever mode it gave the new file.
+        var judged = status
+        if created { judged.mode |= 0o200 }
         switch role {
         case .raw: break
         case .document(let claim):
-            if writing && !isEditable(claim: claim, status: status) {
+            if writing && !isEditable(claim: claim, status: judged) {
                 logger.notice("refused to open \(path) for writing: the document is not editable")
                 throw .accessDenied
             }
         case .packageMember(let member):
-            if writing && !isEditable(member: member, status: status) { throw .accessDenied }
+            if writing && !isEditable(member: member, status: judged) { throw .accessDenied }
             // A member is read only from a package that decodes (or from a draft, served as it is).
             if flags & O_ACCMODE != O_WRONLY, case .corrupt(let reason) = packages.state(of: member.root, claim: member.claim) {
                 logger.error("cannot open \(path): its package \(member.root) does not decode as \(member.claim.type.name): \(reason)")

@@ -62,7 +62,7 @@ extension DocumentFileSystem {
             }
         }
         do {
-            return (entry, try open(inode: entry.inode, flags: flags & ~(O_CREAT | O_EXCL), context: context))
+            return (entry, try open(inode: entry.inode, flags: flags & ~(O_CREAT | O_EXCL), context: context, created: created != nil))
         } catch {
             nodes.forget(entry.inode, count: 1)
             throw error

@@ -220,11 +220,13 @@ final class MountOperations: FileSystemOperations {
     }
 
     func extendedAttribute(inode: Inode, name: String, context: RequestContext) throws(FUSEError) -> [UInt8] {
+        if let versions = versionsView(inode) { return try versions.extendedAttribute(of: inode, name: name) }
         if isView(inode) { throw .noAttribute }
         return try documents.extendedAttribute(inode: inode, name: name, context: context)
     }
 
     func extendedAttributeNames(inode: Inode, context: RequestContext) throws(FUSEError) -> [UInt8] {
+        if let versions = versionsView(inode) { return try versions.extendedAttributeNames(of: inode) }
         if isView(inode) { return [] }
         return try documents.extendedAttributeNames(inode: inode, context: context)
     }

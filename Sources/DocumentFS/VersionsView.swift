@@ -131,6 +131,29 @@ final class VersionsView: Sendable {
 
     func releaseDirectory(handle: UInt64) { _ = listings.remove(handle) }
 
+    // MARK: Who saved it
+
+    /// `user.docfs.saved-by` of a version: the uid that saved it, in decimal, where DocFS saw
+    /// the save (`docfs versions` shows it).
+    static let savedByAttribute = "user.docfs.saved-by"
+
+    func extendedAttribute(of inode: Inode, name: String) throws(FUSEError) -> [UInt8] {
+        guard name == Self.savedByAttribute, let user = try savedBy(inode) else { throw .noAttribute }
+        return Array(String(user).utf8)
+    }
+
+    func extendedAttributeNames(of inode: Inode) throws(FUSEError) -> [UInt8] {
+        try savedBy(inode) == nil ? [] : Array(Self.savedByAttribute.utf8) + [0]
+    }
+
+    private func savedBy(_ inode: Inode) throws(FUSEError) -> uid_t? {
+        let path = try inodes.path(of: inode)
+        guard case .stored(let location) = try resolve(path), let (document, name) = StorePath.split(path),
+              case .folder = try resolve(document)
+        else { return nil }
+        return archive.versions(of: document).first { $0.name == name.string && $0.location == location }?.savedBy
+    }
+
     // MARK: Removing a version
 
     /// Removes a version (a file, or with `rmdir` a package's version whole): by root, or by the

@@ -54,10 +54,4 @@ extension DirectoryStore {
         }
         return (count, bytes)
     }
-
-    /// The default space cap: a tenth of the store's file system.
-    public func defaultVersionCap() -> Int64? {
-        guard let statistics = try? statistics() else { return nil }
-        return Int64(statistics.f_blocks) * Int64(statistics.f_frsize) / 10
-    }
 }

@@ -73,6 +73,12 @@ struct MountCommand: ParsableCommand {
     @Option(help: ArgumentHelp("For a PostgreSQL store: how long a change waits for a primary that accepts it (a failover, a restart, a stall) before it fails with EIO and its bytes are quarantined.", valueName: "seconds"))
     var primaryWait = 30.0
 
+    @Option(help: ArgumentHelp("Keep the version every save replaces (on), or keep none (off); see `.versions` in docfs(1).", valueName: "on|off"))
+    var versions = "on"
+
+    @Option(help: ArgumentHelp("Most space the versions may take before the oldest are dropped: bytes, with K, M, G, or a percentage of the store's file system.", valueName: "size"))
+    var versionsCap = "10%"
+
     /// Set by the daemonizing parent: the descriptor to report readiness on.
     @Option(help: .hidden)
     var readyDescriptor: Int32?
@@ -84,6 +90,8 @@ struct MountCommand: ParsableCommand {
         guard ByteCount.parse(quarantineLimit) != nil else { throw ValidationError("--quarantine-limit '\(quarantineLimit)' is not a size (examples: 500M, 2G, 1048576)") }
         guard quarantineDays > 0 else { throw ValidationError("--quarantine-days must be positive") }
         guard primaryWait > 0 && primaryWait <= 86_400 else { throw ValidationError("--primary-wait must be between 0 and 86400 seconds") }
+        guard versions == "on" || versions == "off" else { throw ValidationError("--versions takes on or off, not '\(versions)'") }
+        guard VersionCap(versionsCap) != nil else { throw ValidationError("--versions-cap '\(versionsCap)' is not a size or a percentage (examples: 5G, 10%)") }
         guard ByteCount.parse(cacheSize) != nil else { throw ValidationError("--cache-size '\(cacheSize)' is not a size (examples: 500M, 2G, 1048576)") }
         _ = try MountOptions(mountOptions)
     }
@@ -221,7 +229,7 @@ struct MountCommand: ParsableCommand {
         } else {
             let directoryStore: DirectoryStore
             do {
-                directoryStore = try DirectoryStore(path: storePath, quarantineLimits: limits)
+                directoryStore = try DirectoryStore(path: storePath, quarantineLimits: limits, keepsVersions: versions == "on")
             } catch {
                 throw CommandFailure(message: "cannot open store \(store): \(error)", status: ExitStatus.badStore)
             }
@@ -232,6 +240,9 @@ struct MountCommand: ParsableCommand {
                 destination.logger.warning("a write interrupted by a crash or a kill was kept in \(recovered)")
             }
             documentStore = directoryStore
+            if directoryStore.keepsVersions, let cap = VersionCap(versionsCap) {
+                VersionRetentionThread.start(store: directoryStore, cap: cap, logger: destination.logger)
+            }
         }
         let logger = destination.logger
         var options = DocumentFSOptions()
@@ -305,7 +316,8 @@ struct MountCommand: ParsableCommand {
         let storeArgument = PostgresLocation.isPostgresLocation(store) ? store : absolutePath(store)
         var arguments = [CommandLine.arguments.first ?? "docfs", "mount", storeArgument, absolutePath(mountPoint), "--ready-descriptor", "3",
                          "--threads", String(threads), "--log-level", logLevel,
-                         "--quarantine-limit", quarantineLimit, "--quarantine-days", String(quarantineDays), "--cache-size", cacheSize, "--primary-wait", String(primaryWait)]
+                         "--quarantine-limit", quarantineLimit, "--quarantine-days", String(quarantineDays), "--cache-size", cacheSize, "--primary-wait", String(primaryWait),
+                         "--versions", versions, "--versions-cap", versionsCap]
         arguments += parserLimits.arguments
         for option in mountOptions { arguments += ["-o", option] }
         if strict { arguments.append("--strict") }

@@ -22,6 +22,12 @@ enum MountTable {
         docfsMounts().filter { $0.store == store }.map(\.mountPoint)
     }
 
+    /// The DocFS mount that `path` (absolute, resolved) is in: the deepest mount point above it.
+    static func docfsMount(containing path: String) -> (mountPoint: String, store: String)? {
+        docfsMounts().filter { path == $0.mountPoint || path.hasPrefix($0.mountPoint == "/" ? "/" : $0.mountPoint + "/") }
+            .max { $0.mountPoint.utf8.count < $1.mountPoint.utf8.count }
+    }
+
     /// Every `fuse.docfs` mount: its mount point and its source.
     private static func docfsMounts() -> [(mountPoint: String, store: String)] {
         guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return [] }

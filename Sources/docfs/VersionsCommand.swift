@@ -1,0 +1,227 @@
+import ArgumentParser
+import DocumentModel
+import DocumentStore
+import Foundation
+import Glibc
+import SystemSupport
+
+/// A document named by its path in a DocFS mount, or in a store's directory when no mount serves
+/// it; it need not exist any more (`rm` can be undone).
+struct DocumentPathArgument: ParsableArguments {
+    @Argument(help: ArgumentHelp("The document: its path in a DocFS mount or in a store.", valueName: "path"))
+    var path: String
+
+    enum Place {
+        /// In a mount: its versions are read through `MOUNT/.versions`, with the reader's rights.
+        case mount(mountPoint: String, document: String)
+        /// In a store no mount serves: read from its archive (root's).
+        case store(root: String, document: String)
+
+        var document: String {
+            switch self {
+            case .mount(_, let document), .store(_, let document): document
+            }
+        }
+    }
+
+    /// Where the document is. Throws, with a message, for a path in neither a mount nor a store.
+    func place() throws -> Place {
+        let absolute = Self.resolved(path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path)
+        if let mount = MountTable.docfsMount(containing: absolute) {
+            return .mount(mountPoint: mount.mountPoint, document: Self.relative(absolute, to: mount.mountPoint))
+        }
+        // A store: the nearest folder above holding DocFS's private area.
+        var folder = absolute
+        while let slash = folder.utf8.lastIndex(of: UInt8(ascii: "/")) {
+            folder = String(folder[..<slash])
+            let root = folder.isEmpty ? "/" : folder
+            if (try? FileStatus.of(path: root + "/" + DirectoryStore.privateAreaName))?.kind == .directory {
+                let document = Self.relative(absolute, to: root)
+                if let mountPoint = MountTable.docfsMountPoints(serving: root).first {
+                    return .mount(mountPoint: mountPoint, document: document)
+                }
+                return .store(root: root, document: document)
+            }
+            if folder.isEmpty { break }
+        }
+        throw CommandFailure(message: "\(path) is neither in a DocFS mount nor in a store", status: ExitStatus.badStore)
+    }
+
+    /// `path` with its longest existing prefix resolved (links, `..`); the rest, which a removed
+    /// document no longer has, as written.
+    private static func resolved(_ path: String) -> String {
+        var existing = path
+        var rest: [String] = []
+        while !existing.isEmpty {
+            if let pointer = realpath(existing, nil) {
+                defer { free(pointer) }
+                let base = String(cString: pointer)
+                return ([base == "/" ? "" : base] + rest.reversed()).joined(separator: "/")
+            }
+            guard let slash = existing.utf8.lastIndex(of: UInt8(ascii: "/")) else { break }
+            rest.append(String(existing[existing.utf8.index(after: slash)...]))
+            existing = String(existing[..<slash])
+        }
+        return path
+    }
+
+    private static func relative(_ path: String, to root: String) -> String {
+        let prefix = root == "/" ? "/" : root + "/"
+        return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.utf8.count)) : ""
+    }
+}
+
+/// One version as the commands show it.
+struct ListedVersion: Encodable {
+    let name: String
+    let savedAt: String
+    let size: Int64
+    let savedBy: UInt32?
+    let package: Bool
+    /// Where to read it (in the mount's `.versions`, or in the store's archive).
+    let path: String
+
+    /// The versions of the document at `place`, oldest first.
+    static func all(at place: DocumentPathArgument.Place) throws -> [ListedVersion] {
+        switch place {
+        case .mount(let mountPoint, let document):
+            let folder = mountPoint + "/.versions/" + document
+            let names: [String]
+            do {
+                names = try FileManager.default.contentsOfDirectory(atPath: folder)
+            } catch {
+                throw CommandFailure(message: "\(document) has no versions in the mount at \(mountPoint)", status: ExitCode(1))
+            }
+            return names.sorted().compactMap { name in
+                guard let time = VersionArchive.time(fromName: name), let status = try? FileStatus.of(path: folder + "/" + name) else { return nil }
+                let savedBy = (try? Paths.extendedAttribute(folder + "/" + name, name: "user.docfs.saved-by"))
+                    .flatMap { UInt32(String(decoding: $0, as: UTF8.self)) }
+                return ListedVersion(
+                    name: name, savedAt: Self.format(time), size: status.size, savedBy: savedBy, package: status.kind == .directory,
+                    path: folder + "/" + name)
+            }
+        case .store(let root, let document):
+            guard let archive = try DirectoryStore(path: root, readOnly: true).versions else { return [] }
+            return archive.versions(of: document).map { version in
+                ListedVersion(
+                    name: version.name, savedAt: Self.format(version.savedAt), size: version.status.size, savedBy: version.savedBy,
+                    package: version.isPackage, path: version.location)
+            }
+        }
+    }
+
+    static func format(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: date)
+    }
+
+    static func userName(_ user: UInt32?) -> String {
+        guard let user else { return "(unknown)" }
+        return getpwuid(user).map { String(cString: $0.pointee.pw_name) } ?? String(user)
+    }
+}
+
+/// `docfs versions PATH`: a document's earlier versions.
+struct VersionsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "versions",
+        abstract: "List a document's earlier versions: when each was saved, its size, and who saved it.",
+        discussion: """
+            PATH is the document in a DocFS mount (read through MOUNT/.versions, with your rights) or \
+            in a store no mount serves. A removed document's versions are listed under its old path. \
+            Exits 1 when the document has none.
+            """)
+
+    @OptionGroup var document: DocumentPathArgument
+
+    @Flag(help: "Print the versions as JSON.")
+    var json = false
+
+    func run() throws {
+        let versions = try ListedVersion.all(at: try document.place())
+        if json {
+            printJSON(versions)
+            return
+        }
+        guard !versions.isEmpty else { throw CommandFailure(message: "\(document.path) has no earlier versions", status: ExitCode(1)) }
+        for version in versions {
+            let size = ByteCountFormatter.string(fromByteCount: version.size, countStyle: .binary)
+            print("\(version.savedAt)  \(size.padding(toLength: 10, withPad: " ", startingAt: 0)) \(ListedVersion.userName(version.savedBy).padding(toLength: 10, withPad: " ", startingAt: 0)) \(PrintableText.escaped(version.path))\(version.package ? "/" : "")")
+        }
+    }
+}
+
+/// `docfs restore PATH --at TIME`: puts an earlier version back, as a save.
+struct RestoreCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "restore",
+        abstract: "Put an earlier version of a document back; the version it replaces is kept in turn.",
+        discussion: """
+            In a mount this is an ordinary save through the mount, validated like any other (the same as \
+            `cp MOUNT/.versions/PATH/VERSION MOUNT/PATH`). On a store no mount serves, root restores it \
+            in the store's directory. TIME is a version's name or the start of one (20261125T1408).
+            """)
+
+    @OptionGroup var document: DocumentPathArgument
+
+    @Option(help: ArgumentHelp("The version: its name, or the start of its name.", valueName: "time"))
+    var at: String
+
+    func run() throws {
+        let place = try document.place()
+        let versions = try ListedVersion.all(at: place)
+        let matching = versions.filter { $0.name.hasPrefix(at) }
+        guard matching.count == 1, let version = matching.first else {
+            let known = versions.map(\.name).joined(separator: "\n  ")
+            throw CommandFailure(
+                message: "\(matching.isEmpty ? "no" : "more than one") version of \(document.path) is named \(at)…; its versions:\n  \(known)",
+                status: ExitCode(1))
+        }
+        switch place {
+        case .mount(let mountPoint, let path):
+            guard !version.package else {
+                throw CommandFailure(
+                    message: "a package's version is restored with rsync: rsync -a --delete '\(version.path)/' '\(mountPoint)/\(path)/'",
+                    status: ExitCode(1))
+            }
+            try copy(version.path, to: mountPoint + "/" + path)
+        case .store(let root, let path):
+            let store: DirectoryStore
+            do {
+                store = try DirectoryStore(path: root)
+            } catch {
+                throw CommandFailure(message: "cannot open store \(root): \(error)", status: ExitStatus.badStore)
+            }
+            try store.keepVersion(of: path)
+            if version.package {
+                _ = try store.persist(try FileWrapper(url: URL(fileURLWithPath: version.path)), at: path, durable: true)
+            } else {
+                let source = OwnedDescriptor(try FileIO.open(version.path, O_RDONLY | O_NOFOLLOW))
+                let staged = try store.makeStagingFile(seededFrom: source, for: path)
+                _ = try store.install(staged, at: path, durable: true)
+            }
+            store.recordSave(of: path, by: getuid())
+        }
+        print("restored \(document.path) to its version of \(version.savedAt)")
+    }
+
+    /// Writes the version over the document through the mount: the close answers whether the save
+    /// was taken.
+    private func copy(_ source: String, to destination: String) throws {
+        do {
+            let input = OwnedDescriptor(try FileIO.open(source, O_RDONLY))
+            let output = try FileIO.open(destination, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644)
+            do {
+                try FileIO.copyContents(from: input.rawValue, to: output, path: destination)
+            } catch {
+                close(output)
+                throw error
+            }
+            guard close(output) == 0 else { throw SystemCallError.last("close", path: destination) }
+        } catch {
+            throw CommandFailure(
+                message: "could not restore \(destination): \(error) (a refused save is kept: docfs quarantine list)", status: ExitCode(1))
+        }
+    }
+}

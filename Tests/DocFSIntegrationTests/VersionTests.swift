@@ -1,0 +1,175 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Every save keeps the version it replaced (issue 22): `MNT/.versions/PATH/` lists a document's
+/// earlier versions by save time, read-only and never listed itself, and copying one back is an
+/// ordinary save. Before, a valid but wrong save (an overwrite, a truncation, an `rm`) destroyed
+/// the document's content for good.
+@Suite(.timeLimit(.minutes(3))) struct VersionTests {
+    /// The versions of `document` through the mount, oldest first.
+    private func versions(_ mount: MountedStore, _ document: String) throws -> [String] {
+        let listing = try mount.run(["ls", mount.inMount(".versions/" + document)])
+        return listing.output.split(separator: "\n").map(String.init).sorted()
+    }
+
+    private func contents(_ mount: MountedStore, _ document: String) throws -> [String] {
+        try versions(mount, document).map { try mount.read(".versions/\(document)/\($0)") ?? "(unreadable)" }
+    }
+
+    @Test func fiveSavesByEchoVimAndSedListFiveEarlierVersions() throws {
+        let mount = try MountedStore(texts: ["notes/a.md": "v0\n"])
+        defer { mount.unmount() }
+        #expect(try mount.shell("echo v1 > notes/a.md").succeeded)
+        let vim = try mount.run(["vim", "-es", "-u", "DEFAULTS", "-i", "NONE", "-c", "%s/v1/v2/", "-c", "wq", "notes/a.md"], timeout: 30)
+        #expect(vim.succeeded, "\(vim.error)")
+        #expect(try mount.run(["sed", "-i", "s/v2/v3/", "notes/a.md"]).succeeded)
+        #expect(try mount.save("notes/a.md", Data("v4\n".utf8)) == "ok")
+        // vim saving by renaming the original away to its backup (`backupcopy=no`), then writing anew.
+        let renamingVim = try mount.run(
+            ["vim", "-es", "-u", "DEFAULTS", "-i", "NONE", "-c", "set backup writebackup backupcopy=no", "-c", "%s/v4/v5/", "-c", "wq", "notes/a.md"],
+            timeout: 30)
+        #expect(renamingVim.succeeded, "\(renamingVim.error)")
+        #expect(try mount.read("notes/a.md") == "v5\n")
+
+        let names = try versions(mount, "notes/a.md")
+        #expect(try contents(mount, "notes/a.md") == ["v0\n", "v1\n", "v2\n", "v3\n", "v4\n"], "\(names)")
+        // Named by their save times, UTC, with the document's extension: sorted by name is sorted by time.
+        #expect(names.allSatisfy { $0.range(of: #"^\d{8}T\d{6}\.\d{6}Z\.md$"#, options: .regularExpression) != nil }, "\(names)")
+        // docfs versions says the same, with who saved each (root, through the mount).
+        let listed = try mount.run([MountedStore.binary, "versions", "--json", mount.inMount("notes/a.md")])
+        #expect(listed.succeeded, "\(listed.error)")
+        let entries = try JSONSerialization.jsonObject(with: Data(listed.output.utf8)) as? [[String: Any]] ?? []
+        #expect(entries.map { $0["name"] as? String } == names.map(Optional.some))
+        #expect(entries.dropFirst().allSatisfy { $0["savedBy"] as? Int == 0 }, "\(entries)")
+        #expect(entries.map { $0["size"] as? Int } == [3, 3, 3, 3, 3])
+    }
+
+    @Test func theVersionsFolderIsNeverListedButCanBeEntered() throws {
+        let mount = try MountedStore(texts: ["a.md": "one\n", "folder/b.md": "two\n"])
+        defer { mount.unmount() }
+        #expect(try mount.shell("echo changed > a.md && echo changed > folder/b.md").succeeded)
+        #expect(!(try mount.run(["ls", "-a", mount.mountPoint]).output.contains(".versions")))
+        let found = try mount.run(["find", mount.mountPoint])
+        #expect(found.succeeded && !found.output.contains(".versions"), "\(found.output)")
+        let archived = try mount.run(["tar", "cf", "-", "."])
+        #expect(archived.succeeded && !archived.output.contains(".versions"))
+        #expect(try mount.run(["ls", mount.inMount(".versions")]).output.split(separator: "\n") == ["a.md", "folder"])
+        #expect(try contents(mount, "folder/b.md") == ["two\n"])
+        // The name is the view's: nothing can be made under it.
+        #expect(try mount.run(["mkdir", mount.inMount(".versions")]).error.contains("File exists"))
+    }
+
+    @Test func aVersionCannotBeWritten() throws {
+        let mount = try MountedStore(texts: ["a.md": "one\n"])
+        defer { mount.unmount() }
+        #expect(try mount.shell("echo two > a.md").succeeded)
+        let version = try #require(try versions(mount, "a.md").first)
+        let path = mount.inMount(".versions/a.md/" + version)
+        for attempt in [
+            ["sh", "-c", "echo x >> '\(path)'"],
+            ["sh", "-c", "echo x > '\(path)'"],
+            ["touch", mount.inMount(".versions/a.md/new.md")],
+            ["chmod", "666", path],
+            ["mv", path, mount.inMount("taken.md")],
+            ["truncate", "-s", "0", path],
+        ] {
+            let result = try mount.run(attempt)
+            #expect(!result.succeeded && result.error.contains("Read-only file system"), "\(attempt): \(result.error)")
+        }
+        #expect(try mount.read(".versions/a.md/" + version) == "one\n")
+        let mode = try mount.run(["stat", "-c", "%A", path]).output
+        #expect(mode == "-r--r--r--\n", "every write bit is off: \(mode)")
+    }
+
+    @Test func copyingAVersionBackRestoresItAndKeepsTheReplacedOne() throws {
+        let mount = try MountedStore(texts: ["a.md": "precious\n"])
+        defer { mount.unmount() }
+        #expect(try mount.shell("echo oops > a.md").succeeded)
+        let version = try #require(try versions(mount, "a.md").first)
+        let copied = try mount.run(["cp", mount.inMount(".versions/a.md/" + version), mount.inMount("a.md")])
+        #expect(copied.succeeded, "\(copied.error)")
+        #expect(try mount.read("a.md") == "precious\n")
+        #expect(try contents(mount, "a.md") == ["precious\n", "oops\n"])
+        // docfs restore does the same.
+        #expect(try mount.shell("echo oops again > a.md").succeeded)
+        let restored = try mount.run([MountedStore.binary, "restore", mount.inMount("a.md"), "--at", version])
+        #expect(restored.succeeded, "\(restored.error)")
+        #expect(try mount.read("a.md") == "precious\n")
+        #expect(try contents(mount, "a.md").last == "oops again\n")
+    }
+
+    @Test func aRefusedSaveMakesNoVersion() throws {
+        let mount = try MountedStore(texts: ["settings.json": "{\"a\": 1}"])
+        defer { mount.unmount() }
+        #expect(try mount.save("settings.json", Data("{\"a\": 2}".utf8)) == "ok")
+        #expect(try mount.save("settings.json", Data("{\"broken\": ".utf8)) == "EIO")
+        #expect(try contents(mount, "settings.json") == ["{\"a\": 1}"])
+        #expect(try mount.read("settings.json") == "{\"a\": 2}")
+    }
+
+    @Test func aPackagesVersionIsTheWholeFolderWithUnchangedMembersLinked() throws {
+        let mount = try MountedStore(texts: [
+            "Trip.textbundle/info.json": #"{"version": 2, "type": "net.daringfireball.markdown"}"#,
+            "Trip.textbundle/text.md": "# Trip\n",
+            "Trip.textbundle/assets/map.txt": "map\n",
+        ])
+        defer { mount.unmount() }
+        #expect(try mount.shell("echo '# Trip, day two' > Trip.textbundle/text.md").succeeded)
+        let version = try #require(try versions(mount, "Trip.textbundle").first)
+        #expect(version.hasSuffix("Z.textbundle"))
+        let folder = ".versions/Trip.textbundle/" + version
+        #expect(try mount.run(["find", ".", "-type", "f"], in: mount.inMount(folder)).output.split(separator: "\n").sorted()
+            == ["./assets/map.txt", "./info.json", "./text.md"])
+        #expect(try mount.read(folder + "/text.md") == "# Trip\n")
+        func links(_ path: String) throws -> String { try mount.run(["stat", "-c", "%h", mount.inMount(path)]).output }
+        // Unchanged members are the live package's files, linked; the changed one is the old file alone.
+        #expect(try links(folder + "/info.json") == "2\n")
+        #expect(try links(folder + "/assets/map.txt") == "2\n")
+        #expect(try links(folder + "/text.md") == "1\n")
+    }
+
+    @Test func rmLeavesTheVersionsListedAndCanBeUndone() throws {
+        let mount = try MountedStore(texts: ["notes/a.md": "keep me\n"])
+        defer { mount.unmount() }
+        #expect(try mount.run(["rm", mount.inMount("notes/a.md")]).succeeded)
+        let version = try #require(try versions(mount, "notes/a.md").first)
+        #expect(try mount.run(["cp", mount.inMount(".versions/notes/a.md/" + version), mount.inMount("notes/a.md")]).succeeded)
+        #expect(try mount.read("notes/a.md") == "keep me\n")
+    }
+
+    @Test func aPrivateDocumentsVersionsAreUnreadableByOthers() throws {
+        let mount = try MountedStore(texts: ["secret.md": "mine\n", "open.md": "ours\n"], arguments: ["-o", "allow_other"])
+        defer { mount.unmount() }
+        #expect(try mount.shell("chmod 600 secret.md && echo mine2 > secret.md && echo ours2 > open.md").succeeded)
+        let secret = try #require(try versions(mount, "secret.md").first)
+        let open = try #require(try versions(mount, "open.md").first)
+        func asNobody(_ arguments: [String]) throws -> MountedStore.Result {
+            try MountedStore.run(["runuser", "-u", "nobody", "--"] + arguments, timeout: 30)
+        }
+        let refused = try asNobody(["cat", mount.inMount(".versions/secret.md/" + secret)])
+        #expect(!refused.succeeded && refused.error.contains("Permission denied"), "\(refused.error)")
+        #expect(try asNobody(["cat", mount.inMount(".versions/open.md/" + open)]).output == "ours\n")
+        // Nor can they remove another's version.
+        #expect(!(try asNobody(["rm", "-f", mount.inMount(".versions/open.md/" + open)])).succeeded)
+        #expect(try versions(mount, "open.md") == [open])
+    }
+
+    @Test func versionsSurviveARemount() throws {
+        let mount = try MountedStore(texts: ["a.md": "first\n"])
+        defer { mount.unmount() }
+        #expect(try mount.shell("echo second > a.md").succeeded)
+        try mount.remount()
+        #expect(try contents(mount, "a.md") == ["first\n"])
+        #expect(try mount.shell("echo third > a.md").succeeded)
+        #expect(try contents(mount, "a.md") == ["first\n", "second\n"])
+    }
+
+    @Test func versionsOffKeepsNoneAndShowsNoView() throws {
+        let mount = try MountedStore(texts: ["a.md": "first\n"], arguments: ["--versions", "off"])
+        defer { mount.unmount() }
+        #expect(try mount.shell("echo second > a.md").succeeded)
+        #expect(!(try mount.run(["ls", mount.inMount(".versions")])).succeeded)
+        #expect(!FileManager.default.fileExists(atPath: mount.inStore(".docfs/versions")))
+    }
+}
