@@ -33,8 +33,13 @@ extension DirectoryStore {
     }
 
     public func recordSave(of path: String, by user: uid_t) {
+        recordSave(of: path, by: user, at: SaveRecord.now(by: user).time)
+    }
+
+    /// `recordSave` with the save's time given (a restore keeping a time, a test's clock).
+    public func recordSave(of path: String, by user: uid_t, at time: timespec) {
         guard keepsVersions else { return }
-        SaveRecord.now(by: user).write(at: absolute(path))
+        SaveRecord(time: time, userID: user).write(at: absolute(path))
     }
 
     /// Drops what `retention` does not keep at `now`. Returns how many versions went and the space
