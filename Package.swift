@@ -83,7 +83,7 @@ let package = Package(
         .testTarget(
             name: "AppleSourceTests", dependencies: ["SwiftUI", "UniformTypeIdentifiers", "Combine", "DocumentFS", "DocumentStore"],
             resources: [.copy("Resources")]),
-        .testTarget(name: "DocFSIntegrationTests", dependencies: ["CSystemShims", "DocumentFS", "DocumentStore", "StandardDocuments", "TypeConfiguration"]),
+        .testTarget(name: "DocFSIntegrationTests", dependencies: ["CSystemShims", "DocumentFS", "DocumentModel", "DocumentStore", "StandardDocuments", "TypeConfiguration"]),
     ],
     swiftLanguageModes: [.v6]
 )

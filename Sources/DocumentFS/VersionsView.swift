@@ -178,7 +178,7 @@ final class VersionsView: Sendable {
             switch item {
             case .folder(let document):
                 let child = document.isEmpty ? component : document + "/" + component
-                if known.documents.contains(Array(document.utf8)), VersionArchive.time(fromName: component) != nil {
+                if known.documents.contains(Array(document.utf8)), VersionName.savedTime(of: component) != nil {
                     let location = archive.folder(for: document) + "/" + component
                     if (try? FileStatus.of(path: location)) != nil {
                         item = .stored(location: location)

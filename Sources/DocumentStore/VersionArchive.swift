@@ -58,7 +58,7 @@ public final class VersionArchive: Sendable {
         let suffix = Self.extensionSuffix(of: document)
         var microseconds = Int64(record.time.tv_sec) * 1_000_000 + Int64(record.time.tv_nsec / 1000)
         while true {
-            let path = folder + "/" + Self.timeName(microseconds: microseconds) + suffix
+            let path = folder + "/" + VersionName.time(microseconds: microseconds) + suffix
             guard let taken = try? FileStatus.of(path: path) else { return path }
             if taken.inode == inode && taken.kind == .regular { return nil }
             microseconds += 1
@@ -78,7 +78,7 @@ public final class VersionArchive: Sendable {
     private func versions(inFolder folder: String, document: String) -> [DocumentVersion] {
         let names = (try? FileIO.directoryEntries(folder)) ?? []
         return names.sorted().compactMap { name -> DocumentVersion? in
-            guard let time = Self.time(fromName: name), let status = try? FileStatus.of(path: folder + "/" + name) else { return nil }
+            guard let time = VersionName.savedTime(of: name), let status = try? FileStatus.of(path: folder + "/" + name) else { return nil }
             let record = SaveRecord.read(at: folder + "/" + name)
             return DocumentVersion(
                 document: document, name: name, location: folder + "/" + name, savedAt: time, savedBy: record?.userID, status: status,
@@ -125,41 +125,6 @@ public final class VersionArchive: Sendable {
     }
 
     // MARK: Names
-
-    /// `20261125T140841.123456Z`: UTC, to the microsecond, sortable as text.
-    static func timeName(microseconds: Int64) -> String {
-        var seconds = time_t(microseconds / 1_000_000)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        return String(format: "%04d%02d%02dT%02d%02d%02d.%06dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
-                      parts.tm_hour, parts.tm_min, parts.tm_sec, Int(microseconds % 1_000_000))
-    }
-
-    /// The save time a version's name says; nil for a name that is not a version's.
-    public static func time(fromName name: String) -> Date? {
-        let bytes = Array(name.utf8)
-        guard bytes.count >= 23, bytes[8] == UInt8(ascii: "T"), bytes[15] == UInt8(ascii: "."), bytes[22] == UInt8(ascii: "Z") else { return nil }
-        func number(_ range: Range<Int>) -> Int? {
-            var value = 0
-            for byte in bytes[range] {
-                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
-                value = value * 10 + Int(byte - UInt8(ascii: "0"))
-            }
-            return value
-        }
-        guard let year = number(0..<4), let month = number(4..<6), let day = number(6..<8), let hour = number(9..<11),
-              let minute = number(11..<13), let second = number(13..<15), let micro = number(16..<22)
-        else { return nil }
-        var parts = tm()
-        parts.tm_year = Int32(year - 1900)
-        parts.tm_mon = Int32(month - 1)
-        parts.tm_mday = Int32(day)
-        parts.tm_hour = Int32(hour)
-        parts.tm_min = Int32(minute)
-        parts.tm_sec = Int32(second)
-        let seconds = timegm(&parts)
-        return Date(timeIntervalSince1970: TimeInterval(seconds) + TimeInterval(micro) / 1_000_000)
-    }
 
     /// `.md` for `notes/a.md`; empty for a name without one (or only a leading dot).
     static func extensionSuffix(of document: String) -> String {

@@ -45,6 +45,10 @@ struct StatusCommand: ParsableCommand {
         let lastRefusals: [Refusal]
         let quarantineItems: Int
         let quarantineBytes: Int64
+        /// Earlier versions kept, of how many documents, and the space only they take.
+        let versions: Int
+        let versionedDocuments: Int
+        let versionBytes: Int64
     }
 
     func run() throws {
@@ -67,9 +71,12 @@ struct StatusCommand: ParsableCommand {
             let note = item.note
             return Status.Refusal(document: note?.document ?? "?", time: note?.time ?? "?", reason: note?.reason ?? QuarantineCommand.List.unreadable, kept: item.path)
         }
+        let versioned = directoryStore.versions?.allDocuments().map(\.versions) ?? []
         let status = Status(
             store: try store.path(), packages: packages, lastRefusals: Array(lastRefusals),
-            quarantineItems: items.count, quarantineBytes: items.reduce(0) { $0 + $1.bytes })
+            quarantineItems: items.count, quarantineBytes: items.reduce(0) { $0 + $1.bytes },
+            versions: versioned.reduce(0) { $0 + $1.count }, versionedDocuments: versioned.count,
+            versionBytes: versioned.joined().reduce(0) { $0 + $1.exclusiveBytes })
         if json {
             printJSON(status)
         } else {
@@ -86,6 +93,7 @@ struct StatusCommand: ParsableCommand {
                 }
             }
             print("quarantine: \(items.count) item\(items.count == 1 ? "" : "s"), \(ByteCountFormatter.string(fromByteCount: status.quarantineBytes, countStyle: .binary))")
+            print("versions: \(status.versions) of \(status.versionedDocuments) document\(status.versionedDocuments == 1 ? "" : "s"), \(ByteCountFormatter.string(fromByteCount: status.versionBytes, countStyle: .binary)) of their own")
         }
         if packages.contains(where: { $0.state == "corrupt" }) { throw ExitCode(1) }
     }

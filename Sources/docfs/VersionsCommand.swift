@@ -93,7 +93,7 @@ struct ListedVersion: Encodable {
                 throw CommandFailure(message: "\(document) has no versions in the mount at \(mountPoint)", status: ExitCode(1))
             }
             return names.sorted().compactMap { name in
-                guard let time = VersionArchive.time(fromName: name), let status = try? FileStatus.of(path: folder + "/" + name) else { return nil }
+                guard let time = VersionName.savedTime(of: name), let status = try? FileStatus.of(path: folder + "/" + name) else { return nil }
                 let savedBy = (try? Paths.extendedAttribute(folder + "/" + name, name: "user.docfs.saved-by"))
                     .flatMap { UInt32(String(decoding: $0, as: UTF8.self)) }
                 return ListedVersion(

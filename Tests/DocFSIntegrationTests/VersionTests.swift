@@ -43,6 +43,11 @@ import Testing
         #expect(entries.map { $0["name"] as? String } == names.map(Optional.some))
         #expect(entries.dropFirst().allSatisfy { $0["savedBy"] as? Int == 0 }, "\(entries)")
         #expect(entries.map { $0["size"] as? Int } == [3, 3, 3, 3, 3])
+        // docfs status counts them and the space they take.
+        let status = try mount.run([MountedStore.binary, "status", "--json", mount.mountPoint])
+        let counted = try JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [String: Any] ?? [:]
+        #expect(counted["versions"] as? Int == 5 && counted["versionedDocuments"] as? Int == 1, "\(status.output)")
+        #expect((counted["versionBytes"] as? Int ?? 0) > 0)
     }
 
     @Test func theVersionsFolderIsNeverListedButCanBeEntered() throws {

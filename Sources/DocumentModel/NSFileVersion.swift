@@ -1,0 +1,170 @@
+import Foundation
+import Glibc
+import SystemSupport
+
+/// The document-facing surface of Apple's `NSFileVersion`, over a DocFS mount: every save there
+/// keeps the version it replaced, and `MOUNT/.versions/PATH/` lists them (see docfs(1), VERSIONS).
+/// So a document app ported to Linux can offer "Revert To › Browse All Versions" as on macOS.
+///
+/// Faithful to Apple's names and meanings where they fit:
+/// - `currentVersionOfItem(at:)` is the file itself; `otherVersionsOfItem(at:)` its earlier
+///   versions, oldest first, each with the save time as `modificationDate`; both are nil for an
+///   item that is not in a DocFS mount keeping versions (as Apple's are for an item they cannot
+///   version).
+/// - `replaceItem(at:options:)` writes the version's contents over the item: an ordinary save
+///   through the mount, validated like any other, which keeps the version it replaces in turn.
+/// - `removeOtherVersionsOfItem(at:)` and `remove()` drop versions (the mount lets their owner).
+///
+/// Not carried over: conflicts (DocFS refuses a conflicting save instead of keeping both, so
+/// `unresolvedConflictVersionsOfItem` is always empty), `addOfItem` (every save adds one) and
+/// thumbnails.
+public final class NSFileVersion: NSObject, @unchecked Sendable {
+    public struct ReplacingOptions: OptionSet, Sendable {
+        public let rawValue: UInt
+        public init(rawValue: UInt) { self.rawValue = rawValue }
+        /// Apple moves the version's file into place and the version goes; here the contents are
+        /// written and the version stays (it is the mount's, read-only).
+        public static let byMoving = ReplacingOptions(rawValue: 1)
+    }
+
+    /// Where this version's contents are: the item itself, or its entry in `MOUNT/.versions`.
+    public let url: URL
+    public let modificationDate: Date?
+    /// The name of the document's file, as Apple shows it.
+    public let localizedName: String?
+    public let localizedNameOfSavingComputer: String?
+    public let isConflict = false
+    public var isResolved = true
+    public var isDiscardable = false
+    public let hasLocalContents = true
+    public let hasThumbnail = false
+    /// The version's name in `.versions` (its save time and the document's extension); the item's
+    /// own path for the current version.
+    public let persistentIdentifier: String
+    private let isCurrent: Bool
+
+    private init(url: URL, modificationDate: Date?, documentName: String, isCurrent: Bool) {
+        self.url = url
+        self.modificationDate = modificationDate
+        self.localizedName = documentName
+        self.isCurrent = isCurrent
+        self.persistentIdentifier = isCurrent ? url.path : url.lastPathComponent
+        localizedNameOfSavingComputer = ProcessInfo.processInfo.hostName
+    }
+
+    // MARK: Finding versions
+
+    /// The item as it is now; nil when it does not exist.
+    public class func currentVersionOfItem(at url: URL) -> NSFileVersion? {
+        guard let status = try? FileStatus.of(path: url.standardizedFileURL.path) else { return nil }
+        return NSFileVersion(url: url, modificationDate: status.modificationDate, documentName: url.lastPathComponent, isCurrent: true)
+    }
+
+    /// The item's earlier versions, oldest first; nil when it is not in a DocFS mount that keeps
+    /// versions. A removed item's versions are still listed.
+    public class func otherVersionsOfItem(at url: URL) -> [NSFileVersion]? {
+        guard let folder = versionsFolder(of: url) else { return nil }
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        return names.sorted().compactMap { name in
+            guard let saved = VersionName.savedTime(of: name) else { return nil }
+            return NSFileVersion(
+                url: folder.appendingPathComponent(name), modificationDate: saved, documentName: url.lastPathComponent, isCurrent: false)
+        }
+    }
+
+    /// Always empty: DocFS keeps no conflict versions.
+    public class func unresolvedConflictVersionsOfItem(at url: URL) -> [NSFileVersion]? {
+        versionsFolder(of: url) == nil ? nil : []
+    }
+
+    /// The version of the item at `url` that `persistentIdentifier` names.
+    public class func version(itemAt url: URL, forPersistentIdentifier persistentIdentifier: Any) -> NSFileVersion? {
+        guard let identifier = persistentIdentifier as? String else { return nil }
+        if identifier == url.path { return currentVersionOfItem(at: url) }
+        return otherVersionsOfItem(at: url)?.first { $0.persistentIdentifier == identifier }
+    }
+
+    // MARK: Changing
+
+    /// Writes this version's contents over the item at `url` and returns `url`. Through a DocFS
+    /// mount this is a save: a version that would not be a valid document there is refused (the
+    /// error is the write's), and the replaced contents become a version in turn. A package's
+    /// version replaces the package's files one by one, then removes those it did not have.
+    @discardableResult
+    public func replaceItem(at url: URL, options: ReplacingOptions = []) throws -> URL {
+        if isCurrent && url.standardizedFileURL == self.url.standardizedFileURL { return url }
+        let source = try FileStatus.of(path: self.url.path)
+        if source.kind == .directory {
+            try Self.replaceFolder(url, with: self.url)
+        } else {
+            try Self.writeContents(of: self.url, over: url)
+        }
+        return url
+    }
+
+    /// Removes this version (the current version cannot be).
+    public func remove() throws {
+        guard !isCurrent else { throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: url.path]) }
+        let status = try FileStatus.of(path: url.path)
+        if status.kind == .directory {
+            try Paths.removeDirectory(url.path)
+        } else {
+            try Paths.removeFile(url.path)
+        }
+    }
+
+    /// Removes every earlier version of the item.
+    public class func removeOtherVersionsOfItem(at url: URL) throws {
+        for version in otherVersionsOfItem(at: url) ?? [] { try version.remove() }
+    }
+
+    // MARK: The mount
+
+    /// `MOUNT/.versions/PATH` for the item at `url`: the mount is the highest folder above it on
+    /// the same file system, and must show `.versions`.
+    private class func versionsFolder(of url: URL) -> URL? {
+        let path = url.standardizedFileURL.resolvingSymlinksInPath().path
+        var folder = (path as NSString).deletingLastPathComponent
+        guard let device = (try? FileStatus.of(path: folder))?.device else { return nil }
+        var root = folder
+        while folder != "/" {
+            folder = (folder as NSString).deletingLastPathComponent
+            guard (try? FileStatus.of(path: folder))?.device == device else { break }
+            root = folder
+        }
+        let versions = root + "/.versions"
+        guard (try? FileStatus.of(path: versions))?.kind == .directory, path.hasPrefix(root + "/") else { return nil }
+        return URL(fileURLWithPath: versions + "/" + String(path.dropFirst(root.count + 1)))
+    }
+
+    private class func writeContents(of source: URL, over destination: URL) throws {
+        let input = OwnedDescriptor(try FileIO.open(source.path, O_RDONLY))
+        let output = try FileIO.open(destination.path, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644)
+        do {
+            try FileIO.copyContents(from: input.rawValue, to: output, path: destination.path)
+        } catch {
+            close(output)
+            throw error
+        }
+        // The save is judged at close: its answer is the save's.
+        guard close(output) == 0 else { throw SystemCallError.last("close", path: destination.path) }
+    }
+
+    private class func replaceFolder(_ destination: URL, with source: URL) throws {
+        let manager = FileManager.default
+        try manager.createDirectory(at: destination, withIntermediateDirectories: true)
+        let wanted = try manager.contentsOfDirectory(atPath: source.path)
+        for name in wanted {
+            let from = source.appendingPathComponent(name)
+            let to = destination.appendingPathComponent(name)
+            if try FileStatus.of(path: from.path).kind == .directory {
+                try replaceFolder(to, with: from)
+            } else {
+                try writeContents(of: from, over: to)
+            }
+        }
+        for name in try manager.contentsOfDirectory(atPath: destination.path) where !wanted.contains(name) {
+            try manager.removeItem(at: destination.appendingPathComponent(name))
+        }
+    }
+}

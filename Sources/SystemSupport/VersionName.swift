@@ -1,0 +1,44 @@
+import Foundation
+import Glibc
+
+/// The name of a document's earlier version in a DocFS mount's `.versions`: its save time in UTC
+/// to the microsecond, sortable as text, then the document's extension (`20261125T140841.123456Z.md`).
+/// Shared by the store that makes the names and the document API that reads them.
+public enum VersionName {
+    /// How many bytes the time takes at the start of a name.
+    public static let timeLength = 23
+
+    /// `20261125T140841.123456Z` for a time in microseconds since the epoch.
+    public static func time(microseconds: Int64) -> String {
+        var seconds = time_t(microseconds / 1_000_000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(format: "%04d%02d%02dT%02d%02d%02d.%06dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+                      parts.tm_hour, parts.tm_min, parts.tm_sec, Int(microseconds % 1_000_000))
+    }
+
+    /// The save time a version's name starts with; nil for a name that is not a version's.
+    public static func savedTime(of name: String) -> Date? {
+        let bytes = Array(name.utf8.prefix(timeLength))
+        guard bytes.count == timeLength, bytes[8] == UInt8(ascii: "T"), bytes[15] == UInt8(ascii: "."), bytes[22] == UInt8(ascii: "Z") else { return nil }
+        func number(_ range: Range<Int>) -> Int? {
+            var value = 0
+            for byte in bytes[range] {
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+            }
+            return value
+        }
+        guard let year = number(0..<4), let month = number(4..<6), let day = number(6..<8), let hour = number(9..<11),
+              let minute = number(11..<13), let second = number(13..<15), let micro = number(16..<22)
+        else { return nil }
+        var parts = tm()
+        parts.tm_year = Int32(year - 1900)
+        parts.tm_mon = Int32(month - 1)
+        parts.tm_mday = Int32(day)
+        parts.tm_hour = Int32(hour)
+        parts.tm_min = Int32(minute)
+        parts.tm_sec = Int32(second)
+        return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)) + TimeInterval(micro) / 1_000_000)
+    }
+}
