@@ -11,7 +11,7 @@ import SystemSupport
 /// a folder. A removed document's versions stay under its old path.
 ///
 /// Who may read what is the kernel's to judge (`default_permissions`) from the attributes shown:
-/// a version keeps the mode and owner its document had when it was saved, less every write bit; a
+/// a version keeps the mode and owner its document had when it was saved; a
 /// folder of the view shows the mode and owner of the store's nearest folder on its path.
 /// Version files are numbered apart from documents (`numberBase`), so `cp` of a version over its
 /// document is a copy between two files, and hard links inside a package's versions share a number.
@@ -237,7 +237,9 @@ final class VersionsView: Sendable {
         case .stored(let location):
             let status = try storeCall { try FileStatus.of(path: location) }
             result.st_ino = ino_t(Self.numberBase | status.inode)
-            result.st_mode = status.mode & ~0o7222
+            // The saved mode, write bits included, as a read-only mount shows its files: writes fail
+            // with EROFS all the same, and `cp` of a version makes a copy with the document's mode.
+            result.st_mode = status.mode & ~(S_ISUID | S_ISGID)
             result.st_nlink = nlink_t(status.linkCount)
             result.st_uid = status.userID
             result.st_gid = status.groupID
