@@ -293,6 +293,37 @@ def validation_cost(args, work):
     finally:
         mount.close()
 
+def versions_cost(args, work):
+    """Saves with versions kept (the default) against --versions off, each on a store of its own:
+    a flat .md rewritten, a save by rename, and text.md of a package beside a large asset. Runs
+    alternate on and off, so load on the machine falls on both; medians and their ratio."""
+    mounts = {}
+    try:
+        for mode in ('on', 'off'):
+            store = os.path.join(work, f'versions-{mode}-store')
+            os.makedirs(store)
+            make_package(os.path.join(store, 'Bench.textbundle'), args.versions_asset_mb)
+            mounts[mode] = Mount('docfs', store, os.path.join(work, f'versions-{mode}'), args.docfs, ['--versions', mode])
+        cases = [
+            ('flat edit', f'{args.edits} x 1 KiB rewrite of a .md', lambda t: edit_small(f'{t}/flat.md', args.edits)),
+            ('flat save', f'{args.edits} x save by rename of a .md', lambda t: save_by_rename(f'{t}/saved.md', args.edits)),
+            ('package edit', f'text.md beside a {args.versions_asset_mb} MB asset', lambda t: edit_small(f'{t}/Bench.textbundle/text.md', args.edits)),
+        ]
+        print(f'versions: {args.runs} alternating runs per case, medians, {args.edits} saves a run')
+        print(f'{"case":<14} {"what":<36}{"versions on":>16}{"off":>16}{"on/off":>10}')
+        for label, what, body in cases:
+            times = {'on': [], 'off': []}
+            for mode in ('on', 'off'):
+                body(mounts[mode].mountpoint)  # warm up: the document exists, its first version is made
+            for _ in range(args.runs):
+                for mode in ('on', 'off'):
+                    times[mode].append(timed(lambda: body(mounts[mode].mountpoint)))
+            on, off = statistics.median(times['on']), statistics.median(times['off'])
+            print(f'{label:<14} {what:<36}{args.edits / on:>10.0f} sv/s{args.edits / off:>11.0f} sv/s{on / off:>10.2f}', flush=True)
+    finally:
+        for mount in mounts.values():
+            mount.close()
+
 def children(pid):
     """The processes any thread of `pid` started."""
     found = []
@@ -403,6 +434,8 @@ def main():
                         help='sizes of the document in the validation-cost case, as 1K, 10M or bytes: saves of each format '
                              'through DocFS, as a ratio to a raw save (default 1M; none skips it)')
     parser.add_argument('--validation-only', action='store_true', help='run only the validation-cost case')
+    parser.add_argument('--versions-only', action='store_true', help='run only the versions case: saves with versions kept against --versions off')
+    parser.add_argument('--versions-asset-mb', type=int, default=50, help='size of the asset beside text.md in the versions case (default 50)')
     parser.add_argument('--no-bindfs', action='store_true')
     parser.add_argument('--no-passthrough', action='store_true', help='leave out libfuse\'s passthrough_ll')
     parser.add_argument('--no-floor', action='store_true', help='leave out the FUSE floor (scripts/fuse-floor.c, a file system that stores nothing, with DocFS\'s mount options), reported for the small-file rows')
@@ -417,6 +450,10 @@ def main():
     mounts = []
     server = None
     try:
+        if not args.scale_only and not args.validation_only:
+            versions_cost(args, work)
+            if args.versions_only:
+                return
         if args.validation_size and not args.scale_only:
             validation_cost(args, work)
             if args.validation_only:

@@ -15,21 +15,64 @@ extension DirectoryStore {
         }
         let record = SaveRecord.read(at: full) ?? SaveRecord(time: status.modificationTime, userID: nil)
         try versionChanges.withLock { _ in
-            guard let target = try versions.newVersionPath(for: path, record: record, inode: status.inode) else { return }
-            if status.kind == .regular {
-                // The file the save replaces, linked: no byte is copied, and the version keeps the
-                // mode and owner it had.
-                try Paths.makeHardLink(target, to: full)
-            } else {
-                do {
-                    try linkClone(full, to: target)
-                } catch {
-                    try? FileIO.removeItem(target)
-                    throw error
+            let kept = try versions.addVersion(of: path, record: record, inode: status.inode) { target in
+                if status.kind == .regular {
+                    // The file the save replaces, linked: no byte is copied, and the version keeps
+                    // the mode and owner it had.
+                    try Paths.makeHardLink(target, to: full)
+                } else {
+                    try linkCopy(ofFolder: full, status: status, to: target)
                 }
             }
-            versions.changed()
+            if kept != nil { versions.changed() }
         }
+    }
+
+    /// A folder at `target` of links to the files of the folder at `source` as they are now: each
+    /// folder made anew with its mode, owner, attributes and times, files and symbolic links shared
+    /// or copied. Done on descriptors, a call or two an item: it runs on every package save.
+    private func linkCopy(ofFolder source: String, status: FileStatus, to target: String) throws {
+        let from = OwnedDescriptor(try FileIO.open(source, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
+        try FileSystemPath.at(target) { parent, name in
+            do {
+                try linkCopy(of: from, status: status, into: parent, name: name, path: target)
+            } catch {
+                try? FileIO.removeItem(target)
+                throw error
+            }
+        }
+    }
+
+    private func linkCopy(of source: OwnedDescriptor, status: FileStatus, into parent: Int32, name: UnsafePointer<CChar>, path: String) throws {
+        // Made with its mode: the daemon's umask is set again below only where it cut a bit.
+        try retryingOnInterrupt("mkdir", path: path) { mkdirat(parent, name, status.permissions & 0o777) }
+        let folder = OwnedDescriptor(try retryingOnInterrupt("open", path: path) { openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) })
+        for entry in try FileIO.listing(of: source.rawValue, path: path) {
+            try entry.name.withCString { entryName in
+                switch Int32(entry.type) {
+                case Int32(DT_DIR):
+                    let child = OwnedDescriptor(try retryingOnInterrupt("open", path: path) {
+                        openat(source.rawValue, entryName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                    })
+                    try linkCopy(of: child, status: try child.status(path: path), into: folder.rawValue, name: entryName, path: path + "/" + entry.name)
+                case Int32(DT_LNK):
+                    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+                    let length = try retryingOnInterrupt("readlink", path: path) { readlinkat(source.rawValue, entryName, &buffer, buffer.count - 1) }
+                    buffer[length] = 0
+                    try retryingOnInterrupt("symlink", path: path) { symlinkat(buffer, folder.rawValue, entryName) }
+                default:
+                    try retryingOnInterrupt("link", path: path) { linkat(source.rawValue, entryName, folder.rawValue, entryName, 0) }
+                }
+            }
+        }
+        for attribute in (try? source.extendedAttributeNames()) ?? [] where attribute != identities?.attributeName {
+            guard let value = try? source.extendedAttribute(attribute) else { continue }
+            try? value.withUnsafeBytes { try folder.setExtendedAttribute(attribute, value: $0, flags: 0) }
+        }
+        if status.userID != geteuid() || status.groupID != getegid() { fchown(folder.rawValue, status.userID, status.groupID) }
+        if status.permissions & ~0o777 != 0 || status.permissions & daemonUmask != 0 { fchmod(folder.rawValue, status.permissions) }
+        var times = [status.accessTime, status.modificationTime]
+        futimens(folder.rawValue, &times)
     }
 
     public func recordSave(of path: String, by user: uid_t) {

@@ -33,7 +33,7 @@ public final class DirectoryStore: DocumentStore {
     /// The daemon's own umask, which every create it makes goes through. The kernel has already
     /// applied the requester's, so a mode the daemon's would cut (0620 under umask 022) is set
     /// again, exactly, on the new item.
-    private let daemonUmask = DirectoryStore.processUmask()
+    let daemonUmask = DirectoryStore.processUmask()
     /// How much the quarantine may keep before the oldest items are pruned.
     public let quarantineLimits: QuarantineLimits
     /// Serializes pruning, which lists and sizes the whole quarantine.
@@ -415,7 +415,7 @@ public final class DirectoryStore: DocumentStore {
         return clone
     }
 
-    func linkClone(_ source: String, to destination: String) throws {
+    private func linkClone(_ source: String, to destination: String) throws {
         let status = try FileStatus.of(path: source)
         try Paths.makeDirectory(destination, mode: status.permissions)
         if canChangeOwner { try? Paths.setOwner(destination, userID: status.userID, groupID: status.groupID) }

@@ -32,37 +32,54 @@ public final class VersionArchive: Sendable {
         var digest = [UInt8](repeating: 0, count: 32)
         let bytes = FileSystemPath.bytes(of: document)
         _ = bytes.withUnsafeBytes { docfs_sha256($0.baseAddress, $0.count, &digest) }
-        let hex = digest.map { String(format: "%02x", $0) }.joined()
-        return directory + "/" + String(hex.prefix(2)) + "/" + hex
+        // On every save: hex digits by table (String(format:) per byte cost more than the hash).
+        let digits = Array("0123456789abcdef".utf8)
+        var hex = [UInt8](repeating: 0, count: 64)
+        for (index, byte) in digest.enumerated() {
+            hex[2 * index] = digits[Int(byte >> 4)]
+            hex[2 * index + 1] = digits[Int(byte & 0x0f)]
+        }
+        let key = String(decoding: hex, as: UTF8.self)
+        return directory + "/" + String(key.prefix(2)) + "/" + key
     }
 
     // MARK: Keeping
 
-    /// Where a new version of `document` saved at `record`'s time goes: a name no version has yet
-    /// (two saves in one microsecond are a microsecond apart here). Makes the document's folder.
-    /// Nil when the item (`inode`) is kept already: a save tried again after a failure.
-    func newVersionPath(for document: String, record: SaveRecord, inode: UInt64) throws -> String? {
+    /// Makes `make(path)` at a name for a new version of `document` saved at `record`'s time: a
+    /// name no version has yet (two saves in one microsecond are a microsecond apart here). The
+    /// document's folder is made the first time. Returns where it went, or nil when the item
+    /// (`inode`) is kept already: a save tried again after a failure.
+    func addVersion(of document: String, record: SaveRecord, inode: UInt64, _ make: (String) throws -> Void) throws -> String? {
         let folder = folder(for: document)
-        if (try? FileStatus.of(path: folder)) == nil {
-            let shard = String(folder[..<(folder.utf8.lastIndex(of: UInt8(ascii: "/")) ?? folder.endIndex)])
-            for path in [directory, shard, folder] {
-                do { try Paths.makeDirectory(path, mode: 0o700) } catch let error as SystemCallError where error.errno == EEXIST {}
-            }
-        }
-        let note = folder + "/document"
-        if (try? FileStatus.of(path: note)) == nil {
-            let descriptor = try FileIO.open(note, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
-            defer { FileIO.close(descriptor) }
-            try FileIO.writeAll(descriptor, Data(FileSystemPath.bytes(of: document)), path: note)
-        }
         let suffix = Self.extensionSuffix(of: document)
         var microseconds = Int64(record.time.tv_sec) * 1_000_000 + Int64(record.time.tv_nsec / 1000)
+        var madeFolder = false
         while true {
             let path = folder + "/" + VersionName.time(microseconds: microseconds) + suffix
-            guard let taken = try? FileStatus.of(path: path) else { return path }
-            if taken.inode == inode && taken.kind == .regular { return nil }
-            microseconds += 1
+            do {
+                // The common case costs one call: the folder exists and the name is free.
+                try make(path)
+                return path
+            } catch let error as SystemCallError where error.errno == ENOENT && !madeFolder {
+                try makeFolder(folder, for: document)
+                madeFolder = true
+            } catch let error as SystemCallError where error.errno == EEXIST {
+                if let taken = try? FileStatus.of(path: path), taken.inode == inode, taken.kind == .regular { return nil }
+                microseconds += 1
+            }
         }
+    }
+
+    /// The document's folder, with `document` in it naming the document.
+    private func makeFolder(_ folder: String, for document: String) throws {
+        let shard = String(folder[..<(folder.utf8.lastIndex(of: UInt8(ascii: "/")) ?? folder.endIndex)])
+        for path in [directory, shard, folder] {
+            do { try Paths.makeDirectory(path, mode: 0o700) } catch let error as SystemCallError where error.errno == EEXIST {}
+        }
+        let note = folder + "/document"
+        let descriptor = try FileIO.open(note, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
+        defer { FileIO.close(descriptor) }
+        try FileIO.writeAll(descriptor, Data(FileSystemPath.bytes(of: document)), path: note)
     }
 
     /// Records a change made by the store (a version kept or removed).
