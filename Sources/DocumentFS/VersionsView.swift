@@ -1,7 +1,6 @@
 import DocumentStore
 import FUSE
 import Glibc
-import Synchronization
 import SystemSupport
 
 /// `MNT/.versions`: every document's earlier versions, read-only, as ZFS shows its snapshots in
@@ -36,15 +35,6 @@ final class VersionsView: Sendable {
         case folder(document: String)
         case stored(location: String)
     }
-
-    /// The documents with versions, and each folder's names on the way to them, as of an archive
-    /// generation.
-    private struct Index {
-        var generation: UInt64
-        var documents: Set<[UInt8]>
-        var children: [[UInt8]: Set<String>]
-    }
-    private let index = Mutex<Index?>(nil)
 
     init(store: any DocumentStore, archive: VersionArchive) {
         self.store = store
@@ -112,7 +102,7 @@ final class VersionsView: Sendable {
         }
         switch item {
         case .folder(let document):
-            let known = currentIndex()
+            let known = archive.index
             if known.documents.contains(Array(document.utf8)) {
                 for version in archive.versions(of: document) { add(version.name, version.status, folderMode: false) }
             }
@@ -173,7 +163,7 @@ final class VersionsView: Sendable {
     private func resolve(_ path: String) throws(FUSEError) -> Item {
         var item = Item.folder(document: "")
         guard !path.isEmpty else { return item }
-        let known = currentIndex()
+        let known = archive.index
         for component in path.split(separator: "/", omittingEmptySubsequences: true).map(String.init) {
             switch item {
             case .folder(let document):
@@ -193,24 +183,6 @@ final class VersionsView: Sendable {
         }
         if case .stored(let location) = item, (try? FileStatus.of(path: location)) == nil { throw .noEntry }
         return item
-    }
-
-    private func currentIndex() -> Index {
-        let generation = archive.generation
-        if let known = index.withLock({ $0 }), known.generation == generation { return known }
-        var documents: Set<[UInt8]> = []
-        var children: [[UInt8]: Set<String>] = [:]
-        for document in archive.documentPaths() {
-            documents.insert(Array(document.utf8))
-            var parent = ""
-            for component in document.split(separator: "/").map(String.init) {
-                children[Array(parent.utf8), default: []].insert(component)
-                parent = parent.isEmpty ? component : parent + "/" + component
-            }
-        }
-        let built = Index(generation: generation, documents: documents, children: children)
-        index.withLock { $0 = built }
-        return built
     }
 
     private func attributes(of item: Item, inode: Inode) throws(FUSEError) -> stat {

@@ -24,7 +24,7 @@ extension DirectoryStore {
                     try linkCopy(ofFolder: full, status: status, to: target)
                 }
             }
-            if kept != nil { versions.changed() }
+            if kept != nil { versions.added(path) }
         }
     }
 

@@ -18,14 +18,37 @@ import SystemSupport
 /// makes names in here; each starts with a digit, so none is `document`.
 public final class VersionArchive: Sendable {
     public let directory: String
-    /// Counts every change to the archive, so a view of it knows when to read it again.
-    private let changes = Atomic<UInt64>(0)
+
+    /// The documents with versions, and the names in each folder on the way to them: what a view of
+    /// the archive lists by path. Read from the archive once, when first asked for, then kept up
+    /// to date as versions are added; a removal, rarer, makes it read again.
+    public struct Index: Sendable {
+        public var documents: Set<[UInt8]> = []
+        public var children: [[UInt8]: Set<String>] = [:]
+
+        mutating func add(_ document: String) {
+            guard documents.insert(Array(document.utf8)).inserted else { return }
+            var parent = ""
+            for component in document.split(separator: "/").map(String.init) {
+                children[Array(parent.utf8), default: []].insert(component)
+                parent = parent.isEmpty ? component : parent + "/" + component
+            }
+        }
+    }
+    private let known = Mutex<Index?>(nil)
 
     public init(directory: String) {
         self.directory = directory
     }
 
-    public var generation: UInt64 { changes.load(ordering: .acquiring) }
+    /// The index of the archive (see `Index`).
+    public var index: Index {
+        if let index = known.withLock({ $0 }) { return index }
+        var built = Index()
+        for document in documentPaths() { built.add(document) }
+        known.withLock { $0 = built }
+        return built
+    }
 
     /// The folder holding the versions of the document at store path `document`.
     public func folder(for document: String) -> String {
@@ -82,8 +105,10 @@ public final class VersionArchive: Sendable {
         try FileIO.writeAll(descriptor, Data(FileSystemPath.bytes(of: document)), path: note)
     }
 
-    /// Records a change made by the store (a version kept or removed).
-    func changed() { changes.add(1, ordering: .releasing) }
+    /// Records a version kept of `document`.
+    func added(_ document: String) {
+        known.withLock { index in index?.add(document) }
+    }
 
     // MARK: Reading
 
@@ -138,7 +163,7 @@ public final class VersionArchive: Sendable {
     /// Removes one version. A package's version goes whole.
     public func remove(_ version: DocumentVersion) throws {
         try FileIO.removeItem(version.location)
-        changed()
+        known.withLock { $0 = nil }
     }
 
     // MARK: Names
