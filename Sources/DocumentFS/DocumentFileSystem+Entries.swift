@@ -124,7 +124,7 @@ extension DocumentFileSystem {
                 return AttributesReply(attributes: attributes(path: path, status: shown, staged: shownStaged), timeout: timeout)
             }
             // Unlinked while open, or replaced by a rename: what its last file still shows.
-            guard let kept = node?.state.withLock({ $0.committed }), var status = try? kept.status() else { throw .stale }
+            guard let kept = node?.state.withLock({ $0.committed }), var status = try? store.status(ofOpen: kept) else { throw .stale }
             status.identity = node?.state.withLock { $0.formerIdentity } ?? status.identity
             return AttributesReply(attributes: attributes(path: "", status: status, staged: staged), timeout: timeout)
         }

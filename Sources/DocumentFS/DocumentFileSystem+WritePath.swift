@@ -218,7 +218,21 @@ extension DocumentFileSystem {
             // A close by a process that did not write (a child exiting, an exec, another opener,
             // or the shell closing `> file` before the command writes) leaves the stage to its writer.
             guard stage.isDirty, ThreadGroup.sameProcess(context.processID, asAnyOf: stage.writers) else { return }
-            try commit(&slot, node: file.node, durable: false, closing: false)
+            try commitAnswering(&slot, node: file.node, durable: false)
+        }
+    }
+
+    /// Commits for a close or an fsync, whose answer the writer takes as the save's: a stage the store
+    /// could not take is marked so, and is not committed behind the writer's back at the last release.
+    private func commitAnswering(_ slot: inout StageSlot, node: Node, durable: Bool) throws(FUSEError) {
+        do {
+            try commit(&slot, node: node, durable: durable, closing: false)
+        } catch {
+            if var stage = slot.stage, stage.refusal?.generation != stage.generation {
+                stage.answeredUnstored = stage.generation
+                slot.stage = stage
+            }
+            throw error
         }
     }
 
@@ -231,7 +245,7 @@ extension DocumentFileSystem {
         try file.node.staging.withLock { (slot: inout StageSlot) throws(FUSEError) in
             if let failure = slot.stage?.failure { throw FUSEError(failure) }
             if slot.stage?.isDirty == true {
-                try commit(&slot, node: file.node, durable: true, closing: false)
+                try commitAnswering(&slot, node: file.node, durable: true)
             } else if let path = nodes.path(of: file.node.inode) {
                 // Committed already (at an earlier close): make that version and its name durable.
                 try storeCall { try store.synchronize(path) }
@@ -275,6 +289,7 @@ extension DocumentFileSystem {
             return state.writableHandles == 0
         }
         if lastWriter {
+            TestHook.releaseBeforeSettle.pause()
             node.staging.withLock { slot in settleStage(&slot, node: node) }
         }
         node.state.withLock { state in
@@ -299,6 +314,15 @@ extension DocumentFileSystem {
         guard let stage = slot.stage, stage.failure == nil else { return }
         guard stage.isDirty else {
             store.discard(stage.file)
+            return
+        }
+        if stage.answeredUnstored == stage.generation {
+            // Its writer was told at close that it was not stored: it never is, and its bytes are kept.
+            let path = nodes.path(of: node.inode) ?? "(removed)"
+            let kept = try? store.quarantine(
+                stage.file, for: path, reason: "could not be stored: the store did not take it before the writer's close was answered with an error",
+                owner: quarantineOwner(stage.writer, for: path))
+            logger.error("the write to \(path) that its close was told failed is not stored later; its bytes are kept in \(kept ?? "the staging area")")
             return
         }
         do {

@@ -119,6 +119,10 @@ struct Stage {
     /// that was refused is followed by the last release, which would otherwise run a large decode,
     /// or a slow validator, twice).
     var refusal: (generation: UInt64, path: String, reason: String)?
+    /// The generation a close or fsync answered with an error of the store's (a database that did
+    /// not come back within its wait): the writer was told those bytes are not stored, so they are
+    /// never committed later, unless written to again (see `settleStage`).
+    var answeredUnstored: UInt64?
     /// The lowest offset written or truncated to since the stage was seeded: a stage that changed
     /// nothing below `baseSize` only appends.
     var lowestChange: Int64 = .max

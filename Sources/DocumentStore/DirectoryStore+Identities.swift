@@ -7,7 +7,13 @@ extension DirectoryStore {
     /// The status of the item `name` in `directory` (AT_FDCWD: `name` is a whole path), with its identity.
     func identifiedStatus(name: UnsafePointer<CChar>, in directory: Int32, path: String) throws -> FileStatus {
         var status = try FileStatus.of(name: name, in: directory, path: path)
-        status.identity = Self.withAttributePath(name: name, in: directory) { identity(of: status, at: $0) }
+        Self.withAttributePath(name: name, in: directory) { attributePath in
+            status.identity = identity(of: status, at: attributePath)
+            // The version archive's names are no names in the mount.
+            if status.linkCount > 1 && status.kind == .regular {
+                status.linkCount -= min(status.linkCount - 1, ArchivedLinks.count(at: attributePath))
+            }
+        }
         return status
     }
 
@@ -87,7 +93,9 @@ extension DirectoryStore {
     /// cannot be recorded as carried. Nil when identities are not kept.
     func identityToCarry(from existing: FileStatus, at full: String) -> UInt64? {
         guard let identities, let attribute = identities.attributeName else { return nil }
-        guard existing.kind == .directory || existing.linkCount == 1 else { return identities.fresh() }
+        // The version archive's names are no names in the mount.
+        let otherNames = existing.linkCount > 1 ? existing.linkCount - 1 - ArchivedLinks.count(of: full) : 0
+        guard existing.kind == .directory || otherNames == 0 else { return identities.fresh() }
         return Self.withAttributePath(full) { attributePath -> UInt64? in
             if let kept = NumberAttribute.read(at: attributePath, name: attribute) { return kept }
             guard identities.ownsNumber(existing.inode) else { return identities.fresh() }

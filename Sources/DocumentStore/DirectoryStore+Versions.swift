@@ -20,6 +20,7 @@ extension DirectoryStore {
                     // The file the save replaces, linked: no byte is copied, and the version keeps
                     // the mode and owner it had.
                     try Paths.makeHardLink(target, to: full)
+                    ArchivedLinks.adjust(target, by: 1)
                 } else {
                     try linkCopy(ofFolder: full, status: status, to: target)
                 }
@@ -60,6 +61,9 @@ extension DirectoryStore {
                     let length = try retryingOnInterrupt("readlink", path: path) { readlinkat(source.rawValue, entryName, &buffer, buffer.count - 1) }
                     buffer[length] = 0
                     try retryingOnInterrupt("symlink", path: path) { symlinkat(buffer, folder.rawValue, entryName) }
+                case Int32(DT_REG):
+                    try retryingOnInterrupt("link", path: path) { linkat(source.rawValue, entryName, folder.rawValue, entryName, 0) }
+                    Self.withAttributePath(name: entryName, in: folder.rawValue) { ArchivedLinks.adjust(at: $0, by: 1) }
                 default:
                     try retryingOnInterrupt("link", path: path) { linkat(source.rawValue, entryName, folder.rawValue, entryName, 0) }
                 }
@@ -73,6 +77,15 @@ extension DirectoryStore {
         if status.permissions & ~0o777 != 0 || status.permissions & daemonUmask != 0 { fchmod(folder.rawValue, status.permissions) }
         var times = [status.accessTime, status.modificationTime]
         futimens(folder.rawValue, &times)
+    }
+
+    public func status(ofOpen file: OwnedDescriptor) throws -> FileStatus {
+        var status = try file.status()
+        if status.linkCount > 0 && status.kind == .regular {
+            let archived = (try? file.extendedAttribute(ArchivedLinks.attributeName)).flatMap(ArchivedLinks.number) ?? 0
+            status.linkCount -= min(status.linkCount, archived)
+        }
+        return status
     }
 
     public func recordSave(of path: String, by user: uid_t) {

@@ -471,7 +471,7 @@ public final class DirectoryStore: DocumentStore {
         assignIdentity(identityToCarry(from: existing, at: source), to: descriptor)
         // Not the save record: it is the replaced version's, and the new one gets its own.
         for name in (try? extendedAttributeNames(relativeOrAbsolute: source)) ?? []
-        where name != identities?.attributeName && name != SaveRecord.attributeName {
+        where name != identities?.attributeName && name != SaveRecord.attributeName && name != ArchivedLinks.attributeName {
             guard let value = try? rawExtendedAttribute(source, name: name) else { continue }
             _ = value.withUnsafeBytes { bytes in
                 FileSystemPath.withCString(name) { fsetxattr(descriptor, $0, bytes.baseAddress, bytes.count, 0) }

@@ -24,6 +24,9 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// The directory's entries with their kinds; the store's private area is never listed.
     func list(_ path: String) throws -> [StoreDirectoryEntry]
     func openForReading(_ path: String) throws -> OwnedDescriptor
+    /// The status of a stored file DocFS holds open (one whose name may be gone), as `status(of:)`
+    /// would give it.
+    func status(ofOpen file: OwnedDescriptor) throws -> FileStatus
     /// Opens a file that is stored as written (raw data, not a document), for in-place access.
     func openInPlace(_ path: String, flags: Int32, mode: mode_t, owner: Ownership?) throws -> OwnedDescriptor
     /// The stored item as a lazy `FileWrapper`: nothing is read until asked for.
@@ -129,6 +132,7 @@ extension DocumentStore {
     public func startChangeFeed(_ handler: @escaping @Sendable ([StoreChange]) -> Void) {}
     public func awaitWritable() {}
     public func makeRoom() -> Bool { false }
+    public func status(ofOpen file: OwnedDescriptor) throws -> FileStatus { try file.status() }
     public var versions: VersionArchive? { nil }
     public func keepVersion(of path: String) throws {}
     public func recordSave(of path: String, by user: uid_t) {}

@@ -162,6 +162,7 @@ public final class VersionArchive: Sendable {
 
     /// Removes one version. A package's version goes whole.
     public func remove(_ version: DocumentVersion) throws {
+        Self.releaseLinks(at: version.location)
         try FileIO.removeItem(version.location)
         known.withLock { $0 = nil }
     }
@@ -177,11 +178,26 @@ public final class VersionArchive: Sendable {
         return suffix.utf8.count <= 200 ? suffix : ""
     }
 
-    /// The space only the archive holds for a version: its files that no live document shares.
+    /// Lowers the archived-link count of every file of the version at `path`, before it goes.
+    private static func releaseLinks(at path: String) {
+        guard let status = try? FileStatus.of(path: path) else { return }
+        switch status.kind {
+        case .regular:
+            ArchivedLinks.adjust(path, by: -1)
+        case .directory:
+            for name in (try? FileIO.directoryEntries(path)) ?? [] { releaseLinks(at: path + "/" + name) }
+        default:
+            break
+        }
+    }
+
+    /// The space only the archive holds for a version: its files that no document shares, each
+    /// file's share of it where several versions hold one file (so the shares add up to the whole).
     static func exclusiveBytes(at path: String, status: FileStatus) -> Int64 {
         switch status.kind {
         case .regular:
-            return status.linkCount <= 1 ? status.blocks * 512 : 0
+            let archived = ArchivedLinks.count(of: path)
+            return archived > 0 && status.linkCount <= archived ? status.blocks * 512 / Int64(archived) : 0
         case .directory:
             var total: Int64 = status.blocks * 512
             for name in (try? FileIO.directoryEntries(path)) ?? [] {

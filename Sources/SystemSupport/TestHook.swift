@@ -15,6 +15,8 @@ public enum TestHook: String, Sendable {
     /// A PostgreSQL store's change sends COMMIT and then drops the connection unanswered (a trip,
     /// not a pause: see `trips`).
     case commitAnswerLost = "commit-answer-lost"
+    /// The last writable handle of a file is released and its stage not yet settled.
+    case releaseBeforeSettle = "release-before-settle"
 
     private static let directory = ProcessInfo.processInfo.environment["DOCFS_TEST_HOOKS"]
 

@@ -147,6 +147,31 @@ final class PostgresFaultTests {
         return names
     }
 
+    /// A save whose close was answered EIO because no primary came within --primary-wait is never
+    /// stored afterwards: before, the last release committed the stage again, and a server back by
+    /// then took the save the program had been told failed. Its bytes are in the quarantine.
+    @Test func aSaveAnsweredEIOIsNeverCommittedLater() throws {
+        let hooks = try MountedStore.makeHookFolder()
+        defer { try? FileManager.default.removeItem(atPath: hooks) }
+        let mount = try MountedStore(postgres: location, arguments: ["--primary-wait", "1"], launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
+        defer { mount.unmount() }
+        #expect(try mount.save("late.json", Data("[1]".utf8)) == "ok")
+        cluster.stop(mode: "fast")
+        #expect(FileManager.default.createFile(atPath: hooks + "/release-before-settle", contents: nil))
+        #expect(try mount.save("late.json", Data("[2]".utf8)) == "EIO")
+        // The release waits at the hook while the server comes back.
+        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/release-before-settle.reached") })
+        try cluster.start()
+        try FileManager.default.removeItem(atPath: hooks + "/release-before-settle.reached")
+        #expect(MountedStore.waitUntil { mount.quarantined.count == 1 }, "the refused save's bytes are kept")
+        #expect(mount.quarantined.first.flatMap { mount.storeContents(".docfs/quarantine/" + $0) } == "[2]")
+        #expect(try cluster.query("SELECT size FROM docfs_items WHERE name = convert_to('late.json', 'UTF8')") == "3")
+        #expect(contents(mount.inMount("late.json")) == "[1]")
+        let other = try MountedStore(postgres: location)
+        defer { other.unmount() }
+        #expect(contents(other.inMount("late.json")) == "[1]")
+    }
+
     @Test func aStoppedServerHoldsNoCachedReadAndSavesWaitForIt() throws {
         let mount = try MountedStore(postgres: location)
         defer { mount.unmount() }
