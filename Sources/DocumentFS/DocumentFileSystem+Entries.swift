@@ -306,7 +306,7 @@ extension DocumentFileSystem {
         try changeHoldingNamespace { () throws(FUSEError) in
             retainIfOpen(parent: parent, name: name, path: path)
             // `rm` of a document can be undone: its last version stays among its versions.
-            if claim(forPath: path, isDirectory: false) != nil { store.keepVersion(of: path, logger: logger) }
+            if claim(forPath: path, isDirectory: false) != nil { store.keepVersion(of: path, copying: false, logger: logger) }
             try storeCall { try store.removeFile(path) }
             nodes.detach(parent: parent, name: name)
         }
@@ -390,18 +390,14 @@ extension DocumentFileSystem {
             // content must decode as one (sed -i, vim, `os.replace` all save this way).
             try validateRename(of: source, as: destination)
             if exchange { try validateRename(of: destination, as: source) }
-            // A save by rename replaces the document at `destination`: that version is kept. A
-            // document moved to a name no type claims (vim's `a.md~` backup, removed once the new
-            // `a.md` is written) is kept as a version of its old name too.
-            let replacesDocument = !exchange && isDocument(destination)
-            let leavesItsName = !exchange && isDocument(source) && claim(forPath: destination, isDirectory: false) == nil
-                && (try? store.status(of: source))?.kind == .regular
             try changeHoldingNamespace { () throws(FUSEError) in
                 if !exchange { retainReplaced(parent: newParent, name: newName, path: destination) }
-                if replacesDocument { store.keepVersion(of: destination, logger: logger) }
-                if leavesItsName { store.keepVersion(of: source, logger: logger) }
+                keepVersionsForRename(from: source, to: destination, exchange: exchange)
+                let sourceWasDocument = isDocument(source)
                 try storeCall { try store.rename(source, to: destination, flags: flags) }
-                if isDocument(destination) { store.recordSaveByRequester(of: destination) }
+                // A file saved in under a document's name (sed -i's temporary, vim's new file) is a
+                // save; a document moved keeps the record of its own save.
+                if !sourceWasDocument && isDocument(destination) { store.recordSaveByRequester(of: destination) }
                 // A package folder renamed (or a folder renamed to or from a package name) is judged
                 // afresh at its new path.
                 packages.forget(source)
@@ -413,6 +409,21 @@ extension DocumentFileSystem {
             return
         }
         namespace.writing { moveNames(parent: parent, name: name, newParent: newParent, newName: newName, exchange: exchange) }
+    }
+
+    /// The versions a rename replaces, decided under the namespace lock with the rename: the document
+    /// at `destination` that a save by rename replaces; a document moved to a name no type claims
+    /// (vim's `a.md~` backup, removed once the new `a.md` is written), kept as a copy, since it
+    /// lives on; and with RENAME_EXCHANGE, a copy of each document whose name gets other content.
+    private func keepVersionsForRename(from source: String, to destination: String, exchange: Bool) {
+        if exchange {
+            for path in [source, destination] where isDocument(path) { store.keepVersion(of: path, copying: true, logger: logger) }
+            return
+        }
+        if isDocument(destination) { store.keepVersion(of: destination, copying: false, logger: logger) }
+        if isDocument(source), claim(forPath: destination, isDirectory: false) == nil, (try? store.status(of: source))?.kind == .regular {
+            store.keepVersion(of: source, copying: true, logger: logger)
+        }
     }
 
     /// Whether the item at `path` is a document (a file or a package a type claims).

@@ -120,7 +120,8 @@ extension DocumentFileSystem {
                 seenCommits: unlessRaced ? commits : nil, created: created)
         case .replaced(let current):
             do throws(FUSEError) {
-                return try open(inode: current, flags: flags, context: context, created: created)
+                // Not the file this open's create made: it opens as any file does.
+                return try open(inode: current, flags: flags, context: context, created: false)
             } catch {
                 nodes.forget(current, count: 0)  // drops a record made only for this open
                 throw error

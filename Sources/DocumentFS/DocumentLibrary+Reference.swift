@@ -29,7 +29,8 @@ extension DocumentLibrary {
         let existing = try? store.fileWrapper(at: path)
         let snapshot = try document.snapshot(contentType: contentType)
         let result = try document.fileWrapper(snapshot: snapshot, configuration: FileDocumentWriteConfiguration(contentType: contentType, existingFile: existing))
-        try persistIfItDecodes(result, as: Document.self, at: path, contentType: contentType)
+        _ = try Document(configuration: FileDocumentReadConfiguration(contentType: contentType, file: result))
+        try persist(result, at: path)
     }
 }
 

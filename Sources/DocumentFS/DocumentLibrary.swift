@@ -47,18 +47,14 @@ public final class DocumentLibrary: Sendable {
     func save<Document: FileDocument>(_ document: Document, at path: String, contentType: UTType) throws {
         let existing = try? store.fileWrapper(at: path)
         let result = try document.fileWrapper(configuration: FileDocumentWriteConfiguration(contentType: contentType, existingFile: existing))
-        try persistIfItDecodes(result, as: Document.self, at: path, contentType: contentType)
+        _ = try Document(configuration: FileDocumentReadConfiguration(contentType: contentType, file: result))
+        try persist(result, at: path)
     }
 
-    /// Checks that `result` decodes as `Document`, then persists it atomically, keeping the version
-    /// it replaces; the one end of every save a library makes.
-    func persistIfItDecodes<Document>(_ result: FileWrapper, as type: Document.Type, at path: String, contentType: UTType) throws {
-        let configuration = FileDocumentReadConfiguration(contentType: contentType, file: result)
-        if let fileType = type as? any FileDocument.Type {
-            _ = try fileType.init(configuration: configuration)
-        } else if let referenceType = type as? any ReferenceFileDocument.Type {
-            _ = try referenceType.init(configuration: configuration)
-        }
+    /// Persists a checked `result` atomically, keeping the version it replaces: the one end of every
+    /// save a library makes. A version that cannot be kept fails the save here, unlike in a mount:
+    /// the library's caller is there to be told, and can save again.
+    func persist(_ result: FileWrapper, at path: String) throws {
         try store.keepVersion(of: path)
         try store.persist(result, at: path, durable: true)
         store.recordSave(of: path, by: geteuid())

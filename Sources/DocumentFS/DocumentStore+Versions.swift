@@ -7,9 +7,9 @@ extension DocumentStore {
     /// Keeps the document now at `path` among its versions before a change replaces or removes it.
     /// A version that cannot be kept (a full disk) is logged and the change goes on: the save is
     /// what the user asked for.
-    func keepVersion(of path: String, logger: Logger) {
+    func keepVersion(of path: String, copying: Bool = false, logger: Logger) {
         do {
-            try keepVersion(of: path)
+            try keepVersion(of: path, copying: copying)
         } catch {
             logger.warning("could not keep the version of \(path) that this change replaces: \(error)")
         }

@@ -132,7 +132,7 @@ final class PackageCoordinator: Sendable {
             if kept == nil { store.removePrivateItem(clone) }
             throw .ioError
         }
-        store.keepVersion(of: root, logger: logger)
+        if replacesContent(change, root: root) { store.keepVersion(of: root, logger: logger) }
         do {
             if result === file {
                 try store.replaceDirectory(at: root, with: clone)
@@ -213,7 +213,8 @@ final class PackageCoordinator: Sendable {
         } catch {
             return nil
         }
-        if result === package || change.isReplaceFile { store.keepVersion(of: root, logger: logger) }
+        // Kept only where the switch below changes the package (else `commit` does, on its clone).
+        if (result === package || change.isReplaceFile) && replacesContent(change, root: root) { store.keepVersion(of: root, logger: logger) }
         do {
             switch (change, result === package) {
             case (.replaceFile(let member, let staging), true):
@@ -235,6 +236,17 @@ final class PackageCoordinator: Sendable {
         store.recordSaveByRequester(of: root)
         if let status = try? store.status(of: root) { decodedVersions.withLock { $0[root] = status.version } }
         return result === package ? .asApplied : .reencoded
+    }
+
+    /// Whether `change` replaces or removes something the package holds, so that the package before
+    /// it is a version to keep: not a new item, nor a first write over a member just made empty.
+    private func replacesContent(_ change: PackageChange, root: String) -> Bool {
+        switch change {
+        case .replaceFile(let member, _): ((try? store.status(of: root + "/" + member))?.size ?? 0) > 0
+        case .rename(_, let destination, let flags): flags & 2 != 0 || (try? store.status(of: root + "/" + destination)) != nil
+        case .removeFile, .removeDirectory: true
+        case .createFile, .makeSpecialFile, .makeDirectory, .makeSymbolicLink: false
+        }
     }
 
     private func stateAfterRemoval(_ root: String, claim: DocumentClaim) -> State {

@@ -96,20 +96,20 @@ final class VersionsView: Sendable {
         let item = try resolve(path)
         let own = try attributes(of: item, inode: inode)
         var entries = [ViewEntry(name: ".", number: UInt64(own.st_ino), mode: S_IFDIR), ViewEntry(name: "..", number: 1, mode: S_IFDIR)]
-        func add(_ name: String, _ status: FileStatus?, folderMode: Bool) {
-            let number = status.map { Self.numberBase | $0.inode } ?? Self.numberBase
-            entries.append(ViewEntry(name: name, number: number, mode: folderMode ? S_IFDIR : (status?.mode ?? 0) & S_IFMT))
+        func add(_ name: String, _ status: FileStatus?, folder: String?) {
+            let number = folder.map(Self.folderNumber) ?? status.map { Self.numberBase | $0.inode } ?? Self.numberBase
+            entries.append(ViewEntry(name: name, number: number, mode: folder != nil ? S_IFDIR : (status?.mode ?? 0) & S_IFMT))
         }
         switch item {
         case .folder(let document):
             let known = archive.index
             if known.documents.contains(Array(document.utf8)) {
-                for version in archive.versions(of: document) { add(version.name, version.status, folderMode: false) }
+                for version in archive.versions(of: document) { add(version.name, version.status, folder: nil) }
             }
-            for child in (known.children[Array(document.utf8)] ?? []).sorted() { add(child, nil, folderMode: true) }
+            for child in (known.children[Array(document.utf8)] ?? []).sorted() { add(child, nil, folder: document.isEmpty ? child : document + "/" + child) }
         case .stored(let location):
             for entry in (try? FileIO.directoryEntries(location))?.sorted() ?? [] {
-                add(entry, try? FileStatus.of(path: location + "/" + entry), folderMode: false)
+                add(entry, try? FileStatus.of(path: location + "/" + entry), folder: nil)
             }
         }
         return OpenReply(handle: listings.insert(entries))
@@ -123,25 +123,23 @@ final class VersionsView: Sendable {
 
     // MARK: Who saved it
 
-    /// `user.docfs.saved-by` of a version: the uid that saved it, in decimal, where DocFS saw
-    /// the save (`docfs versions` shows it).
-    static let savedByAttribute = "user.docfs.saved-by"
-
+    /// `user.docfs.saved-by` of a version (`VersionName.savedByAttribute`): the uid that saved it,
+    /// in decimal, where DocFS saw the save (`docfs versions` shows it).
     func extendedAttribute(of inode: Inode, name: String) throws(FUSEError) -> [UInt8] {
-        guard name == Self.savedByAttribute, let user = try savedBy(inode) else { throw .noAttribute }
+        guard name == VersionName.savedByAttribute, let user = try savedBy(inode) else { throw .noAttribute }
         return Array(String(user).utf8)
     }
 
-    func extendedAttributeNames(of inode: Inode) throws(FUSEError) -> [UInt8] {
-        try savedBy(inode) == nil ? [] : Array(Self.savedByAttribute.utf8) + [0]
-    }
+    /// None listed: DocFS's attributes are answered by name only, so `cp --preserve=xattr` and
+    /// `rsync -X` of a version back into the mount do not try to set one.
+    func extendedAttributeNames(of inode: Inode) throws(FUSEError) -> [UInt8] { [] }
 
     private func savedBy(_ inode: Inode) throws(FUSEError) -> uid_t? {
         let path = try inodes.path(of: inode)
-        guard case .stored(let location) = try resolve(path), let (document, name) = StorePath.split(path),
+        guard case .stored(let location) = try resolve(path), let (document, _) = StorePath.split(path),
               case .folder = try resolve(document)
         else { return nil }
-        return archive.versions(of: document).first { $0.name == name.string && $0.location == location }?.savedBy
+        return archive.savedBy(at: location)
     }
 
     // MARK: Removing a version
@@ -190,19 +188,25 @@ final class VersionsView: Sendable {
         result.st_blksize = 4096
         switch item {
         case .folder(let document):
-            // The store's nearest folder on the path: who may list it may list this.
-            var folder = document
-            var status = try? store.status(of: folder)
-            while status?.kind != .directory, !folder.isEmpty {
-                folder = StorePath.split(folder)?.parent ?? ""
-                status = try? store.status(of: folder)
+            let isDocument = archive.index.documents.contains(Array(document.utf8))
+            // A document's versions are listed as its folder lists it; a folder's, as it lists
+            // itself. A folder that is gone (removed, renamed) shows as root's alone: whoever could
+            // not enter it must not see its documents' names now.
+            let folder = isDocument ? StorePath.split(document)?.parent ?? "" : document
+            let stored = (try? store.status(of: folder)).flatMap { $0.kind == .directory ? $0 : nil }
+            let root = try storeCall { try store.status(of: "") }
+            let status = stored ?? root
+            var permissions = stored.map { $0.permissions & 0o555 } ?? 0o500
+            if isDocument {
+                // Writable and sticky, as /tmp: the kernel then lets a version's owner remove it
+                // (and nobody else but the folder's owner); nothing can be made in it.
+                permissions |= S_ISVTX | (permissions & 0o111) << 1
             }
-            guard let status else { throw .noEntry }
-            result.st_ino = ino_t(Self.numberBase | (1 << 61) | inode)
-            result.st_mode = S_IFDIR | (status.permissions & 0o555)
+            result.st_ino = ino_t(Self.folderNumber(document))
+            result.st_mode = S_IFDIR | permissions
             result.st_nlink = 2
-            result.st_uid = status.userID
-            result.st_gid = status.groupID
+            result.st_uid = stored?.userID ?? 0
+            result.st_gid = stored?.groupID ?? 0
             result.st_atim = status.accessTime
             result.st_mtim = status.modificationTime
             result.st_ctim = status.changeTime
@@ -222,6 +226,13 @@ final class VersionsView: Sendable {
             result.st_ctim = status.changeTime
         }
         return result
+    }
+
+    /// The number a folder of the view shows, the same in `stat` and `readdir`: from its path.
+    private static func folderNumber(_ document: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in document.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return numberBase | (1 << 61) | (hash & ((1 << 61) - 1))
     }
 
     private func entry(at path: String) throws(FUSEError) -> Entry {

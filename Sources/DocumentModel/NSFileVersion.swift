@@ -18,7 +18,7 @@ import SystemSupport
 /// Not carried over: conflicts (DocFS refuses a conflicting save instead of keeping both, so
 /// `unresolvedConflictVersionsOfItem` is always empty), `addOfItem` (every save adds one) and
 /// thumbnails.
-public final class NSFileVersion: NSObject, @unchecked Sendable {
+public final class NSFileVersion: NSObject {
     public struct ReplacingOptions: OptionSet, Sendable {
         public let rawValue: UInt
         public init(rawValue: UInt) { self.rawValue = rawValue }
@@ -49,8 +49,11 @@ public final class NSFileVersion: NSObject, @unchecked Sendable {
         self.localizedName = documentName
         self.isCurrent = isCurrent
         self.persistentIdentifier = isCurrent ? url.path : url.lastPathComponent
-        localizedNameOfSavingComputer = ProcessInfo.processInfo.hostName
+        localizedNameOfSavingComputer = Self.hostName
     }
+
+    /// Looked up once: ProcessInfo may ask DNS.
+    private static let hostName = ProcessInfo.processInfo.hostName
 
     // MARK: Finding versions
 
@@ -97,7 +100,7 @@ public final class NSFileVersion: NSObject, @unchecked Sendable {
         if source.kind == .directory {
             try Self.replaceFolder(url, with: self.url)
         } else {
-            try Self.writeContents(of: self.url, over: url)
+            try FileIO.writeCopy(of: self.url.path, over: url.path)
         }
         return url
     }
@@ -137,19 +140,6 @@ public final class NSFileVersion: NSObject, @unchecked Sendable {
         return URL(fileURLWithPath: versions + "/" + String(path.dropFirst(root.count + 1)))
     }
 
-    private class func writeContents(of source: URL, over destination: URL) throws {
-        let input = OwnedDescriptor(try FileIO.open(source.path, O_RDONLY))
-        let output = try FileIO.open(destination.path, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644)
-        do {
-            try FileIO.copyContents(from: input.rawValue, to: output, path: destination.path)
-        } catch {
-            close(output)
-            throw error
-        }
-        // The save is judged at close: its answer is the save's.
-        guard close(output) == 0 else { throw SystemCallError.last("close", path: destination.path) }
-    }
-
     private class func replaceFolder(_ destination: URL, with source: URL) throws {
         let manager = FileManager.default
         try manager.createDirectory(at: destination, withIntermediateDirectories: true)
@@ -160,7 +150,7 @@ public final class NSFileVersion: NSObject, @unchecked Sendable {
             if try FileStatus.of(path: from.path).kind == .directory {
                 try replaceFolder(to, with: from)
             } else {
-                try writeContents(of: from, over: to)
+                try FileIO.writeCopy(of: from.path, over: to.path)
             }
         }
         for name in try manager.contentsOfDirectory(atPath: destination.path) where !wanted.contains(name) {

@@ -4,7 +4,7 @@ import SystemSupport
 
 /// Keeping the versions a save replaces (see `VersionArchive`), and dropping them as they age.
 extension DirectoryStore {
-    public func keepVersion(of path: String) throws {
+    public func keepVersion(of path: String, copying: Bool) throws {
         guard keepsVersions, let versions else { return }
         let full = absolute(path)
         guard let status = try? FileStatus.of(path: full) else { return }
@@ -14,19 +14,46 @@ extension DirectoryStore {
         default: return
         }
         let record = SaveRecord.read(at: full) ?? SaveRecord(time: status.modificationTime, userID: nil)
-        try versionChanges.withLock { _ in
-            let kept = try versions.addVersion(of: path, record: record, inode: status.inode) { target in
-                if status.kind == .regular {
-                    // The file the save replaces, linked: no byte is copied, and the version keeps
-                    // the mode and owner it had.
+        // A file with other names in the store (a hard link, raw and written in place) would change
+        // its version through them: such a file, or one that stays in use, is copied. One that is
+        // going is linked: no byte copied, and the version keeps the mode and owner it had.
+        let otherNames = status.linkCount - 1 - min(status.linkCount - 1, ArchivedLinks.count(of: full))
+        let kept = try versions.addVersion(of: path, record: record, inode: status.inode) { target in
+            if status.kind == .directory {
+                try linkCopy(ofFolder: full, status: status, to: target)
+                return
+            }
+            if !copying && otherNames == 0 {
+                do {
                     try Paths.makeHardLink(target, to: full)
                     ArchivedLinks.adjust(target, by: 1)
-                } else {
-                    try linkCopy(ofFolder: full, status: status, to: target)
+                    return
+                } catch let error as SystemCallError where error.errno == EMLINK || error.errno == EPERM {
+                    // Too many links, or a file system without them: a copy will do.
                 }
             }
-            if kept != nil { versions.added(path) }
+            try copyFile(full, status: status, to: target)
         }
+        if kept != nil { versions.added(path) }
+    }
+
+    /// A copy of the file at `source` at `target`, made exclusively, with the file's mode, owner,
+    /// times and attributes (but DocFS's own numbers), by reflink where the file system has it.
+    private func copyFile(_ source: String, status: FileStatus, to target: String) throws {
+        let input = OwnedDescriptor(try FileIO.open(source, O_RDONLY | O_NOFOLLOW | O_NONBLOCK))
+        let output = OwnedDescriptor(try FileIO.open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600))
+        do {
+            try FileIO.copyContents(from: input.rawValue, to: output.rawValue, path: target)
+        } catch {
+            Paths.remove(target)
+            throw error
+        }
+        for attribute in (try? input.extendedAttributeNames()) ?? []
+        where attribute != identities?.attributeName && attribute != ArchivedLinks.attributeName {
+            guard let value = try? input.extendedAttribute(attribute) else { continue }
+            try? value.withUnsafeBytes { try output.setExtendedAttribute(attribute, value: $0, flags: 0) }
+        }
+        giveAttributes(of: status, to: output.rawValue, always: true)
     }
 
     /// A folder at `target` of links to the files of the folder at `source` as they are now: each
@@ -35,6 +62,8 @@ extension DirectoryStore {
     private func linkCopy(ofFolder source: String, status: FileStatus, to target: String) throws {
         let from = OwnedDescriptor(try FileIO.open(source, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
         try FileSystemPath.at(target) { parent, name in
+            // Made here first: a name taken (EEXIST) is another version's, and left alone.
+            try retryingOnInterrupt("mkdir", path: target) { mkdirat(parent, name, status.permissions & 0o777) }
             do {
                 try linkCopy(of: from, status: status, into: parent, name: name, path: target)
             } catch {
@@ -44,28 +73,36 @@ extension DirectoryStore {
         }
     }
 
+    /// Fills the folder `name` in `parent`, just made, from the folder open as `source`.
     private func linkCopy(of source: OwnedDescriptor, status: FileStatus, into parent: Int32, name: UnsafePointer<CChar>, path: String) throws {
-        // Made with its mode: the daemon's umask is set again below only where it cut a bit.
-        try retryingOnInterrupt("mkdir", path: path) { mkdirat(parent, name, status.permissions & 0o777) }
         let folder = OwnedDescriptor(try retryingOnInterrupt("open", path: path) { openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) })
         for entry in try FileIO.listing(of: source.rawValue, path: path) {
             try entry.name.withCString { entryName in
-                switch Int32(entry.type) {
+                var type = Int32(entry.type)
+                if type == Int32(DT_UNKNOWN) {
+                    // A file system that does not say in its listing (XFS without ftype).
+                    var raw = stat()
+                    try retryingOnInterrupt("stat", path: path) { fstatat(source.rawValue, entryName, &raw, AT_SYMLINK_NOFOLLOW) }
+                    type = raw.st_mode & S_IFMT == S_IFDIR ? Int32(DT_DIR) : raw.st_mode & S_IFMT == S_IFLNK ? Int32(DT_LNK) : Int32(DT_REG)
+                }
+                switch type {
                 case Int32(DT_DIR):
                     let child = OwnedDescriptor(try retryingOnInterrupt("open", path: path) {
                         openat(source.rawValue, entryName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
                     })
-                    try linkCopy(of: child, status: try child.status(path: path), into: folder.rawValue, name: entryName, path: path + "/" + entry.name)
+                    let childStatus = try child.status(path: path)
+                    try retryingOnInterrupt("mkdir", path: path) { mkdirat(folder.rawValue, entryName, childStatus.permissions & 0o777) }
+                    try linkCopy(of: child, status: childStatus, into: folder.rawValue, name: entryName, path: path + "/" + entry.name)
                 case Int32(DT_LNK):
                     var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
                     let length = try retryingOnInterrupt("readlink", path: path) { readlinkat(source.rawValue, entryName, &buffer, buffer.count - 1) }
                     buffer[length] = 0
                     try retryingOnInterrupt("symlink", path: path) { symlinkat(buffer, folder.rawValue, entryName) }
-                case Int32(DT_REG):
-                    try retryingOnInterrupt("link", path: path) { linkat(source.rawValue, entryName, folder.rawValue, entryName, 0) }
-                    Self.withAttributePath(name: entryName, in: folder.rawValue) { ArchivedLinks.adjust(at: $0, by: 1) }
                 default:
                     try retryingOnInterrupt("link", path: path) { linkat(source.rawValue, entryName, folder.rawValue, entryName, 0) }
+                    if type == Int32(DT_REG) {
+                        Self.withAttributePath(name: entryName, in: folder.rawValue) { ArchivedLinks.adjust(at: $0, by: 1) }
+                    }
                 }
             }
         }
@@ -73,10 +110,16 @@ extension DirectoryStore {
             guard let value = try? source.extendedAttribute(attribute) else { continue }
             try? value.withUnsafeBytes { try folder.setExtendedAttribute(attribute, value: $0, flags: 0) }
         }
-        if status.userID != geteuid() || status.groupID != getegid() { fchown(folder.rawValue, status.userID, status.groupID) }
-        if status.permissions & ~0o777 != 0 || status.permissions & daemonUmask != 0 { fchmod(folder.rawValue, status.permissions) }
+        giveAttributes(of: status, to: folder.rawValue, always: false)
+    }
+
+    /// The owner, mode and times of `status`, on an item the daemon just made. `always`: set the
+    /// mode even where the umask cut nothing (a file made 0600).
+    private func giveAttributes(of status: FileStatus, to descriptor: Int32, always: Bool) {
+        if status.userID != geteuid() || status.groupID != getegid() { fchown(descriptor, status.userID, status.groupID) }
+        if always || status.permissions & ~0o777 != 0 || status.permissions & daemonUmask != 0 { fchmod(descriptor, status.permissions) }
         var times = [status.accessTime, status.modificationTime]
-        futimens(folder.rawValue, &times)
+        futimens(descriptor, &times)
     }
 
     public func status(ofOpen file: OwnedDescriptor) throws -> FileStatus {
@@ -99,19 +142,19 @@ extension DirectoryStore {
     }
 
     /// Drops what `retention` does not keep at `now`. Returns how many versions went and the space
-    /// they gave back.
+    /// they gave back. It holds no lock a save takes: saves only add names, and it removes others.
     @discardableResult
     public func pruneVersions(_ retention: VersionRetention, now: Date = Date()) -> (count: Int, bytes: Int64) {
         guard let versions, !isReadOnly else { return (0, 0) }
-        let documents = versions.allDocuments().map(\.versions)
+        let documents = versions.allDocuments()
         var count = 0
         var bytes: Int64 = 0
-        for version in retention.versionsToDrop(documents, now: now) {
-            let removed = versionChanges.withLock { _ in (try? versions.remove(version)) != nil }
-            if removed {
-                count += 1
-                bytes += version.exclusiveBytes
-            }
+        let dropped = retention.versionsToDrop(documents.map(\.versions), now: now) { document in
+            (try? self.status(of: document)) != nil
+        }
+        for version in dropped where (try? versions.remove(version)) != nil {
+            count += 1
+            bytes += version.exclusiveBytes
         }
         return (count, bytes)
     }

@@ -46,8 +46,6 @@ public final class DirectoryStore: DocumentStore {
     public let versions: VersionArchive?
     /// Whether saves and removals keep the version they replace (`--versions off` says no).
     public let keepsVersions: Bool
-    /// Held while a version is linked in or retention drops one, so the two never meet half-way.
-    let versionChanges = Mutex<Void>(())
 
     public enum OpenError: Error, CustomStringConvertible {
         case notADirectory(String)

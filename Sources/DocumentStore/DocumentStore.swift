@@ -120,7 +120,9 @@ public protocol DocumentStore: AnyObject, Sendable {
     var versions: VersionArchive? { get }
     /// Keeps the document (file or package) now at `path` among its versions: called just before a
     /// save replaces it or a removal takes it. An empty file, or nothing at `path`, keeps nothing.
-    func keepVersion(of path: String) throws
+    /// `copying`: the file stays in use under another name (renamed away), so the version must be a
+    /// copy of it, not the file itself.
+    func keepVersion(of path: String, copying: Bool) throws
     /// Marks the item now at `path` as saved by `user` now, which names and attributes the version
     /// it becomes once a later save replaces it.
     func recordSave(of path: String, by user: uid_t)
@@ -134,7 +136,8 @@ extension DocumentStore {
     public func makeRoom() -> Bool { false }
     public func status(ofOpen file: OwnedDescriptor) throws -> FileStatus { try file.status() }
     public var versions: VersionArchive? { nil }
-    public func keepVersion(of path: String) throws {}
+    public func keepVersion(of path: String, copying: Bool) throws {}
+    public func keepVersion(of path: String) throws { try keepVersion(of: path, copying: false) }
     public func recordSave(of path: String, by user: uid_t) {}
 }
 

@@ -41,13 +41,16 @@ public final class VersionArchive: Sendable {
         self.directory = directory
     }
 
-    /// The index of the archive (see `Index`).
+    /// The index of the archive (see `Index`). Built holding its lock, so a version added
+    /// meanwhile waits and lands in it.
     public var index: Index {
-        if let index = known.withLock({ $0 }) { return index }
-        var built = Index()
-        for document in documentPaths() { built.add(document) }
-        known.withLock { $0 = built }
-        return built
+        known.withLock { known in
+            if let index = known { return index }
+            var built = Index()
+            for document in documentPaths() { built.add(document) }
+            known = built
+            return built
+        }
     }
 
     /// The folder holding the versions of the document at store path `document`.
@@ -130,24 +133,25 @@ public final class VersionArchive: Sendable {
 
     /// Every document that has versions, with its versions; in no particular order.
     public func allDocuments() -> [(document: String, versions: [DocumentVersion])] {
-        var result: [(String, [DocumentVersion])] = []
-        for shard in (try? FileIO.directoryEntries(directory)) ?? [] {
-            for key in (try? FileIO.directoryEntries(directory + "/" + shard)) ?? [] {
-                let folder = directory + "/" + shard + "/" + key
-                guard let document = Self.document(inFolder: folder) else { continue }
-                let versions = versions(inFolder: folder, document: document)
-                if !versions.isEmpty { result.append((document, versions)) }
-            }
+        documentFolders().compactMap { document, folder in
+            let versions = versions(inFolder: folder, document: document)
+            return versions.isEmpty ? nil : (document, versions)
         }
-        return result
     }
 
     /// The paths of every document with versions, read from the archive's folders.
-    public func documentPaths() -> [String] {
-        var result: [String] = []
+    public func documentPaths() -> [String] { documentFolders().map(\.document) }
+
+    /// Who saved the version at `location` (one of `versions(of:)`'s), where DocFS saw it saved.
+    public func savedBy(at location: String) -> uid_t? { SaveRecord.read(at: location)?.userID }
+
+    /// Each document's folder in the archive, with the document's path.
+    private func documentFolders() -> [(document: String, folder: String)] {
+        var result: [(String, String)] = []
         for shard in (try? FileIO.directoryEntries(directory)) ?? [] {
             for key in (try? FileIO.directoryEntries(directory + "/" + shard)) ?? [] {
-                if let document = Self.document(inFolder: directory + "/" + shard + "/" + key) { result.append(document) }
+                let folder = directory + "/" + shard + "/" + key
+                if let document = Self.document(inFolder: folder) { result.append((document, folder)) }
             }
         }
         return result

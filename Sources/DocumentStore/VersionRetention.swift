@@ -46,14 +46,16 @@ public struct VersionRetention: Sendable {
 
     /// What to drop from `documents` (each document's versions) at `now`: first what the schedule
     /// thins, then, while the rest takes more than the cap, the oldest versions that are not their
-    /// document's newest.
-    public func versionsToDrop(_ documents: [[DocumentVersion]], now: Date) -> [DocumentVersion] {
+    /// document's newest. A document that no longer `exists` (removed) has no newest to keep from
+    /// the cap: its versions go oldest first like the others, the last of them included.
+    public func versionsToDrop(_ documents: [[DocumentVersion]], now: Date, exists: (String) -> Bool = { _ in true }) -> [DocumentVersion] {
         var dropped: [DocumentVersion] = []
         var candidates: [DocumentVersion] = []
         var total: Int64 = 0
         for versions in documents {
             let kept = Self.scheduled(versions.map(\.savedAt), now: now)
-            let newest = versions.indices.max { versions[$0].savedAt < versions[$1].savedAt }
+            let newest = versions.first.map { exists($0.document) } == false
+                ? nil : versions.indices.max { versions[$0].savedAt < versions[$1].savedAt }
             for index in versions.indices {
                 if kept.contains(index) {
                     total += versions[index].exclusiveBytes

@@ -68,7 +68,8 @@ public final class PostgresStore: DocumentStore {
             throw SystemCallError.last("mkdir", path: cacheDirectory)
         }
         // Items are known by their rows' ids (see `identified`), not by the mirror's files.
-        mirror = try DirectoryStore(path: cacheDirectory, quarantineLimits: quarantineLimits, keepsIdentities: false)
+        // No versions in the mirror: a shared store's would be the database's (not kept yet).
+        mirror = try DirectoryStore(path: cacheDirectory, quarantineLimits: quarantineLimits, keepsIdentities: false, keepsVersions: false)
         let origin = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
         let pool = pool
         // A mount made while the cluster fails over (or comes up) waits for a primary, as a change does.

@@ -5,11 +5,16 @@ import Glibc
 /// to the microsecond, sortable as text, then the document's extension (`20261125T140841.123456Z.md`).
 /// Shared by the store that makes the names and the document API that reads them.
 public enum VersionName {
+    /// The attribute a version shows in a mount's `.versions`, by name only: the uid that saved it.
+    public static let savedByAttribute = "user.docfs.saved-by"
+
     /// How many bytes the time takes at the start of a name.
     public static let timeLength = 23
 
-    /// `20261125T140841.123456Z` for a time in microseconds since the epoch.
+    /// `20261125T140841.123456Z` for a time in microseconds since the epoch; a time outside years
+    /// 1970 to 9999 (a file's mtime can be anything) is named by the nearest of them.
     public static func time(microseconds: Int64) -> String {
+        let microseconds = min(max(microseconds, 0), 253_402_300_799_999_999)
         var seconds = time_t(microseconds / 1_000_000)
         var parts = tm()
         gmtime_r(&seconds, &parts)

@@ -89,12 +89,14 @@ struct ListedVersion: Encodable {
             let names: [String]
             do {
                 names = try FileManager.default.contentsOfDirectory(atPath: folder)
+            } catch CocoaError.fileReadNoPermission {
+                throw CommandFailure(message: "the versions of \(document) are not yours to read (\(folder))", status: ExitCode(1))
             } catch {
                 throw CommandFailure(message: "\(document) has no versions in the mount at \(mountPoint)", status: ExitCode(1))
             }
             return names.sorted().compactMap { name in
                 guard let time = VersionName.savedTime(of: name), let status = try? FileStatus.of(path: folder + "/" + name) else { return nil }
-                let savedBy = (try? Paths.extendedAttribute(folder + "/" + name, name: "user.docfs.saved-by"))
+                let savedBy = (try? Paths.extendedAttribute(folder + "/" + name, name: VersionName.savedByAttribute))
                     .flatMap { UInt32(String(decoding: $0, as: UTF8.self)) }
                 return ListedVersion(
                     name: name, savedAt: Self.format(time), size: status.size, savedBy: savedBy, package: status.kind == .directory,
@@ -111,9 +113,7 @@ struct ListedVersion: Encodable {
     }
 
     static func format(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
+        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))
     }
 
     static func userName(_ user: UInt32?) -> String {
@@ -199,6 +199,11 @@ struct RestoreCommand: ParsableCommand {
             } else {
                 let source = OwnedDescriptor(try FileIO.open(version.path, O_RDONLY | O_NOFOLLOW))
                 let staged = try store.makeStagingFile(seededFrom: source, for: path)
+                // The version's owner and mode, where no document is left to take them from.
+                if let saved = try? source.status() {
+                    fchown(staged.descriptor.rawValue, saved.userID, saved.groupID)
+                    fchmod(staged.descriptor.rawValue, saved.permissions)
+                }
                 _ = try store.install(staged, at: path, durable: true)
             }
             store.recordSave(of: path, by: getuid())
@@ -210,15 +215,7 @@ struct RestoreCommand: ParsableCommand {
     /// was taken.
     private func copy(_ source: String, to destination: String) throws {
         do {
-            let input = OwnedDescriptor(try FileIO.open(source, O_RDONLY))
-            let output = try FileIO.open(destination, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644)
-            do {
-                try FileIO.copyContents(from: input.rawValue, to: output, path: destination)
-            } catch {
-                close(output)
-                throw error
-            }
-            guard close(output) == 0 else { throw SystemCallError.last("close", path: destination) }
+            try FileIO.writeCopy(of: source, over: destination)
         } catch {
             throw CommandFailure(
                 message: "could not restore \(destination): \(error) (a refused save is kept: docfs quarantine list)", status: ExitCode(1))

@@ -156,9 +156,58 @@ import Testing
         let refused = try asNobody(["cat", mount.inMount(".versions/secret.md/" + secret)])
         #expect(!refused.succeeded && refused.error.contains("Permission denied"), "\(refused.error)")
         #expect(try asNobody(["cat", mount.inMount(".versions/open.md/" + open)]).output == "ours\n")
-        // Nor can they remove another's version.
+        // Nor can they remove another's version; their own they can (NSFileVersion.remove()).
         #expect(!(try asNobody(["rm", "-f", mount.inMount(".versions/open.md/" + open)])).succeeded)
         #expect(try versions(mount, "open.md") == [open])
+        #expect(try mount.shell("mkdir -m 777 shared").succeeded)
+        #expect(try asNobody(["sh", "-c", "cd \(mount.mountPoint)/shared && echo one > n.md && echo two > n.md"]).succeeded)
+        let nobodys = try #require(try versions(mount, "shared/n.md").first)
+        let removed = try asNobody(["rm", mount.inMount(".versions/shared/n.md/" + nobodys)])
+        #expect(removed.succeeded, "\(removed.error)")
+        #expect(try versions(mount, "shared/n.md").isEmpty)
+
+        // A folder that is gone protects its documents' versions as it protected them: root's alone.
+        #expect(try mount.shell("mkdir -m 700 private && echo a > private/a.md && echo b > private/a.md && rm -r private").succeeded)
+        #expect(try versions(mount, "private/a.md").count == 2)
+        let listing = try asNobody(["ls", mount.inMount(".versions/private")])
+        #expect(!listing.succeeded && listing.error.contains("Permission denied"), "\(listing.output)\(listing.error)")
+        #expect(!(try asNobody(["cat", mount.inMount(".versions/private/a.md/") + (try versions(mount, "private/a.md")[0])])).succeeded)
+    }
+
+    /// A version is what was saved, whatever happens to the file's other names: a document with a
+    /// hard link (raw, written in place) is kept as a copy, not as the file the link still writes to.
+    @Test func aHardLinkedDocumentsVersionIsACopy() throws {
+        let mount = try MountedStore(texts: ["a.md": "one\n"])
+        defer { mount.unmount() }
+        #expect(try mount.shell("ln a.md a.bin && echo two > a.md && printf 'changed by the link\n' > a.bin").succeeded)
+        let kept = try contents(mount, "a.md")
+        #expect(kept.first == "one\n" && !kept.contains("changed by the link\n"), "\(kept)")
+    }
+
+    /// A removed 0600 document copied back from its version is 0600 again, not 0644.
+    @Test func aRestoredDocumentKeepsItsMode() throws {
+        let mount = try MountedStore(texts: ["secret.md": "mine\n"])
+        defer { mount.unmount() }
+        #expect(try mount.shell("chmod 600 secret.md && rm secret.md").succeeded)
+        let version = try #require(try versions(mount, "secret.md").first)
+        let restored = try mount.run([MountedStore.binary, "restore", mount.inMount("secret.md"), "--at", String(version.prefix(15))])
+        #expect(restored.succeeded, "\(restored.error)")
+        #expect(try mount.run(["stat", "-c", "%a", "secret.md"]).output == "600\n")
+        #expect(try mount.read("secret.md") == "mine\n")
+    }
+
+    /// Adding members to a package replaces nothing: `cp -r` into one keeps no version per file.
+    @Test func newMembersOfAPackageKeepNoVersion() throws {
+        let mount = try MountedStore(texts: [
+            "Trip.textbundle/info.json": #"{"version": 2, "type": "net.daringfireball.markdown"}"#,
+            "Trip.textbundle/text.md": "# Trip\n",
+        ])
+        defer { mount.unmount() }
+        #expect(try mount.shell("mkdir Trip.textbundle/assets && for i in 1 2 3; do echo $i > Trip.textbundle/assets/$i.txt; done").succeeded)
+        // Each new member was created (no version), then written over its empty self (no version).
+        #expect(try versions(mount, "Trip.textbundle").isEmpty)
+        #expect(try mount.shell("echo 4 > Trip.textbundle/assets/1.txt").succeeded)
+        #expect(try versions(mount, "Trip.textbundle").count == 1)
     }
 
     @Test func versionsSurviveARemount() throws {

@@ -95,6 +95,12 @@ import Testing
         #expect(times(store, "a.md").count == 1)
         #expect(times(store, "b.md").count == 1)
         #expect(times(store, "a.md").first.map { now.timeIntervalSince($0) } == 120)
+        // A removed document has no newest version to keep from the cap: its space comes back.
+        try store.keepVersion(of: "b.md")
+        try store.removeFile("b.md")
+        store.pruneVersions(VersionRetention(capBytes: 0), now: now)
+        #expect(times(store, "b.md").isEmpty)
+        #expect(times(store, "a.md").count == 1)
     }
 
     @Test func aDocumentsOnlyVersionOutlivesTheSchedule() throws {
