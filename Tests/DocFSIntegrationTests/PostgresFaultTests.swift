@@ -88,6 +88,24 @@ final class PostgresFaultTests {
         #expect(first.quarantined.isEmpty, "\(first.quarantined)")
     }
 
+    /// The same for a create: the file the program is told it made exists, once, on every mount.
+    /// (Before, an `open(O_CREAT)` answered EIO while its create had committed.)
+    @Test func aCreateWhoseAnswerIsLostIsAnsweredAsCommitted() throws {
+        let hooks = try MountedStore.makeHookFolder()
+        defer { try? FileManager.default.removeItem(atPath: hooks) }
+        let first = try MountedStore(postgres: location, launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
+        let second = try MountedStore(postgres: location)
+        defer { first.unmount(); second.unmount() }
+        #expect(FileManager.default.createFile(atPath: hooks + "/commit-answer-lost", contents: nil))
+        let created = try first.python("import os; os.close(os.open('made.json', os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)); print('ok')")
+        #expect(created.output == "ok\n", "\(created.error)\n\(first.log)")
+        #expect(FileManager.default.fileExists(atPath: hooks + "/commit-answer-lost.reached"))
+        #expect(rows(named: "made.json") == "1")
+        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: second.inMount("made.json")) })
+        #expect(try first.save("made.json", Data("[1]".utf8)) == "ok")
+        #expect(MountedStore.waitUntil { contents(second.inMount("made.json")) == "[1]" })
+    }
+
     @Test func aConnectionCutJustBeforeCommitIsTriedAgainAndCommittedOnce() throws {
         let hooks = try MountedStore.makeHookFolder()
         defer { try? FileManager.default.removeItem(atPath: hooks) }
