@@ -303,12 +303,16 @@ def versions_cost(args, work):
             store = os.path.join(work, f'versions-{mode}-store')
             os.makedirs(store)
             make_package(os.path.join(store, 'Bench.textbundle'), args.versions_asset_mb)
+            if args.package_members:
+                make_member_package(os.path.join(store, 'Members.textbundle'), args.package_members)
             mounts[mode] = Mount('docfs', store, os.path.join(work, f'versions-{mode}'), args.docfs, ['--versions', mode])
         cases = [
             ('flat edit', f'{args.edits} x 1 KiB rewrite of a .md', lambda t: edit_small(f'{t}/flat.md', args.edits)),
             ('flat save', f'{args.edits} x save by rename of a .md', lambda t: save_by_rename(f'{t}/saved.md', args.edits)),
             ('package edit', f'text.md beside a {args.versions_asset_mb} MB asset', lambda t: edit_small(f'{t}/Bench.textbundle/text.md', args.edits)),
         ]
+        if args.package_members:
+            cases.append(('member save', f'text.md of a {args.package_members}-member package', lambda t: save_by_rename(f'{t}/Members.textbundle/text.md', args.edits)))
         print(f'versions: {args.runs} alternating runs per case, medians, {args.edits} saves a run')
         print(f'{"case":<14} {"what":<36}{"versions on":>16}{"off":>16}{"on/off":>10}')
         for label, what, body in cases:

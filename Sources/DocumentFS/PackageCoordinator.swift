@@ -95,7 +95,7 @@ final class PackageCoordinator: Sendable {
             return .asApplied
         }
         if change.isRemoval {
-            store.keepVersion(of: root, logger: logger)
+            keepVersion(before: change, root: root)
             try apply(change, in: root)
             store.recordSaveByRequester(of: root)
             if case .draft(let reason) = self.stateAfterRemoval(root, claim: claim) {
@@ -132,7 +132,7 @@ final class PackageCoordinator: Sendable {
             if kept == nil { store.removePrivateItem(clone) }
             throw .ioError
         }
-        if replacesContent(change, root: root) { store.keepVersion(of: root, logger: logger) }
+        keepVersion(before: change, root: root)
         do {
             if result === file {
                 try store.replaceDirectory(at: root, with: clone)
@@ -152,7 +152,7 @@ final class PackageCoordinator: Sendable {
             store.removePrivateItem(clone)
             throw FUSEError(error)
         }
-        store.recordSaveByRequester(of: root)
+        recordSave(of: change, root: root)
         if let status = try? store.status(of: root) { decodedVersions.withLock { $0[root] = status.version } }
         return result === file ? .asApplied : .reencoded
     }
@@ -214,7 +214,7 @@ final class PackageCoordinator: Sendable {
             return nil
         }
         // Kept only where the switch below changes the package (else `commit` does, on its clone).
-        if (result === package || change.isReplaceFile) && replacesContent(change, root: root) { store.keepVersion(of: root, logger: logger) }
+        if result === package || change.isReplaceFile { keepVersion(before: change, root: root) }
         do {
             switch (change, result === package) {
             case (.replaceFile(let member, let staging), true):
@@ -233,9 +233,37 @@ final class PackageCoordinator: Sendable {
         } catch {
             throw FUSEError(error)
         }
-        store.recordSaveByRequester(of: root)
+        recordSave(of: change, root: root)
         if let status = try? store.status(of: root) { decodedVersions.withLock { $0[root] = status.version } }
         return result === package ? .asApplied : .reencoded
+    }
+
+    /// Marks the package saved, and the member a write replaced (whose own version it becomes in a
+    /// package kept member by member).
+    private func recordSave(of change: PackageChange, root: String) {
+        store.recordSaveByRequester(of: root)
+        if case .replaceFile(let member, _) = change { store.recordSaveByRequester(of: root + "/" + member) }
+    }
+
+    /// Keeps the version `change` replaces: the whole package, as a folder of links; or, for a
+    /// package too large to link every file of at every save (`DocumentStore.keepsWholeVersion`),
+    /// the member the change replaces or removes, as a version of that member's own.
+    private func keepVersion(before change: PackageChange, root: String) {
+        guard replacesContent(change, root: root) else { return }
+        if store.keepsWholeVersion(ofPackage: root) {
+            store.keepVersion(of: root, logger: logger)
+            return
+        }
+        switch change {
+        case .replaceFile(let member, _), .removeFile(let member):
+            store.keepVersion(of: root + "/" + member, logger: logger)
+        case .rename(let source, let destination, let flags):
+            // An exchange leaves both files in the package: each is kept as a copy.
+            if flags & 2 != 0 { store.keepVersion(of: root + "/" + source, copying: true, logger: logger) }
+            store.keepVersion(of: root + "/" + destination, copying: flags & 2 != 0, logger: logger)
+        case .removeDirectory, .createFile, .makeSpecialFile, .makeDirectory, .makeSymbolicLink:
+            break
+        }
     }
 
     /// Whether `change` replaces or removes something the package holds, so that the package before

@@ -123,6 +123,9 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// `copying`: the file stays in use under another name (renamed away), so the version must be a
     /// copy of it, not the file itself.
     func keepVersion(of path: String, copying: Bool) throws
+    /// Whether a version of the package at `path` is kept whole (a folder of links to its files), or,
+    /// for a package of too many files to link at every save, member by member.
+    func keepsWholeVersion(ofPackage path: String) -> Bool
     /// Marks the item now at `path` as saved by `user` now, which names and attributes the version
     /// it becomes once a later save replaces it.
     func recordSave(of path: String, by user: uid_t)
@@ -137,6 +140,7 @@ extension DocumentStore {
     public func status(ofOpen file: OwnedDescriptor) throws -> FileStatus { try file.status() }
     public var versions: VersionArchive? { nil }
     public func keepVersion(of path: String, copying: Bool) throws {}
+    public func keepsWholeVersion(ofPackage path: String) -> Bool { true }
     public func keepVersion(of path: String) throws { try keepVersion(of: path, copying: false) }
     public func recordSave(of path: String, by user: uid_t) {}
 }

@@ -196,6 +196,23 @@ import Testing
         #expect(try mount.read("secret.md") == "mine\n")
     }
 
+    /// A package of more files than a version links whole keeps what each save replaces member by
+    /// member, so a save in it costs what it costs in a small one.
+    @Test func aLargePackageKeepsTheMembersASaveReplaces() throws {
+        var files: [String: String] = [
+            "Big.textbundle/info.json": #"{"version": 2, "type": "net.daringfireball.markdown"}"#,
+            "Big.textbundle/text.md": "# Big\n",
+        ]
+        for index in 0..<300 { files["Big.textbundle/assets/a\(index).txt"] = "asset \(index)\n" }
+        let mount = try MountedStore(texts: files)
+        defer { mount.unmount() }
+        #expect(try mount.shell("echo '# Bigger' > Big.textbundle/text.md && rm Big.textbundle/assets/a7.txt").succeeded)
+        #expect(try contents(mount, "Big.textbundle/text.md") == ["# Big\n"])
+        #expect(try contents(mount, "Big.textbundle/assets/a7.txt") == ["asset 7\n"])
+        let listing = try mount.run(["ls", mount.inMount(".versions/Big.textbundle")]).output.split(separator: "\n")
+        #expect(listing == ["assets", "text.md"], "no whole version of the package: \(listing)")
+    }
+
     /// Adding members to a package replaces nothing: `cp -r` into one keeps no version per file.
     @Test func newMembersOfAPackageKeepNoVersion() throws {
         let mount = try MountedStore(texts: [
