@@ -36,6 +36,12 @@ enum ArchivedLinks {
         }) ?? 0
     }
 
+    static func set(_ path: String, to count: UInt64) {
+        _ = try? FileSystemPath.at(path) { directory, name in
+            DirectoryStore.withAttributePath(name: name, in: directory) { NumberAttribute.write(count, at: $0, name: attributeName, exclusive: false) }
+        }
+    }
+
     static func adjust(_ path: String, by change: Int64) {
         _ = try? FileSystemPath.at(path) { directory, name in
             DirectoryStore.withAttributePath(name: name, in: directory) { adjust(at: $0, by: change) }

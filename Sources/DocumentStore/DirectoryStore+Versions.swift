@@ -17,7 +17,8 @@ extension DirectoryStore {
         // A file with other names in the store (a hard link, raw and written in place) would change
         // its version through them: such a file, or one that stays in use, is copied. One that is
         // going is linked: no byte copied, and the version keeps the mode and owner it had.
-        let otherNames = status.linkCount - 1 - min(status.linkCount - 1, ArchivedLinks.count(of: full))
+        let archived = status.linkCount > 1 ? ArchivedLinks.count(of: full) : 0
+        let otherNames = status.linkCount - 1 - min(status.linkCount - 1, archived)
         let kept = try versions.addVersion(of: path, record: record, inode: status.inode) { target in
             if status.kind == .directory {
                 try linkCopy(ofFolder: full, status: status, to: target)
@@ -26,7 +27,8 @@ extension DirectoryStore {
             if !copying && otherNames == 0 {
                 do {
                     try Paths.makeHardLink(target, to: full)
-                    ArchivedLinks.adjust(target, by: 1)
+                    // Set through the document's own name, whose count was just read (or is 0).
+                    ArchivedLinks.set(full, to: archived + 1)
                     return
                 } catch let error as SystemCallError where error.errno == EMLINK || error.errno == EPERM {
                     // Too many links, or a file system without them: a copy will do.
