@@ -10,15 +10,16 @@ import SystemSupport
 /// a folder. A removed document's versions stay under its old path.
 ///
 /// Who may read what is the kernel's to judge (`default_permissions`) from the attributes shown:
-/// a version keeps the mode and owner its document had when it was saved; a
-/// folder of the view shows the mode and owner of the store's nearest folder on its path.
+/// a version keeps the mode and owner its document had when it was saved; a document's folder of
+/// versions shows the mode and owner of the store folder holding the document, a folder those of
+/// the same folder in the store, and one the store no longer has, root's alone.
 /// Version files are numbered apart from documents (`numberBase`), so `cp` of a version over its
 /// document is a copy between two files, and hard links inside a package's versions share a number.
 final class VersionsView: Sendable {
     static let firstInode: Inode = (1 << 62) | (1 << 61)
     static let name = FileName(validating: ".versions")
     /// `st_ino` of a stored version: this bit pattern with the archive file's own number (below
-    /// 2^61 on every local file system); the view's folders add bit 61 to their inode.
+    /// 2^61 on every local file system); the view's folders add bit 61 to a hash of their path.
     private static let numberBase: UInt64 = (1 << 63) | (1 << 62)
 
     static func owns(_ inode: Inode) -> Bool { inode >= firstInode }
@@ -104,7 +105,7 @@ final class VersionsView: Sendable {
         case .folder(let document):
             let known = archive.index
             if known.documents.contains(Array(document.utf8)) {
-                for version in archive.versions(of: document) { add(version.name, version.status, folder: nil) }
+                for version in archive.versions(of: document, measuring: false) { add(version.name, version.status, folder: nil) }
             }
             for child in (known.children[Array(document.utf8)] ?? []).sorted() { add(child, nil, folder: document.isEmpty ? child : document + "/" + child) }
         case .stored(let location):
@@ -149,7 +150,7 @@ final class VersionsView: Sendable {
     /// inside a version can be changed.
     func remove(parent: Inode, name: FileName, directory: Bool, context: RequestContext) throws(FUSEError) {
         guard case .folder(let document) = try resolve(try inodes.path(of: parent)),
-              let version = archive.versions(of: document).first(where: { $0.name == name.string })
+              let version = archive.versions(of: document, measuring: false).first(where: { $0.name == name.string })
         else { throw .readOnlyFileSystem }
         guard version.isPackage == directory else { throw directory ? .notDirectory : .isDirectory }
         guard context.userID == 0 || context.userID == version.status.userID else { throw .notPermitted }

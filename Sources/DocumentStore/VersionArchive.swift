@@ -116,18 +116,20 @@ public final class VersionArchive: Sendable {
     // MARK: Reading
 
     /// The versions of the document at `document`, oldest first.
-    public func versions(of document: String) -> [DocumentVersion] {
-        versions(inFolder: folder(for: document), document: document)
+    /// `measuring`: with the space each takes, which walks a package's version whole (listings
+    /// and lookups go without).
+    public func versions(of document: String, measuring: Bool = true) -> [DocumentVersion] {
+        versions(inFolder: folder(for: document), document: document, measuring: measuring)
     }
 
-    private func versions(inFolder folder: String, document: String) -> [DocumentVersion] {
+    private func versions(inFolder folder: String, document: String, measuring: Bool = true) -> [DocumentVersion] {
         let names = (try? FileIO.directoryEntries(folder)) ?? []
         return names.sorted().compactMap { name -> DocumentVersion? in
             guard let time = VersionName.savedTime(of: name), let status = try? FileStatus.of(path: folder + "/" + name) else { return nil }
             let record = SaveRecord.read(at: folder + "/" + name)
             return DocumentVersion(
                 document: document, name: name, location: folder + "/" + name, savedAt: time, savedBy: record?.userID, status: status,
-                exclusiveBytes: Self.exclusiveBytes(at: folder + "/" + name, status: status))
+                exclusiveBytes: measuring ? Self.exclusiveBytes(at: folder + "/" + name, status: status) : 0)
         }
     }
 
