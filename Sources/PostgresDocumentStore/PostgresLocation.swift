@@ -13,6 +13,9 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
     /// What libpq connects with: the location without `store`, with DocFS's defaults added.
     public let connectionParameters: String
     public let storeName: String
+    /// What names the store whatever the spelling (URI or keyword/value pairs, parameters in any
+    /// order): libpq's reading of its hosts, ports, database, user and service, and the store.
+    public let identity: String
     /// The location as given, for messages and `rootURL`.
     public let description: String
 
@@ -75,6 +78,8 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         }
         self.storeName = storeName
         description = text
+        identity = ["host", "hostaddr", "port", "dbname", "user", "service"]
+            .map { "\($0)=\(options[$0] ?? ($0 == "port" ? "5432" : ""))" }.joined(separator: "\n") + "\nstore=" + storeName
     }
 
     /// Whether a parameter's name (as written: percent-encoded, in any case) is one that carries a

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresDocumentStore
 
 /// The system's mount table, to tell a busy mount point before trying to mount on it.
 enum MountTable {
@@ -20,6 +21,15 @@ enum MountTable {
     /// The DocFS mount points on this machine serving `store` (its fsname).
     static func docfsMountPoints(serving store: String) -> [String] {
         docfsMounts().filter { $0.store == store }.map(\.mountPoint)
+    }
+
+    /// The DocFS mount points on this machine serving the PostgreSQL store `location` names: those
+    /// that spelled it the same way first, then those that spelled it otherwise.
+    static func docfsMountPoints(serving location: PostgresLocation) -> [String] {
+        let mounts = docfsMounts().filter { mount in
+            PostgresLocation.isPostgresLocation(mount.store) && (try? PostgresLocation(mount.store))?.identity == location.identity
+        }
+        return (mounts.filter { $0.store == location.description } + mounts.filter { $0.store != location.description }).map(\.mountPoint)
     }
 
     /// The DocFS mount that `path` (absolute, resolved) is in: the deepest mount point above it.

@@ -26,7 +26,9 @@ struct QuarantineCommand: ParsableCommand {
         /// `store` names neither.
         static func view(of store: StoreArgument) -> Location? {
             if PostgresLocation.isPostgresLocation(store.location) {
-                guard let mountPoint = MountTable.docfsMountPoints(serving: store.location).first else { return nil }
+                guard let location = try? PostgresLocation(store.location),
+                      let mountPoint = MountTable.docfsMountPoints(serving: location).first
+                else { return nil }
                 return Location(items: mountPoint + "/" + Quarantine.relativePath, documents: mountPoint)
             }
             let named = realpath(store.location, nil).map { pointer in

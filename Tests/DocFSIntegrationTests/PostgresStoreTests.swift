@@ -108,6 +108,11 @@ final class PostgresStoreTests {
         #expect(refused != "ok", "an invalid save is refused")
         let listed = try MountedStore.run([MountedStore.binary, "quarantine", "list", hosts], timeout: 60)
         #expect(listed.succeeded && listed.output.contains("notes.json"), "quarantine list \(hosts): \(listed.output) \(listed.error)")
+        // Spelled another way (its parameters in another order), the location still finds its mount.
+        second.unmount()
+        let respelled = "postgresql://docfs@127.0.0.1:1,127.0.0.1:\(port)/docfs?store=forms&connect_timeout=2&target_session_attrs=read-write"
+        let found = try MountedStore.run([MountedStore.binary, "quarantine", "list", respelled], timeout: 60)
+        #expect(found.succeeded && found.output.contains("notes.json"), "quarantine list \(respelled): \(found.output) \(found.error)")
         // A password is refused in either form, and never printed.
         for location in [hosts.replacingOccurrences(of: "docfs@", with: "docfs:sesame@"), pairs + " password=sesame"] {
             let refused = try MountedStore.run([MountedStore.binary, "status", location], timeout: 60)
