@@ -38,10 +38,7 @@ import Testing
     }
 
     @Test func aPackageIsRevertedWhole() throws {
-        let mount = try MountedStore(texts: [
-            "Trip.textbundle/info.json": #"{"version": 2, "type": "net.daringfireball.markdown"}"#,
-            "Trip.textbundle/text.md": "# Trip\n",
-        ])
+        let mount = try MountedStore(texts: VersionTests.textBundle("Trip.textbundle", text: "# Trip\n"))
         defer { mount.unmount() }
         #expect(try mount.shell("echo '# Trip, changed' > Trip.textbundle/text.md && echo asset > Trip.textbundle/new.txt").succeeded)
         let url = URL(fileURLWithPath: mount.inMount("Trip.textbundle"))

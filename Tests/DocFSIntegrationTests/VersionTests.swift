@@ -7,6 +7,11 @@ import Testing
 /// ordinary save. Before, a valid but wrong save (an overwrite, a truncation, an `rm`) destroyed
 /// the document's content for good.
 @Suite(.timeLimit(.minutes(3))) struct VersionTests {
+    /// A TextBundle's files at `root`: its info.json and a text.md holding `text`.
+    static func textBundle(_ root: String, text: String) -> [String: String] {
+        [root + "/info.json": #"{"version": 2, "type": "net.daringfireball.markdown"}"#, root + "/text.md": text]
+    }
+
     /// The versions of `document` through the mount, oldest first.
     private func versions(_ mount: MountedStore, _ document: String) throws -> [String] {
         let listing = try mount.run(["ls", mount.inMount(".versions/" + document)])
@@ -115,11 +120,7 @@ import Testing
     }
 
     @Test func aPackagesVersionIsTheWholeFolderWithUnchangedMembersLinked() throws {
-        let mount = try MountedStore(texts: [
-            "Trip.textbundle/info.json": #"{"version": 2, "type": "net.daringfireball.markdown"}"#,
-            "Trip.textbundle/text.md": "# Trip\n",
-            "Trip.textbundle/assets/map.txt": "map\n",
-        ])
+        let mount = try MountedStore(texts: Self.textBundle("Trip.textbundle", text: "# Trip\n").merging(["Trip.textbundle/assets/map.txt": "map\n"]) { $1 })
         defer { mount.unmount() }
         #expect(try mount.shell("echo '# Trip, day two' > Trip.textbundle/text.md").succeeded)
         let version = try #require(try versions(mount, "Trip.textbundle").first)
@@ -199,10 +200,7 @@ import Testing
     /// A package of more files than a version links whole keeps what each save replaces member by
     /// member, so a save in it costs what it costs in a small one.
     @Test func aLargePackageKeepsTheMembersASaveReplaces() throws {
-        var files: [String: String] = [
-            "Big.textbundle/info.json": #"{"version": 2, "type": "net.daringfireball.markdown"}"#,
-            "Big.textbundle/text.md": "# Big\n",
-        ]
+        var files = Self.textBundle("Big.textbundle", text: "# Big\n")
         for index in 0..<300 { files["Big.textbundle/assets/a\(index).txt"] = "asset \(index)\n" }
         let mount = try MountedStore(texts: files)
         defer { mount.unmount() }
@@ -215,10 +213,7 @@ import Testing
 
     /// Adding members to a package replaces nothing: `cp -r` into one keeps no version per file.
     @Test func newMembersOfAPackageKeepNoVersion() throws {
-        let mount = try MountedStore(texts: [
-            "Trip.textbundle/info.json": #"{"version": 2, "type": "net.daringfireball.markdown"}"#,
-            "Trip.textbundle/text.md": "# Trip\n",
-        ])
+        let mount = try MountedStore(texts: Self.textBundle("Trip.textbundle", text: "# Trip\n"))
         defer { mount.unmount() }
         #expect(try mount.shell("mkdir Trip.textbundle/assets && for i in 1 2 3; do echo $i > Trip.textbundle/assets/$i.txt; done").succeeded)
         // Each new member was created (no version), then written over its empty self (no version).
