@@ -392,12 +392,12 @@ extension DocumentFileSystem {
             if exchange { try validateRename(of: destination, as: source) }
             try changeHoldingNamespace { () throws(FUSEError) in
                 if !exchange { retainReplaced(parent: newParent, name: newName, path: destination) }
-                keepVersionsForRename(from: source, to: destination, exchange: exchange)
-                let sourceWasDocument = isDocument(source)
+                let sourceKind = documentKind(source)
+                keepVersionsForRename(from: source, kind: sourceKind, to: destination, exchange: exchange)
                 try storeCall { try store.rename(source, to: destination, flags: flags) }
                 // A file saved in under a document's name (sed -i's temporary, vim's new file) is a
                 // save; a document moved keeps the record of its own save.
-                if !sourceWasDocument && isDocument(destination) { store.recordSaveByRequester(of: destination) }
+                if sourceKind == nil && documentKind(destination) != nil { store.recordSaveByRequester(of: destination) }
                 // A package folder renamed (or a folder renamed to or from a package name) is judged
                 // afresh at its new path.
                 packages.forget(source)
@@ -415,21 +415,25 @@ extension DocumentFileSystem {
     /// at `destination` that a save by rename replaces; a document moved to a name no type claims
     /// (vim's `a.md~` backup, removed once the new `a.md` is written), kept as a copy, since it
     /// lives on; and with RENAME_EXCHANGE, a copy of each document whose name gets other content.
-    private func keepVersionsForRename(from source: String, to destination: String, exchange: Bool) {
+    /// `kind`: the source's, as `documentKind` gives it.
+    private func keepVersionsForRename(from source: String, kind: FileStatus.Kind?, to destination: String, exchange: Bool) {
         if exchange {
-            for path in [source, destination] where isDocument(path) { store.keepVersion(of: path, copying: true, logger: logger) }
+            if kind != nil { store.keepVersion(of: source, copying: true, logger: logger) }
+            if documentKind(destination) != nil { store.keepVersion(of: destination, copying: true, logger: logger) }
             return
         }
-        if isDocument(destination) { store.keepVersion(of: destination, copying: false, logger: logger) }
-        if isDocument(source), claim(forPath: destination, isDirectory: false) == nil, (try? store.status(of: source))?.kind == .regular {
+        if documentKind(destination) != nil { store.keepVersion(of: destination, copying: false, logger: logger) }
+        if kind == .regular, claim(forPath: destination, isDirectory: false) == nil {
             store.keepVersion(of: source, copying: true, logger: logger)
         }
     }
 
-    /// Whether the item at `path` is a document (a file or a package a type claims).
-    private func isDocument(_ path: String) -> Bool {
-        guard let status = try? store.status(of: path), status.kind == .regular || status.kind == .directory else { return false }
-        return claim(forPath: path, isDirectory: status.kind == .directory) != nil
+    /// The kind of the item at `path` when it is a document (a file or a package a type claims).
+    private func documentKind(_ path: String) -> FileStatus.Kind? {
+        guard let status = try? store.status(of: path), status.kind == .regular || status.kind == .directory,
+              claim(forPath: path, isDirectory: status.kind == .directory) != nil
+        else { return nil }
+        return status.kind
     }
 
     private func moveNames(parent: Inode, name: FileName, newParent: Inode, newName: FileName, exchange: Bool) {

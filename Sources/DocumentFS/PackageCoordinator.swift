@@ -90,7 +90,6 @@ final class PackageCoordinator: Sendable {
         let state = state(of: root, claim: claim)
         if case .draft = state {
             try apply(change, in: root)
-            store.recordSaveByRequester(of: root)
             _ = self.state(of: root, claim: claim)
             return .asApplied
         }

@@ -9,42 +9,36 @@ import SystemSupport
 ///
 /// Raised after the archive links the file, lowered before it unlinks it: a crash in between
 /// leaves the count low, which at worst gives a saved file a new number, never one another file has.
+/// The count is read as a claim, never trusted past the file's own link count: a daemon that is
+/// not root keeps it in `user.`, which the file's owner can set beside DocFS.
 enum ArchivedLinks {
     static let attributeName = geteuid() == 0 ? "trusted.docfs.archived" : "user.docfs.archived"
+
+    /// The names of a file with `status` that are not the archive's, given the count it carries.
+    static func storeNames(of status: FileStatus, archived: UInt64) -> UInt64 {
+        status.linkCount - min(status.linkCount, archived)
+    }
 
     /// The count on the file whose attribute path (see `DirectoryStore.withAttributePath`) is `path`.
     static func count(at path: UnsafePointer<CChar>) -> UInt64 {
         NumberAttribute.read(at: path, name: attributeName) ?? 0
     }
 
-    /// Adds `change` to the count (never below 0).
+    /// Adds `change` to the count (never below 0; 0 reads as no count at all).
     static func adjust(at path: UnsafePointer<CChar>, by change: Int64) {
         let current = Int64(clamping: count(at: path))
-        // 0 reads as no count at all.
         NumberAttribute.write(UInt64(max(0, current + change)), at: path, name: attributeName, exclusive: false)
     }
 
-    /// The count an attribute value holds (8 bytes, little-endian).
-    static func number(_ bytes: [UInt8]) -> UInt64? {
-        guard bytes.count == 8 else { return nil }
-        return bytes.reversed().reduce(0) { $0 << 8 | UInt64($1) }
-    }
-
     static func count(of path: String) -> UInt64 {
-        (try? FileSystemPath.at(path) { directory, name in
-            DirectoryStore.withAttributePath(name: name, in: directory) { count(at: $0) }
-        }) ?? 0
+        DirectoryStore.withAttributePath(path) { count(at: $0) } ?? 0
     }
 
     static func set(_ path: String, to count: UInt64) {
-        _ = try? FileSystemPath.at(path) { directory, name in
-            DirectoryStore.withAttributePath(name: name, in: directory) { NumberAttribute.write(count, at: $0, name: attributeName, exclusive: false) }
-        }
+        _ = DirectoryStore.withAttributePath(path) { NumberAttribute.write(count, at: $0, name: attributeName, exclusive: false) }
     }
 
     static func adjust(_ path: String, by change: Int64) {
-        _ = try? FileSystemPath.at(path) { directory, name in
-            DirectoryStore.withAttributePath(name: name, in: directory) { adjust(at: $0, by: change) }
-        }
+        _ = DirectoryStore.withAttributePath(path) { adjust(at: $0, by: change) }
     }
 }

@@ -9,9 +9,9 @@ extension DirectoryStore {
         var status = try FileStatus.of(name: name, in: directory, path: path)
         Self.withAttributePath(name: name, in: directory) { attributePath in
             status.identity = identity(of: status, at: attributePath)
-            // The version archive's names are no names in the mount.
+            // The version archive's names are no names in the mount (and this one is).
             if status.linkCount > 1 && status.kind == .regular {
-                status.linkCount -= min(status.linkCount - 1, ArchivedLinks.count(at: attributePath))
+                status.linkCount = max(1, ArchivedLinks.storeNames(of: status, archived: ArchivedLinks.count(at: attributePath)))
             }
         }
         return status
@@ -48,7 +48,7 @@ extension DirectoryStore {
 
     /// Calls `body` with a path for extended attribute calls on the item at `full`, resolved
     /// beneath the store as every path is (see `ConfinedTree`).
-    private static func withAttributePath<T>(_ full: String, _ body: (UnsafePointer<CChar>) -> T) -> T? {
+    static func withAttributePath<T>(_ full: String, _ body: (UnsafePointer<CChar>) -> T) -> T? {
         try? FileSystemPath.at(full) { directory, name in withAttributePath(name: name, in: directory, body) }
     }
 
@@ -94,7 +94,7 @@ extension DirectoryStore {
     func identityToCarry(from existing: FileStatus, at full: String) -> UInt64? {
         guard let identities, let attribute = identities.attributeName else { return nil }
         // The version archive's names are no names in the mount.
-        let otherNames = existing.linkCount > 1 ? existing.linkCount - 1 - ArchivedLinks.count(of: full) : 0
+        let otherNames = existing.linkCount > 1 ? max(1, ArchivedLinks.storeNames(of: existing, archived: ArchivedLinks.count(of: full))) - 1 : 0
         guard existing.kind == .directory || otherNames == 0 else { return identities.fresh() }
         return Self.withAttributePath(full) { attributePath -> UInt64? in
             if let kept = NumberAttribute.read(at: attributePath, name: attribute) { return kept }

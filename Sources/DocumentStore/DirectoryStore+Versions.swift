@@ -18,7 +18,7 @@ extension DirectoryStore {
         // its version through them: such a file, or one that stays in use, is copied. One that is
         // going is linked: no byte copied, and the version keeps the mode and owner it had.
         let archived = status.linkCount > 1 ? ArchivedLinks.count(of: full) : 0
-        let otherNames = status.linkCount - 1 - min(status.linkCount - 1, archived)
+        let otherNames = max(1, ArchivedLinks.storeNames(of: status, archived: archived)) - 1
         let kept = try versions.addVersion(of: path, record: record, inode: status.inode) { target in
             if status.kind == .directory {
                 try linkCopy(ofFolder: full, status: status, to: target)
@@ -145,8 +145,7 @@ extension DirectoryStore {
     public func status(ofOpen file: OwnedDescriptor) throws -> FileStatus {
         var status = try file.status()
         if status.linkCount > 0 && status.kind == .regular {
-            let archived = (try? file.extendedAttribute(ArchivedLinks.attributeName)).flatMap(ArchivedLinks.number) ?? 0
-            status.linkCount -= min(status.linkCount, archived)
+            status.linkCount = ArchivedLinks.storeNames(of: status, archived: NumberAttribute.read(from: file.rawValue, name: ArchivedLinks.attributeName) ?? 0)
         }
         return status
     }

@@ -12,7 +12,17 @@ public enum NumberAttribute {
     /// callers skip).
     public static func read(at path: UnsafePointer<CChar>, name: String) -> UInt64? {
         var value: UInt64 = 0
-        let read = name.withCString { lgetxattr(path, $0, &value, MemoryLayout<UInt64>.size) }
+        return number(read: name.withCString { lgetxattr(path, $0, &value, MemoryLayout<UInt64>.size) }, value)
+    }
+
+    /// The number the attribute of an open file holds; nil as for `read(at:name:)`.
+    public static func read(from descriptor: Int32, name: String) -> UInt64? {
+        var value: UInt64 = 0
+        return number(read: name.withCString { fgetxattr(descriptor, $0, &value, MemoryLayout<UInt64>.size) }, value)
+    }
+
+    /// What a read of `read` bytes into `value` found.
+    private static func number(read: Int, _ value: UInt64) -> UInt64? {
         let number = UInt64(littleEndian: value)
         return read == MemoryLayout<UInt64>.size && number != 0 ? number : nil
     }
