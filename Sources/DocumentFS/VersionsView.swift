@@ -154,7 +154,7 @@ final class VersionsView: Sendable {
         else { throw .readOnlyFileSystem }
         guard version.isPackage == directory else { throw directory ? .notDirectory : .isDirectory }
         guard context.userID == 0 || context.userID == version.status.userID else { throw .notPermitted }
-        try storeCall { try archive.remove(version) }
+        try storeCall { try store.removeVersion(version) }
     }
 
     // MARK: Resolving

@@ -5,15 +5,24 @@ import SystemSupport
 /// Keeping the versions a save replaces (see `VersionArchive`), and dropping them as they age.
 extension DirectoryStore {
     public func keepVersion(of path: String, copying: Bool) throws {
-        guard keepsVersions, let versions else { return }
+        try keepVersion(of: path, copying: copying, as: nil)
+    }
+
+    /// `keepVersion(of:copying:)` under the save time and saver `record` (those of the item's own
+    /// record, or its modification time, where nil). Returns where the version went; nil where
+    /// nothing was kept.
+    @discardableResult
+    public func keepVersion(of path: String, copying: Bool, as record: SaveRecord?) throws -> String? {
+        guard keepsVersions, let versions else { return nil }
         let full = absolute(path)
-        guard let status = try? FileStatus.of(path: full) else { return }
+        guard let status = try? FileStatus.of(path: full) else { return nil }
         switch status.kind {
         case .regular where status.size > 0, .directory: break
         // An empty file is a draft being made (`touch`, a copy's first step): nothing to go back to.
-        default: return
+        default: return nil
         }
-        let record = SaveRecord.read(at: full) ?? SaveRecord(time: status.modificationTime, userID: nil)
+        let given = record
+        let record = given ?? SaveRecord.read(at: full) ?? SaveRecord(time: status.modificationTime, userID: nil)
         // A file with other names in the store (a hard link, raw and written in place) would change
         // its version through them: such a file, or one that stays in use, is copied. One that is
         // going is linked: no byte copied, and the version keeps the mode and owner it had.
@@ -36,7 +45,11 @@ extension DirectoryStore {
             }
             try copyFile(full, status: status, to: target)
         }
-        if kept != nil { versions.added(path) }
+        guard let kept else { return nil }
+        // Given, it is the version's own (the file's, if any, is another's): `savedBy` reads it there.
+        given?.write(at: kept)
+        versions.added(path)
+        return kept
     }
 
     /// The most files a package's version links whole. A save in a package of more keeps the member

@@ -129,6 +129,11 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// Marks the item now at `path` as saved by `user` now, which names and attributes the version
     /// it becomes once a later save replaces it.
     func recordSave(of path: String, by user: uid_t)
+    /// Removes one of `versions`' versions (a package's whole).
+    func removeVersion(_ version: DocumentVersion) throws
+    /// Drops the versions `retention` does not keep at `now`: how many went, and the space they
+    /// gave back. Never delays a save.
+    func pruneVersions(_ retention: VersionRetention, now: Date) -> (count: Int, bytes: Int64)
 }
 
 extension DocumentStore {
@@ -143,6 +148,8 @@ extension DocumentStore {
     public func keepsWholeVersion(ofPackage path: String) -> Bool { true }
     public func keepVersion(of path: String) throws { try keepVersion(of: path, copying: false) }
     public func recordSave(of path: String, by user: uid_t) {}
+    public func removeVersion(_ version: DocumentVersion) throws { try versions?.remove(version) }
+    public func pruneVersions(_ retention: VersionRetention, now: Date) -> (count: Int, bytes: Int64) { (0, 0) }
 }
 
 /// A commit the store refused on grounds of its own (a shared store: another mount saved the

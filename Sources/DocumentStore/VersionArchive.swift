@@ -113,6 +113,32 @@ public final class VersionArchive: Sendable {
         known.withLock { index in index?.add(document) }
     }
 
+    /// Moves `built`, a version of `document` made whole elsewhere (a file or a folder that no
+    /// document shares, fetched from a shared store), into the archive as saved at `record`.
+    /// Returns where it went.
+    public func adopt(_ built: String, as document: String, record: SaveRecord) throws -> String {
+        Self.markArchived(at: built)
+        record.write(at: built)
+        guard let placed = try addVersion(of: document, record: record, inode: 0, { target in
+            try FileIO.rename(built, target, flags: Self.renameNoReplace)
+        }) else { throw SystemCallError(errno: EEXIST, operation: "rename", path: built) }
+        added(document)
+        return placed
+    }
+
+    /// renameat2's RENAME_NOREPLACE: a version's name is never taken over.
+    private static let renameNoReplace: UInt32 = 1
+
+    /// Gives every file of a version made apart one archived link: its only name is the archive's.
+    private static func markArchived(at path: String) {
+        guard let status = try? FileStatus.of(path: path) else { return }
+        switch status.kind {
+        case .regular: ArchivedLinks.set(path, to: 1)
+        case .directory: for name in (try? FileIO.directoryEntries(path)) ?? [] { markArchived(at: path + "/" + name) }
+        default: break
+        }
+    }
+
     // MARK: Reading
 
     /// The versions of the document at `document`, oldest first.
@@ -134,9 +160,10 @@ public final class VersionArchive: Sendable {
     }
 
     /// Every document that has versions, with its versions; in no particular order.
-    public func allDocuments() -> [(document: String, versions: [DocumentVersion])] {
+    /// `measuring` as for `versions(of:measuring:)`.
+    public func allDocuments(measuring: Bool = true) -> [(document: String, versions: [DocumentVersion])] {
         documentFolders().compactMap { document, folder in
-            let versions = versions(inFolder: folder, document: document)
+            let versions = versions(inFolder: folder, document: document, measuring: measuring)
             return versions.isEmpty ? nil : (document, versions)
         }
     }

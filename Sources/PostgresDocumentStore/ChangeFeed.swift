@@ -37,6 +37,7 @@ final class ChangeFeed: Sendable {
                     listener = connection
                 }
                 try store.catchUp()
+                try store.synchronizeVersions()
                 if let cause = outage {
                     store.logger.notice("the database answers again (it was unreachable: \(cause)); changes made meanwhile are applied")
                     outage = nil

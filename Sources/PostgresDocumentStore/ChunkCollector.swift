@@ -1,5 +1,5 @@
-/// Removes the content chunks no item of any store in the database refers to any more (versions
-/// saved over, documents removed): content-addressed chunks are shared, so nothing can be removed
+/// Removes the content chunks no item and no kept version of any store in the database refers to
+/// any more (versions dropped, documents removed with versions off): content-addressed chunks are shared, so nothing can be removed
 /// when a version goes, only found unused later, by `docfs gc`.
 ///
 /// A chunk an upload found present and is about to refer to must not go: every transaction that
@@ -20,13 +20,16 @@ public enum ChunkCollector {
 
     public static func collect(_ location: PostgresLocation) throws -> Result {
         let connection = try PostgresConnection(parameters: location.connectionParameters)
+        // The tables that refer to chunks are those of the latest schema.
+        try StoreSchema.migrate(connection)
         return try connection.transaction { db in
             try db.execute("SELECT pg_advisory_xact_lock(\(uploadLock))")
             let removed = try db.execute(
                 """
                 WITH used AS (
                     SELECT DISTINCT substring(i.chunks FROM g * 32 + 1 FOR 32) AS hash
-                    FROM docfs_items i, generate_series(0, length(i.chunks) / 32 - 1) AS g
+                    FROM (SELECT chunks FROM docfs_items UNION ALL SELECT chunks FROM docfs_version_items) i,
+                        generate_series(0, length(i.chunks) / 32 - 1) AS g
                 ), gone AS (
                     DELETE FROM docfs_chunks c WHERE NOT EXISTS (SELECT 1 FROM used WHERE used.hash = c.hash) RETURNING length(c.data) AS size
                 )

@@ -14,10 +14,12 @@ extension PostgresStore {
         let status = try staging.status()
         let base = state.withLock { state in state.bases[staging.path].map { $0.base } ?? state[path] }
         var installed: FileStatus?
-        try change(path, { db -> KnownItem in
+        let wishes = takeVersionWishes(touching: [path])
+        try change(path, { db -> (KnownItem, [KeptVersion]) in
             let parent = try knownItem(parentPath, operation: "install")
             let stored = try queries.lockedItem(db, parent: parent.id, name: name)
             try checkConflict(path, stored: stored, base: base)
+            let kept = try keepWishedVersions(db, wishes)
             let chunks = try queries.upload(db, descriptor: staging.descriptor, size: status.size, path: staging.path)
             let item: KnownItem
             if let stored, let updated = try queries.updateContent(db, id: stored.id, status: status, chunks: chunks) {
@@ -28,8 +30,9 @@ extension PostgresStore {
                 item = try queries.insert(db, parent: parent.id, name: name, status: new, chunks: chunks)
             }
             try queries.recordChange(db, folders: [parent.id])
-            return item
-        }, then: { item in
+            return (item, kept)
+        }, then: { item, kept in
+            keepLocally(kept)
             installed = try mirror.install(staging, at: path, durable: false)
             forgetBase(staging.path)
             state.withLock { $0.set(path, item) }
@@ -75,10 +78,12 @@ extension PostgresStore {
     /// database in one transaction, then in the mirror in one rename.
     private func replace(_ path: String, with prepared: String, base: KnownItem?) throws {
         let (parentPath, name) = try split(path)
-        try change(path, { db -> [(String, KnownItem)] in
+        let wishes = takeVersionWishes(touching: [path])
+        try change(path, { db -> ([(String, KnownItem)], [KeptVersion]) in
             let parent = try knownItem(parentPath, operation: "replace")
             let stored = try queries.lockedItem(db, parent: parent.id, name: name)
             try checkConflict(path, stored: stored, base: base)
+            let kept = try keepWishedVersions(db, wishes)
             let status = try mirror.status(of: prepared)
             var published: [(String, KnownItem)]
             if status.kind == .directory {
@@ -106,8 +111,9 @@ extension PostgresStore {
                 published = [(path, item)]
             }
             try queries.recordChange(db, folders: [parent.id])
-            return published
-        }, then: { published in
+            return (published, kept)
+        }, then: { published, kept in
+            keepLocally(kept)
             try mirror.replaceDirectory(at: path, with: prepared)
             forgetBase(prepared)
             state.withLock { state in
@@ -270,9 +276,12 @@ extension PostgresStore {
     private func remove(_ path: String, directory: Bool) throws {
         let (parentPath, name) = try split(path)
         var mirrorChanged = false
+        let wishes = takeVersionWishes(touching: [path])
         try change(path, retryable: !mirrorChanged, { db in
             let parent = try knownItem(parentPath, operation: "remove")
+            var kept: [KeptVersion] = []
             if let item = state.withLock({ $0[path] }) {
+                kept = try keepWishedVersions(db, wishes)
                 let removed = try db.execute(
                     """
                     DELETE FROM docfs_items WHERE id = $1 AND parent = $2 AND name = $3
@@ -285,6 +294,7 @@ extension PostgresStore {
                 try queries.recordChange(db, folders: [parent.id])
             }
             mirrorChanged = true
+            keepLocally(kept)
             if directory { try mirror.removeDirectory(path) } else { try mirror.removeFile(path) }
         }, then: { _ in
             state.withLock { $0.removeSubtree(path) }
@@ -301,11 +311,13 @@ extension PostgresStore {
         let (sourceParentPath, sourceName) = try split(source)
         let (destinationParentPath, destinationName) = try split(destination)
         var mirrorChanged = false
+        let wishes = takeVersionWishes(touching: [source, destination])
         try change(source, retryable: !mirrorChanged, { db in
             let item = try knownItem(source, operation: "rename")
             let sourceParent = try knownItem(sourceParentPath, operation: "rename")
             let destinationParent = try knownItem(destinationParentPath, operation: "rename")
             let replaced = try queries.lockedItem(db, parent: destinationParent.id, name: destinationName)
+            let kept = try keepWishedVersions(db, wishes)
             func move(_ id: Int64, to parent: Int64, _ name: [UInt8]) throws {
                 try db.execute("UPDATE docfs_items SET parent = $2, name = $3 WHERE id = $1", [.integer(id), .integer(parent), .bytes(name)])
             }
@@ -328,6 +340,7 @@ extension PostgresStore {
             }
             try queries.recordChange(db, folders: [sourceParent.id, destinationParent.id])
             mirrorChanged = true
+            keepLocally(kept)
             try mirror.rename(source, to: destination, flags: flags)
         }, then: { _ in
             state.withLock { state in

@@ -48,6 +48,14 @@ public final class PostgresStore: DocumentStore {
     public static let defaultPrimaryWait: Duration = .seconds(30)
     /// When the current outage began, while changes wait for a primary.
     let outageStart = Mutex<ContinuousClock.Instant?>(nil)
+    /// Whether saves keep the versions they replace (`PostgresStore+Versions`).
+    let keepsVersions: Bool
+    /// The paths whose next change keeps a version, and whether as a copy (see `keepVersion`).
+    let versionWishes = Mutex<[String: Bool]>([:])
+    /// The versions the mirror's archive holds (see `synchronizeVersions`).
+    let localVersions = Mutex(LocalVersions())
+    /// Where savers are recorded, off the save's path (see `recordSave`).
+    let saveRecords = DispatchQueue(label: "docfs-save-records")
 
     /// Connects, migrates the schema, creates the store `location.storeName` if it is new, and
     /// brings the mirror in `cacheDirectory` up to date with the database: every name and
@@ -56,9 +64,11 @@ public final class PostgresStore: DocumentStore {
     /// to the database: a missing store or schema is an error.
     public init(
         location: PostgresLocation, cacheDirectory: String, contentCacheLimit: Int64 = defaultContentCacheLimit,
-        primaryWait: Duration = defaultPrimaryWait, quarantineLimits: QuarantineLimits = QuarantineLimits(), readOnly: Bool = false, logger: Logger
+        primaryWait: Duration = defaultPrimaryWait, quarantineLimits: QuarantineLimits = QuarantineLimits(), keepsVersions: Bool = true,
+        readOnly: Bool = false, logger: Logger
     ) throws {
         self.location = location
+        self.keepsVersions = keepsVersions && !readOnly
         self.contentCacheLimit = contentCacheLimit
         self.primaryWait = primaryWait
         self.logger = logger
@@ -68,8 +78,9 @@ public final class PostgresStore: DocumentStore {
             throw SystemCallError.last("mkdir", path: cacheDirectory)
         }
         // Items are known by their rows' ids (see `identified`), not by the mirror's files.
-        // No versions in the mirror: a shared store's would be the database's (not kept yet).
-        mirror = try DirectoryStore(path: cacheDirectory, quarantineLimits: quarantineLimits, keepsIdentities: false, keepsVersions: false)
+        // The mirror's version archive shows the database's versions (see `synchronizeVersions`).
+        mirror = try DirectoryStore(
+            path: cacheDirectory, quarantineLimits: quarantineLimits, keepsIdentities: false, keepsVersions: self.keepsVersions)
         let origin = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
         let pool = pool
         // A mount made while the cluster fails over (or comes up) waits for a primary, as a change does.

@@ -89,7 +89,7 @@ struct StoreQueries: Sendable {
     /// Sets an item's attributes (mode, owner, times) from `status`; a new version, and with
     /// `newContent` a new content version too. Returns the version, nil when the row is gone.
     func updateAttributes(_ db: PostgresConnection, id: Int64, status: FileStatus, newContent: Bool = false) throws -> Int64? {
-        let content = newContent ? ", content_version = currval('docfs_versions')" : ""
+        let content = newContent ? ", content_version = currval('docfs_versions'), saved_ns = NULL, saved_by = NULL" : ""
         let rows = try db.execute(
             """
             UPDATE docfs_items SET mode = $2, uid = $3, gid = $4, atime_ns = $5, mtime_ns = $6, version = nextval('docfs_versions')\(content)
@@ -106,7 +106,7 @@ struct StoreQueries: Sendable {
     func updateContent(_ db: PostgresConnection, id: Int64, status: FileStatus, chunks: [UInt8]) throws -> KnownItem? {
         let rows = try db.execute(
             """
-            UPDATE docfs_items SET size = $2, chunks = $3, atime_ns = $4, mtime_ns = $5,
+            UPDATE docfs_items SET size = $2, chunks = $3, atime_ns = $4, mtime_ns = $5, saved_ns = NULL, saved_by = NULL,
                 version = nextval('docfs_versions'), content_version = currval('docfs_versions')
             WHERE id = $1 RETURNING version
             """,

@@ -58,6 +58,33 @@ enum StoreSchema {
         );
         ALTER TABLE docfs_stores ADD COLUMN pruned_below bigint NOT NULL DEFAULT 0;
         """,
+        // Earlier versions of documents (`PostgresStore+Versions`): a version is its document's
+        // rows as they were, sharing their content chunks. `saved_ns`/`saved_by` on an item say
+        // when and by whom DocFS saw it saved; a new content version clears them.
+        """
+        ALTER TABLE docfs_items ADD COLUMN saved_ns bigint, ADD COLUMN saved_by bigint;
+        CREATE TABLE docfs_document_versions (
+            id bigserial PRIMARY KEY,
+            store bigint NOT NULL REFERENCES docfs_stores (id),
+            document bytea NOT NULL,
+            saved_ns bigint NOT NULL,
+            saved_by bigint,
+            kept_ns bigint NOT NULL
+        );
+        CREATE INDEX docfs_document_versions_by_store ON docfs_document_versions (store, id);
+        CREATE TABLE docfs_version_items (
+            version bigint NOT NULL REFERENCES docfs_document_versions (id) ON DELETE CASCADE,
+            path bytea NOT NULL,
+            mode integer NOT NULL,
+            uid bigint NOT NULL,
+            gid bigint NOT NULL,
+            mtime_ns bigint NOT NULL,
+            size bigint NOT NULL,
+            chunks bytea NOT NULL DEFAULT '',
+            target bytea,
+            PRIMARY KEY (version, path)
+        );
+        """,
     ]
 
     /// Brings the database to the latest schema. Refuses a database a newer DocFS migrated.

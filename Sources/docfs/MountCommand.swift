@@ -221,7 +221,8 @@ struct MountCommand: ParsableCommand {
             do {
                 documentStore = try PostgresStore(
                     location: location, cacheDirectory: mirror, contentCacheLimit: ByteCount.parse(cacheSize) ?? PostgresStore.defaultContentCacheLimit,
-                    primaryWait: .milliseconds(Int64(primaryWait * 1000)), quarantineLimits: limits, logger: destination.logger)
+                    primaryWait: .milliseconds(Int64(primaryWait * 1000)), quarantineLimits: limits, keepsVersions: versions == "on",
+                    logger: destination.logger)
             } catch {
                 throw CommandFailure(message: "cannot open store \(store): \(error)", status: ExitStatus.badStore)
             }
@@ -240,9 +241,9 @@ struct MountCommand: ParsableCommand {
                 destination.logger.warning("a write interrupted by a crash or a kill was kept in \(recovered)")
             }
             documentStore = directoryStore
-            if directoryStore.keepsVersions, let cap = VersionCap(versionsCap) {
-                VersionRetentionThread.start(store: directoryStore, cap: cap, logger: destination.logger)
-            }
+        }
+        if versions == "on", documentStore.versions != nil, let cap = VersionCap(versionsCap) {
+            VersionRetentionThread.start(store: documentStore, cap: cap, logger: destination.logger)
         }
         let logger = destination.logger
         var options = DocumentFSOptions()

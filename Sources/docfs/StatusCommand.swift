@@ -71,12 +71,19 @@ struct StatusCommand: ParsableCommand {
             let note = item.note
             return Status.Refusal(document: note?.document ?? "?", time: note?.time ?? "?", reason: note?.reason ?? QuarantineCommand.List.unreadable, kept: item.path)
         }
-        let versioned = directoryStore.versions?.allDocuments().map(\.versions) ?? []
+        // A PostgreSQL store's versions are the database's; a directory store's, its archive's.
+        let versions: (versions: Int, documents: Int, bytes: Int64)
+        if let postgresStore {
+            // A database no mount of this DocFS has migrated has no versions table, and no versions.
+            versions = (try? postgresStore.versionStatistics()) ?? (0, 0, 0)
+        } else {
+            let versioned = directoryStore.versions?.allDocuments().map(\.versions) ?? []
+            versions = (versioned.reduce(0) { $0 + $1.count }, versioned.count, versioned.joined().reduce(0) { $0 + $1.exclusiveBytes })
+        }
         let status = Status(
             store: try store.path(), packages: packages, lastRefusals: Array(lastRefusals),
             quarantineItems: items.count, quarantineBytes: items.reduce(0) { $0 + $1.bytes },
-            versions: versioned.reduce(0) { $0 + $1.count }, versionedDocuments: versioned.count,
-            versionBytes: versioned.joined().reduce(0) { $0 + $1.exclusiveBytes })
+            versions: versions.versions, versionedDocuments: versions.documents, versionBytes: versions.bytes)
         if json {
             printJSON(status)
         } else {

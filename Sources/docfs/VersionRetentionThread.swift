@@ -17,7 +17,9 @@ enum VersionCap {
         }
     }
 
-    func bytes(for store: DirectoryStore) -> Int64? {
+    /// The cap in bytes; a share is of the file system the versions are kept on (a PostgreSQL
+    /// mount's mirror: every mount holds every version).
+    func bytes(for store: any DocumentStore) -> Int64? {
         switch self {
         case .bytes(let bytes): return bytes
         case .percent(let share):
@@ -33,11 +35,11 @@ enum VersionCap {
 enum VersionRetentionThread {
     static let interval: TimeInterval = 600
 
-    static func start(store: DirectoryStore, cap: VersionCap, logger: Logger) {
+    static func start(store: any DocumentStore, cap: VersionCap, logger: Logger) {
         let thread = Thread {
             while true {
                 let retention = VersionRetention(capBytes: cap.bytes(for: store))
-                let (count, bytes) = store.pruneVersions(retention)
+                let (count, bytes) = store.pruneVersions(retention, now: Date())
                 if count > 0 {
                     logger.info("versions: dropped \(count) that the retention schedule or the space cap no longer keeps (\(ByteCountFormatter.string(fromByteCount: bytes, countStyle: .binary)))")
                 }

@@ -1,0 +1,321 @@
+import DocumentStore
+import Foundation
+import Glibc
+import SystemSupport
+
+/// Versions on a shared store: the database holds them (`docfs_document_versions`, each with its
+/// items in `docfs_version_items`, sharing the chunks of the content it was), so a version kept
+/// through one mount is every mount's. Each mount shows them from its mirror's version archive,
+/// which it keeps in step with the database:
+///
+/// - a local save, rename or removal keeps the version it replaces in the same transaction (the
+///   items' rows copied, no content uploaded), and links the mirror's file into the archive once
+///   committed, as a directory store does;
+/// - versions kept elsewhere, or whose content the mirror did not hold, are fetched into the
+///   archive by the change feed (`synchronizeVersions`), and versions dropped elsewhere leave it;
+/// - each archived version carries its row's id (`rowAttribute`), which ties the two together.
+extension PostgresStore {
+    public var versions: VersionArchive? { keepsVersions ? mirror.versions : nil }
+
+    /// Notes that the next change at `path` (or inside it, for a package) keeps what is there now:
+    /// that change's transaction copies the rows (see `keepWishedVersions`).
+    public func keepVersion(of path: String, copying: Bool) throws {
+        guard keepsVersions, !path.isEmpty, !Self.isPrivate(path) else { return }
+        versionWishes.withLock { $0[path] = copying || $0[path] == true }
+    }
+
+    public func keepsWholeVersion(ofPackage path: String) -> Bool { mirror.keepsWholeVersion(ofPackage: path) }
+
+    /// Records the saver in the item's row, off the save's path: a version kept before it lands
+    /// names no saver, and one that lands after a newer save changes nothing (see `recordSave` of
+    /// `StoreQueries`).
+    public func recordSave(of path: String, by user: uid_t) {
+        guard keepsVersions, !Self.isPrivate(path), let item = state.withLock({ $0[path] }) else { return }
+        let record = SaveRecord.now(by: user)
+        saveRecords.async { [self] in
+            do {
+                try pool.withConnection { try queries.recordSave($0, of: item.id, contentVersion: item.contentVersion, record) }
+            } catch {
+                logger.warning("\(path): who saved it was not recorded (\(error)); its version will name no saver")
+            }
+        }
+    }
+
+    /// The attribute naming the row of an archived version.
+    static let rowAttribute = geteuid() == 0 ? "trusted.docfs.version-row" : "user.docfs.version-row"
+
+    // MARK: Keeping, in a local change
+
+    /// The wishes (see `keepVersion`) that a change at `paths` fulfils: at one of them, or at a
+    /// folder above one. Taken once, before the change's transaction (which may run again).
+    func takeVersionWishes(touching paths: [String]) -> [VersionWish] {
+        guard keepsVersions else { return [] }
+        let taken = versionWishes.withLock { wishes in
+            let taken = wishes.filter { wished, _ in paths.contains { $0 == wished || $0.hasPrefix(wished + "/") } }
+            for path in taken.keys { wishes[path] = nil }
+            return taken.map { VersionWish(path: $0.key, copying: $0.value) }
+        }
+        // The saver of what is kept was recorded by an earlier save: that record lands first.
+        if !taken.isEmpty { saveRecords.sync {} }
+        return taken
+    }
+
+    /// Keeps, in the change's transaction, what each wish's path holds now.
+    func keepWishedVersions(_ db: PostgresConnection, _ wishes: [VersionWish]) throws -> [KeptVersion] {
+        guard !wishes.isEmpty else { return [] }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var kept: [KeptVersion] = []
+        for wish in wishes {
+            guard let item = state.withLock({ $0[wish.path] }),
+                  let version = try queries.keepVersion(db, of: item.id, document: wish.path, now: StoredItem.nanoseconds(now))
+            else { continue }
+            kept.append(KeptVersion(wish: wish, version: version))
+        }
+        return kept
+    }
+
+    /// Puts the versions a local change kept into the mirror's archive, before the mirror changes:
+    /// linked or copied from the mirror where it holds all their content; the others are fetched
+    /// by the change feed.
+    func keepLocally(_ kept: [KeptVersion]) {
+        guard let archive = mirror.versions else { return }
+        for version in kept where state.withLock({ $0.unfetched(under: version.wish.path).isEmpty }) {
+            localVersions.withLock { local in
+                local.scanIfNeeded(archive)
+                guard local.locations[version.version.id] == nil else { return }
+                do {
+                    guard let location = try mirror.keepVersion(of: version.wish.path, copying: version.wish.copying, as: version.version.saved) else { return }
+                    Self.tag(location, with: version.version.id)
+                    local.add(version.version.id, at: location, document: version.wish.path)
+                } catch {
+                    logger.warning("\(version.wish.path): its version was kept in the database but not in the mirror (\(error)); it is fetched instead")
+                }
+            }
+        }
+    }
+
+    private static func tag(_ location: String, with id: Int64) {
+        location.withCString { _ = NumberAttribute.write(UInt64(id), at: $0, name: rowAttribute, exclusive: false) }
+    }
+
+    static func row(of location: String) -> Int64? {
+        location.withCString { NumberAttribute.read(at: $0, name: rowAttribute) }.flatMap { Int64(exactly: $0) }
+    }
+
+    // MARK: Keeping the archive in step with the database
+
+    /// Brings the mirror's archive to the database's versions: fetches those it lacks, removes
+    /// those the database no longer has. Cheap when nothing changed: one count.
+    func synchronizeVersions() throws {
+        guard keepsVersions, let archive = mirror.versions else { return }
+        let summary = try pool.withConnection { try queries.versionSummary($0) }
+        let (localSummary, generation) = localVersions.withLock { local -> (VersionSummary, UInt64) in
+            local.scanIfNeeded(archive)
+            return (local.summary, local.generation)
+        }
+        guard summary != localSummary else { return }
+        let stored = try pool.withConnection { try queries.versions($0) }
+        let storedIDs = Set(stored.map(\.id))
+        // Dropped elsewhere (or never committed): gone here too, unless kept since the read began.
+        let gone = localVersions.withLock { local in
+            local.refused.formIntersection(storedIDs)
+            return local.locations.filter { id, entry in !storedIDs.contains(id) && entry.generation < generation }.map(\.key)
+        }
+        for id in gone { removeLocally(id, archive) }
+        for version in stored where localVersions.withLock({ $0.locations[version.id] == nil && !$0.refused.contains(version.id) }) {
+            do {
+                try fetchVersion(version, into: archive)
+            } catch let error as PostgresError {
+                throw error
+            } catch {
+                logger.error("version \(version.id) of \(FileSystemPath.string(fromBytes: version.document)) is not shown: \(error)")
+                localVersions.withLock { _ = $0.refused.insert(version.id) }
+            }
+        }
+    }
+
+    private func removeLocally(_ id: Int64, _ archive: VersionArchive) {
+        localVersions.withLock { local in
+            guard let entry = local.locations[id] else { return }
+            let version = archive.versions(of: entry.document, measuring: false).first { $0.location == entry.location }
+            if let version { try? archive.remove(version) }
+            local.locations[id] = nil
+        }
+    }
+
+    /// Fetches a version into a private folder, then moves it into the archive.
+    private func fetchVersion(_ version: StoredVersion, into archive: VersionArchive) throws {
+        let document = try Self.documentPath(version.document)
+        let items = try pool.withConnection { try queries.versionItems($0, of: version.id) }
+        guard let privateArea = mirror.localPath(of: DirectoryStore.privateAreaName) else { return }
+        let built = privateArea + "/tmp/version-\(version.id)-\(UInt64.random(in: 0...UInt64.max))"
+        do {
+            try build(items, at: built, version: version.id)
+            Self.tag(built, with: version.id)
+            try localVersions.withLock { local in
+                guard local.locations[version.id] == nil else {
+                    try? FileIO.removeItem(built)
+                    return
+                }
+                let location = try archive.adopt(built, as: document, record: version.saved)
+                local.add(version.id, at: location, document: document)
+            }
+        } catch {
+            try? FileIO.removeItem(built)
+            throw error
+        }
+    }
+
+    /// A version's document path, checked: every name in it a file name, and none in the private area.
+    private static func documentPath(_ bytes: [UInt8]) throws -> String {
+        let components = bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        for component in components {
+            do { _ = try FileName(bytes: component) } catch { throw VersionRowRefusal("its document path has \(error)") }
+        }
+        let path = FileSystemPath.string(fromBytes: bytes)
+        guard !components.isEmpty, !isPrivate(path) else { throw VersionRowRefusal("its document path is DocFS's private area") }
+        return path
+    }
+
+    /// Makes the version's items under `built`: folders first (made writable, given their modes
+    /// last), each item inside a folder made here, so no row can lead a write through a link.
+    private func build(_ items: [StoredVersionItem], at built: String, version: Int64) throws {
+        guard let top = items.first, top.path.isEmpty, [UInt32(S_IFREG), UInt32(S_IFDIR)].contains(top.mode & UInt32(S_IFMT)) else {
+            throw VersionRowRefusal("it has no file or folder for the document itself")
+        }
+        var folders: [[UInt8]: String] = [:]
+        var folderAttributes: [(String, StoredVersionItem)] = []
+        for item in items {
+            let location: String
+            if item.path.isEmpty {
+                location = built
+            } else {
+                let slash = item.path.lastIndex(of: UInt8(ascii: "/"))
+                let parent = slash.map { Array(item.path[..<$0]) } ?? []
+                let name = slash.map { Array(item.path[item.path.index(after: $0)...]) } ?? item.path
+                guard let folder = folders[parent] else { throw VersionRowRefusal("a member (\(item.path.count) bytes of path) is not inside a folder of it") }
+                do { location = folder + "/" + (try FileName(bytes: name)).string } catch { throw VersionRowRefusal("a member's name is \(error)") }
+            }
+            switch item.mode & UInt32(S_IFMT) {
+            case UInt32(S_IFDIR):
+                try Paths.makeDirectory(location, mode: 0o700)
+                folders[item.path] = location
+                folderAttributes.append((location, item))
+            case UInt32(S_IFREG):
+                let file = OwnedDescriptor(try FileIO.open(location, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode: 0o600))
+                try pool.withConnection { try queries.download($0, chunks: item.chunks, to: file.rawValue, path: location) }
+                try Self.giveAttributes(of: item, to: file.rawValue)
+            case UInt32(S_IFLNK):
+                guard let target = item.target, !target.isEmpty, !target.contains(0) else { throw VersionRowRefusal("a symbolic link has no target") }
+                try Paths.makeSymbolicLink(location, target: FileSystemPath.string(fromBytes: target))
+            default:
+                // Devices and pipes are not a document's: left out of its version.
+                break
+            }
+        }
+        for (location, item) in folderAttributes.reversed() {
+            let folder = OwnedDescriptor(try FileIO.open(location, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
+            try Self.giveAttributes(of: item, to: folder.rawValue)
+        }
+    }
+
+    /// The saved owner, mode (less set-user-ID and set-group-ID) and times, on an item just made.
+    private static func giveAttributes(of item: StoredVersionItem, to descriptor: Int32) throws {
+        if geteuid() == 0 { fchown(descriptor, item.userID, item.groupID) }
+        fchmod(descriptor, mode_t(item.mode & 0o1777))
+        var times = [item.modificationTime, item.modificationTime]
+        futimens(descriptor, &times)
+    }
+
+    // MARK: Dropping
+
+    public func removeVersion(_ version: DocumentVersion) throws {
+        guard let archive = mirror.versions else { return }
+        if let id = Self.row(of: version.location) {
+            try dropVersions([id])
+            removeLocally(id, archive)
+        } else {
+            try archive.remove(version)
+        }
+    }
+
+    public func pruneVersions(_ retention: VersionRetention, now: Date) -> (count: Int, bytes: Int64) {
+        guard keepsVersions, let archive = mirror.versions else { return (0, 0) }
+        let documents = archive.allDocuments()
+        let dropped = retention.versionsToDrop(documents.map(\.versions), now: now) { (try? self.status(of: $0)) != nil }
+        let rows = dropped.compactMap { version in Self.row(of: version.location).map { ($0, version) } }
+        do {
+            try dropVersions(rows.map(\.0))
+        } catch {
+            logger.warning("versions: could not drop \(rows.count) that retention no longer keeps: \(error)")
+            return (0, 0)
+        }
+        for (id, _) in rows { removeLocally(id, archive) }
+        return (rows.count, rows.reduce(0) { $0 + $1.1.exclusiveBytes })
+    }
+
+    /// Drops versions from the database, and wakes the other mounts to drop them too.
+    private func dropVersions(_ ids: [Int64]) throws {
+        guard !ids.isEmpty else { return }
+        try change("(versions)", { db in
+            try queries.dropVersions(db, ids)
+            try db.execute("SELECT pg_notify($1, 'versions')", [.text(queries.channel)])
+        })
+    }
+}
+
+/// A version a change should keep (see `PostgresStore.keepVersion`).
+struct VersionWish: Sendable {
+    var path: String
+    /// The item stays in use under another name: its version in the mirror is a copy.
+    var copying: Bool
+}
+
+/// A version a change kept in the database.
+struct KeptVersion: Sendable {
+    var wish: VersionWish
+    var version: StoredVersion
+}
+
+/// Why a version row is not shown (rows are anyone's to write).
+struct VersionRowRefusal: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The versions in the mirror's archive, by row id; read from the archive once, then kept as
+/// versions are added and removed.
+struct LocalVersions {
+    var locations: [Int64: (location: String, document: String, generation: UInt64)] = [:]
+    /// Rows refused (see `VersionRowRefusal`): counted as present, so they are not fetched again.
+    var refused: Set<Int64> = []
+    /// Counts additions, so that a synchronization spares what was kept after its read.
+    var generation: UInt64 = 1
+    private var scanned = false
+
+    mutating func scanIfNeeded(_ archive: VersionArchive) {
+        guard !scanned else { return }
+        scanned = true
+        for (document, versions) in archive.allDocuments(measuring: false) {
+            for version in versions {
+                // An untagged version was left by a crash between keeping and tagging: it is fetched again.
+                guard let id = PostgresStore.row(of: version.location), locations[id] == nil else {
+                    try? archive.remove(version)
+                    continue
+                }
+                locations[id] = (version.location, document, 0)
+            }
+        }
+    }
+
+    mutating func add(_ id: Int64, at location: String, document: String) {
+        generation += 1
+        locations[id] = (location, document, generation)
+    }
+
+    var summary: VersionSummary {
+        let ids = Set(locations.keys).union(refused)
+        return VersionSummary(count: Int64(ids.count), newest: ids.max() ?? 0)
+    }
+}

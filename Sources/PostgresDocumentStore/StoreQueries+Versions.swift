@@ -1,0 +1,138 @@
+import DocumentStore
+import Glibc
+import SystemSupport
+
+/// A version row as a mount reads it, before it is checked (see `PostgresStore+Versions`).
+struct StoredVersion: Sendable {
+    var id: Int64
+    var document: [UInt8]
+    var saved: SaveRecord
+}
+
+/// One item of a version: the document itself (`path` empty) or, in a package's version, a member
+/// at its path inside the package.
+struct StoredVersionItem: Sendable {
+    var path: [UInt8]
+    var mode: UInt32
+    var userID: uid_t
+    var groupID: gid_t
+    var modificationTime: timespec
+    var size: Int64
+    var chunks: [UInt8]
+    var target: [UInt8]?
+}
+
+/// The statements of document versions: rows that copy an item's (and its members') attributes and
+/// chunk list, so a version shares every chunk with the content it was.
+extension StoreQueries {
+    /// The deepest member a package's version walks to: rows are anyone's to write, and a parent
+    /// link that points back into the package must end the walk.
+    static let versionDepthLimit = 256
+
+    /// Keeps the item `id` (a non-empty file, or a folder with everything in it) as a version of
+    /// `document`, kept at `now`. Nil when the item is neither (nothing to go back to).
+    func keepVersion(_ db: PostgresConnection, of id: Int64, document: String, now: Int64) throws -> StoredVersion? {
+        let rows = try db.execute(
+            """
+            WITH RECURSIVE tree(id, path, depth) AS (
+                SELECT $1::bigint, ''::bytea, 0
+                UNION ALL
+                SELECT i.id, CASE WHEN t.path = ''::bytea THEN i.name ELSE t.path || '/'::bytea || i.name END, t.depth + 1
+                FROM docfs_items i JOIN tree t ON i.parent = t.id WHERE t.depth < \(Self.versionDepthLimit)
+            ), kept AS (
+                INSERT INTO docfs_document_versions (store, document, saved_ns, saved_by, kept_ns)
+                SELECT $2, $3, coalesce(saved_ns, mtime_ns), saved_by, $4 FROM docfs_items
+                WHERE id = $1 AND (mode & 61440 = 16384 OR (mode & 61440 = 32768 AND size > 0))
+                RETURNING id, saved_ns, saved_by
+            ), members AS (
+                INSERT INTO docfs_version_items (version, path, mode, uid, gid, mtime_ns, size, chunks, target)
+                SELECT DISTINCT ON (t.path) kept.id, t.path, i.mode, i.uid, i.gid, i.mtime_ns, i.size, i.chunks, i.target
+                FROM kept, tree t JOIN docfs_items i ON i.id = t.id
+            )
+            SELECT id, saved_ns, saved_by FROM kept
+            """,
+            [.integer(id), .integer(storeID), .bytes(FileSystemPath.bytes(of: document)), .integer(now)])
+        guard rows.count == 1, let version = rows.integer(0, 0) else { return nil }
+        let saved = SaveRecord(time: StoredItem.timespec(rows.integer(0, 1) ?? 0), userID: rows.integer(0, 2).flatMap(uid_t.init(exactly:)))
+        return StoredVersion(id: version, document: FileSystemPath.bytes(of: document), saved: saved)
+    }
+
+    /// How many versions the store has, and the newest's id: what changes whenever one is kept or dropped.
+    func versionSummary(_ db: PostgresConnection) throws -> VersionSummary {
+        let rows = try db.execute("SELECT count(*), coalesce(max(id), 0) FROM docfs_document_versions WHERE store = $1", [.integer(storeID)])
+        return VersionSummary(count: rows.integer(0, 0) ?? 0, newest: rows.integer(0, 1) ?? 0)
+    }
+
+    /// Every version of the store.
+    func versions(_ db: PostgresConnection) throws -> [StoredVersion] {
+        let rows = try db.execute("SELECT id, document, saved_ns, saved_by FROM docfs_document_versions WHERE store = $1", [.integer(storeID)])
+        return (0..<rows.count).compactMap { row in
+            guard let id = rows.integer(row, 0) else { return nil }
+            let saved = SaveRecord(
+                time: StoredItem.timespec(rows.integer(row, 2) ?? 0), userID: rows.integer(row, 3).flatMap(uid_t.init(exactly:)))
+            return StoredVersion(id: id, document: rows.bytes(row, 1), saved: saved)
+        }
+    }
+
+    /// The items of the version `id`, parents before their members.
+    func versionItems(_ db: PostgresConnection, of id: Int64) throws -> [StoredVersionItem] {
+        let rows = try db.execute(
+            "SELECT path, mode, uid, gid, mtime_ns, size, chunks, target FROM docfs_version_items WHERE version = $1 ORDER BY path",
+            [.integer(id)])
+        return (0..<rows.count).map { row in
+            StoredVersionItem(
+                path: rows.bytes(row, 0), mode: UInt32(truncatingIfNeeded: rows.integer(row, 1) ?? 0),
+                userID: rows.integer(row, 2).flatMap(uid_t.init(exactly:)) ?? 0, groupID: rows.integer(row, 3).flatMap(gid_t.init(exactly:)) ?? 0,
+                modificationTime: StoredItem.timespec(rows.integer(row, 4) ?? 0), size: max(0, rows.integer(row, 5) ?? 0),
+                chunks: rows.bytes(row, 6), target: rows.isNull(row, 7) ? nil : rows.bytes(row, 7))
+        }
+    }
+
+    /// Drops the versions `ids` (their items go with them). Returns how many there were.
+    @discardableResult
+    func dropVersions(_ db: PostgresConnection, _ ids: [Int64]) throws -> Int {
+        guard !ids.isEmpty else { return 0 }
+        let list = ids.map(String.init).joined(separator: ",")
+        return try db.execute("DELETE FROM docfs_document_versions WHERE store = $1 AND id = ANY('{\(list)}'::bigint[]) RETURNING id", [.integer(storeID)]).count
+    }
+
+    /// Records who saved the content version `contentVersion` of the item `id`, and when; nothing if
+    /// the item has moved on to another content version since.
+    func recordSave(_ db: PostgresConnection, of id: Int64, contentVersion: Int64, _ record: SaveRecord) throws {
+        try db.execute(
+            "UPDATE docfs_items SET saved_ns = $3, saved_by = $4 WHERE id = $1 AND content_version = $2",
+            [.integer(id), .integer(contentVersion), .integer(StoredItem.nanoseconds(record.time)), record.userID.map { .integer(Int64($0)) } ?? .null])
+    }
+}
+
+/// See `StoreQueries.versionSummary`.
+struct VersionSummary: Equatable, Sendable {
+    var count: Int64
+    var newest: Int64
+}
+
+extension PostgresStore {
+    /// How many versions the database keeps of this store, of how many documents, and the bytes of
+    /// content only versions refer to (chunks no item of the store shares): for `docfs status`.
+    public func versionStatistics() throws -> (versions: Int, documents: Int, bytes: Int64) {
+        try pool.withConnection { db in
+            let counts = try db.execute(
+                "SELECT count(*), count(DISTINCT document) FROM docfs_document_versions WHERE store = $1", [.integer(queries.storeID)])
+            let bytes = try db.execute(
+                """
+                WITH kept AS (
+                    SELECT DISTINCT substring(i.chunks FROM g * 32 + 1 FOR 32) AS hash
+                    FROM docfs_version_items i JOIN docfs_document_versions v ON v.id = i.version AND v.store = $1,
+                        generate_series(0, length(i.chunks) / 32 - 1) AS g
+                ), live AS (
+                    SELECT DISTINCT substring(i.chunks FROM g * 32 + 1 FOR 32) AS hash
+                    FROM docfs_items i, generate_series(0, length(i.chunks) / 32 - 1) AS g WHERE i.store = $1
+                )
+                SELECT coalesce(sum(length(c.data)), 0)::bigint FROM docfs_chunks c JOIN kept ON c.hash = kept.hash
+                WHERE NOT EXISTS (SELECT 1 FROM live WHERE live.hash = c.hash)
+                """,
+                [.integer(queries.storeID)])
+            return (Int(counts.integer(0, 0) ?? 0), Int(counts.integer(0, 1) ?? 0), bytes.integer(0, 0) ?? 0)
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Issue 22 on a shared store: versions are rows of the database sharing their content's chunks,
+/// so a version kept through one mount is listed, read, restored and removed through every other.
+/// Before, a PostgreSQL mount kept no versions and showed no `.versions`.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+final class PostgresVersionTests {
+    let cluster: PostgresCluster
+    let location: String
+
+    init() throws {
+        cluster = try PostgresCluster()
+        location = cluster.location(store: "shared")
+    }
+
+    /// Polls `condition` every 20 ms for up to `seconds` (the change feed's poll is one second).
+    private func within(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
+        let start = Date()
+        while Date().timeIntervalSince(start) < seconds {
+            if try condition() { return true }
+            usleep(20_000)
+        }
+        return false
+    }
+
+    /// The versions of `document` through `mount`'s view, oldest first; empty if it lists none.
+    private func versions(_ mount: MountedStore, _ document: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: mount.inMount(".versions/" + document))) ?? []).sorted()
+    }
+
+    private func contents(_ mount: MountedStore, _ document: String) -> [String] {
+        versions(mount, document).map { (try? mount.read(".versions/\(document)/\($0)")) ?? "(unreadable)" }
+    }
+
+    private func count(_ sql: String) -> Int { (try? cluster.query(sql)).flatMap { Int($0) } ?? -1 }
+
+    @Test func aVersionKeptThroughOneMountIsListedReadRestoredAndRemovedThroughTheOther() throws {
+        let first = try MountedStore(postgres: location)
+        let second = try MountedStore(postgres: location)
+        defer { first.unmount(); second.unmount() }
+        let chunksBefore = count("SELECT count(*) FROM docfs_chunks")
+        for value in 1...3 { #expect(try first.save("notes.json", Data(#"{"v": \#(value)}"#.utf8)) == "ok") }
+        let saved = [#"{"v": 1}"#, #"{"v": 2}"#]
+        #expect(contents(first, "notes.json") == saved, "the saving mount lists the versions it kept")
+        #expect(within(5) { contents(second, "notes.json") == saved }, "the other mount lists them: \(contents(second, "notes.json"))")
+        // Rows sharing chunks: the versions added rows, and no chunk beyond the three contents'.
+        #expect(count("SELECT count(*) FROM docfs_document_versions") == 2)
+        #expect(count("SELECT count(*) FROM docfs_chunks") - max(chunksBefore, 0) == 3)
+        // Who saved each: root, through the first mount (the first save's saver is recorded off its path).
+        let listed = try second.run([MountedStore.binary, "versions", "--json", second.inMount("notes.json")])
+        let entries = try JSONSerialization.jsonObject(with: Data(listed.output.utf8)) as? [[String: Any]] ?? []
+        #expect(entries.count == 2 && entries.last?["savedBy"] as? Int == 0, "\(listed.output)\(listed.error)")
+        #expect(entries.first?["size"] as? Int == 8)
+        // A version cannot be written on either mount.
+        let target = second.inMount(".versions/notes.json/" + versions(second, "notes.json")[0])
+        #expect(!(try second.run(["sh", "-c", "echo x >> '\(target)'"]).succeeded))
+
+        // rm through the first: the second still lists every version, and copying one back restores it.
+        #expect(try first.run(["rm", first.inMount("notes.json")]).succeeded)
+        #expect(within(5) { versions(second, "notes.json").count == 3 && !FileManager.default.fileExists(atPath: second.inMount("notes.json")) })
+        let oldest = versions(second, "notes.json")[0]
+        #expect(try second.run(["cp", second.inMount(".versions/notes.json/" + oldest), second.inMount("notes.json")]).succeeded)
+        #expect(within(5) { (try? first.read("notes.json")) == #"{"v": 1}"# }, "the restore is a save the first mount sees")
+
+        // A package's version is its whole folder, in both mounts.
+        let bundle = VersionTests.textBundle("Trip.textbundle", text: "# Trip\n")
+        for (path, text) in bundle.sorted(by: { $0.key < $1.key }) {
+            try FileManager.default.createDirectory(atPath: (first.inMount(path) as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try Data(text.utf8).write(to: URL(fileURLWithPath: first.inMount(path)))
+        }
+        #expect(try first.shell("echo '# Trip, day two' > Trip.textbundle/text.md").succeeded)
+        #expect(within(5) { versions(second, "Trip.textbundle").contains { $0.hasSuffix("Z.textbundle") } })
+        let package = ".versions/Trip.textbundle/" + (versions(second, "Trip.textbundle").last ?? "")
+        #expect(try second.read(package + "/text.md") == "# Trip\n")
+        #expect(try second.read(package + "/info.json") == bundle["Trip.textbundle/info.json"])
+
+        // Removed through one mount (by root, its owner), gone from the database and the other.
+        #expect(try second.run(["rm", second.inMount(".versions/notes.json/" + oldest)]).succeeded)
+        #expect(within(5) { !versions(first, "notes.json").contains(oldest) && versions(first, "notes.json").count == 2 })
+
+        // gc keeps what versions use; a fresh mount (an empty mirror) and a remount list and read them.
+        let collected = try MountedStore.run([MountedStore.binary, "gc", location], timeout: 60)
+        #expect(collected.succeeded, "\(collected.error)")
+        let third = try MountedStore(postgres: location)
+        defer { third.unmount() }
+        #expect(within(10) { contents(third, "notes.json") == contents(first, "notes.json") && !contents(third, "notes.json").isEmpty })
+        #expect(within(10) { (try? third.read(package + "/text.md")) == "# Trip\n" })
+        try second.remount()
+        #expect(contents(second, "notes.json") == contents(first, "notes.json"))
+        let status = try MountedStore.run([MountedStore.binary, "status", "--json", location], timeout: 60)
+        let counted = try JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [String: Any] ?? [:]
+        #expect(counted["versions"] as? Int == count("SELECT count(*) FROM docfs_document_versions"), "\(status.output)\(status.error)")
+        #expect(counted["versionedDocuments"] as? Int == 2)
+    }
+
+    /// Version rows are anyone's to write: a member path that leaves its version, a member under a
+    /// symbolic link of the version, or a document path naming the private area is not shown, and
+    /// nothing is made outside the mirror.
+    @Test func versionRowsThatLeadOutsideTheirVersionAreNotShown() throws {
+        let first = try MountedStore(postgres: location)
+        defer { first.unmount() }
+        #expect(try first.save("a.json", Data("[1]".utf8)) == "ok")
+        #expect(try first.save("a.json", Data("[2]".utf8)) == "ok")
+        #expect(within(5) { contents(first, "a.json") == ["[1]"] })
+        let outside = "/tmp/docfs-version-escape-\(UUID().uuidString.prefix(8))"
+        let store = "(SELECT id FROM docfs_stores WHERE name = 'shared')"
+        let escape = outside.utf8.map { String(format: "%02x", $0) }.joined()
+        _ = try cluster.query(
+            """
+            WITH v AS (INSERT INTO docfs_document_versions (store, document, saved_ns, saved_by, kept_ns)
+                VALUES (\(store), 'evil.textbundle', 0, 0, 0) RETURNING id)
+            INSERT INTO docfs_version_items (version, path, mode, uid, gid, mtime_ns, size, chunks, target)
+            SELECT v.id, p.path, p.mode, 0, 0, 0, 0, '', p.target FROM v, (VALUES
+                (''::bytea, 16877, NULL::bytea), ('link'::bytea, 41471, '\\x\(escape)'::bytea), ('link/x'::bytea, 33188, NULL::bytea),
+                ('../../../../../../..\(outside)'::bytea, 33188, NULL::bytea)) AS p(path, mode, target);
+            INSERT INTO docfs_document_versions (store, document, saved_ns, saved_by, kept_ns) VALUES (\(store), '.docfs/quarantine', 0, 0, 0);
+            SELECT 1
+            """)
+        // A save wakes the other mounts; its version is shown, the forged ones never are.
+        #expect(try first.save("a.json", Data("[3]".utf8)) == "ok")
+        #expect(within(5) { contents(first, "a.json") == ["[1]", "[2]"] })
+        #expect(versions(first, "evil.textbundle").isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: outside) && !FileManager.default.fileExists(atPath: outside + "/x"))
+        let log = (try? String(contentsOfFile: first.logFile, encoding: .utf8)) ?? ""
+        #expect(log.contains("is not shown"), "the refusal is logged")
+    }
+}
