@@ -87,13 +87,37 @@ final class DocumentFileSystem: FileSystemOperations {
             notifier.invalidateEntry(parent: parent, name: name)
             // The directory's cached listing, attributes and times changed too.
             notifier.invalidateContent(of: parent)
-            if let child = nodes.existingChild(parent: parent, name: name) { dropCachedContent(of: child) }
+            if let child = nodes.existingChild(parent: parent, name: name) {
+                // First: dropping the caches may move the name off the inode that holds the version.
+                keepVersionReplacedBeside(child)
+                dropCachedContent(of: child)
+            }
         case .everything:
             logger.warning("the store changed faster than its watch could report; every cached name and attribute is dropped")
             for (parent, name, inode) in nodes.allNames() {
                 notifier.invalidateEntry(parent: parent, name: name)
+                keepVersionReplacedBeside(inode)
                 dropCachedContent(of: inode)
             }
+        }
+    }
+
+    /// A document replaced or removed beside DocFS while open through the mount keeps the version
+    /// it replaced, as a save through the mount would: the daemon holds that file open. (Closed,
+    /// or changed in place, its bytes are gone before the notice comes.)
+    private func keepVersionReplacedBeside(_ inode: Inode) {
+        guard store.versions != nil, let node = nodes.existingNode(inode), let path = nodes.path(of: inode),
+              packageMember(of: path) == nil, claim(forPath: path, isDirectory: false) != nil
+        else { return }
+        let (live, kept) = node.state.withLock { ($0.live, $0.keptBesideInode) }
+        guard let live, let held = try? live.status(), held.kind == .regular, held.inode != kept,
+              (try? store.status(of: path))?.inode != held.inode
+        else { return }
+        do {
+            try store.keepReplacedVersion(of: path, file: live)
+            node.state.withLock { $0.keptBesideInode = held.inode }
+        } catch {
+            logger.warning("\(path) was replaced beside DocFS; the version it replaced could not be kept: \(error)")
         }
     }
 

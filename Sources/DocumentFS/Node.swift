@@ -52,6 +52,9 @@ struct NodeState {
     var shownIdentity: UInt64?
     /// The committed file, open while any handle of the document is.
     var live: OwnedDescriptor?
+    /// The inode of `live` kept as a version after a change beside DocFS replaced it (so a second
+    /// notice of that change keeps it no second time).
+    var keptBesideInode: UInt64?
     /// The file this inode named when a rename replaced it or an unlink removed it while the kernel
     /// still held it: an open racing with a save-by-rename gets this old version, whole.
     var retained: OwnedDescriptor?

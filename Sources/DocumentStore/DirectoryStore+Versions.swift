@@ -52,6 +52,20 @@ extension DirectoryStore {
         return kept
     }
 
+    /// Keeps `file`, the document at `path` as it was before a change made beside DocFS replaced or
+    /// removed it (DocFS still holds it open), as a copy: its bytes are in use, or unnamed. Nothing
+    /// when the archive holds that file already (a save through DocFS kept it).
+    public func keepReplacedVersion(of path: String, file: OwnedDescriptor) throws {
+        guard keepsVersions, let versions else { return }
+        let status = try file.status()
+        guard status.kind == .regular, status.size > 0, NumberAttribute.read(from: file.rawValue, name: ArchivedLinks.attributeName) == nil else { return }
+        let record = SaveRecord.read(from: file) ?? SaveRecord(time: status.modificationTime, userID: nil)
+        let kept = try versions.addVersion(of: path, record: record, inode: status.inode) { target in
+            try copyFile(from: file, status: status, to: target)
+        }
+        if kept != nil { versions.added(path) }
+    }
+
     /// The most files a package's version links whole. A save in a package of more keeps the member
     /// it replaces instead: linking thousands of files at every save made a member save in a
     /// 3,000-member package 50 times slower.
@@ -73,7 +87,10 @@ extension DirectoryStore {
     /// A copy of the file at `source` at `target`, made exclusively, with the file's mode, owner,
     /// times and attributes (but DocFS's own numbers), by reflink where the file system has it.
     private func copyFile(_ source: String, status: FileStatus, to target: String) throws {
-        let input = OwnedDescriptor(try FileIO.open(source, O_RDONLY | O_NOFOLLOW | O_NONBLOCK))
+        try copyFile(from: OwnedDescriptor(try FileIO.open(source, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)), status: status, to: target)
+    }
+
+    private func copyFile(from input: OwnedDescriptor, status: FileStatus, to target: String) throws {
         let output = OwnedDescriptor(try FileIO.open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600))
         do {
             try FileIO.copyContents(from: input.rawValue, to: output.rawValue, path: target)

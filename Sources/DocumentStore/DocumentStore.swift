@@ -129,6 +129,9 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// Marks the item now at `path` as saved by `user` now, which names and attributes the version
     /// it becomes once a later save replaces it.
     func recordSave(of path: String, by user: uid_t)
+    /// Keeps `file`, which DocFS still holds open, as the version of the document at `path` that a
+    /// change made beside DocFS replaced or removed.
+    func keepReplacedVersion(of path: String, file: OwnedDescriptor) throws
     /// Removes one of `versions`' versions (a package's whole).
     func removeVersion(_ version: DocumentVersion) throws
     /// Drops the versions `retention` does not keep at `now`: how many went, and the space they
@@ -148,6 +151,7 @@ extension DocumentStore {
     public func keepsWholeVersion(ofPackage path: String) -> Bool { true }
     public func keepVersion(of path: String) throws { try keepVersion(of: path, copying: false) }
     public func recordSave(of path: String, by user: uid_t) {}
+    public func keepReplacedVersion(of path: String, file: OwnedDescriptor) throws {}
     public func removeVersion(_ version: DocumentVersion) throws { try versions?.remove(version) }
     public func pruneVersions(_ retention: VersionRetention, now: Date) -> (count: Int, bytes: Int64) { (0, 0) }
 }

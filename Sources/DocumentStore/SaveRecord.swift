@@ -55,6 +55,11 @@ public struct SaveRecord: Sendable, Equatable {
         (try? Paths.extendedAttribute(path, name: attributeName)).flatMap { SaveRecord(bytes: $0) }
     }
 
+    /// The record of an open file; nil if it has none.
+    static func read(from file: OwnedDescriptor) -> SaveRecord? {
+        (try? file.extendedAttribute(attributeName)).flatMap { SaveRecord(bytes: $0) }
+    }
+
     /// Writes the record onto the item at `path`. Whether it was written.
     @discardableResult
     func write(at path: String) -> Bool {

@@ -233,6 +233,29 @@ import Testing
         #expect(try contents(mount, "a.md") == ["first\n", "second\n"])
     }
 
+    /// A document open through the mount that a program replaces (an editor saving by rename) or
+    /// removes in the store's directory keeps the version it replaced: the daemon still holds it.
+    /// Before, the watch dropped the kernel's caches and the version was lost.
+    @Test(.disabled(if: MountedStore.backendIsPostgres, "a PostgreSQL store's changes come from other mounts, which keep their versions"))
+    func aDocumentReplacedBesideDocFSWhileOpenKeepsTheVersionItReplaced() throws {
+        let mount = try MountedStore(texts: ["a.md": "one\n", "b.md": "bee\n"])
+        defer { mount.unmount() }
+        let open = try #require(FileHandle(forReadingAtPath: mount.inMount("a.md")))
+        let openB = try #require(FileHandle(forReadingAtPath: mount.inMount("b.md")))
+        defer { try? open.close(); try? openB.close() }
+        #expect(String(decoding: open.readDataToEndOfFile(), as: UTF8.self) == "one\n")
+        try mount.writeToStore("a.md.new", Data("two\n".utf8))
+        #expect(rename(mount.inStore("a.md.new"), mount.inStore("a.md")) == 0)
+        #expect(unlink(mount.inStore("b.md")) == 0)
+        // The watch's notice keeps them (waited for as their listing).
+        #expect(MountedStore.waitUntil { ((try? contents(mount, "a.md")) ?? []) == ["one\n"] }, "\((try? contents(mount, "a.md")) ?? [])")
+        #expect(MountedStore.waitUntil { ((try? contents(mount, "b.md")) ?? []) == ["bee\n"] })
+        #expect(try mount.read("a.md") == "two\n")
+        // A save through the mount after it keeps the replacing version, once; nothing twice.
+        #expect(try mount.shell("echo three > a.md").succeeded)
+        #expect(try contents(mount, "a.md") == ["one\n", "two\n"])
+    }
+
     @Test func versionsOffKeepsNoneAndShowsNoView() throws {
         let mount = try MountedStore(texts: ["a.md": "first\n"], arguments: ["--versions", "off"])
         defer { mount.unmount() }
