@@ -42,12 +42,12 @@ extension DocumentFileSystem {
             }
             let verdict: Verdict
             var isDocument = false
-            switch role(forPath: path) {
+            switch classifier.role(forPath: path) {
             case .packageMember:
                 // Resolved again with folder renames held off, so the commit lands in the package
                 // the member is in now, under its current name.
                 let committed = try packageLayout.reading { () throws(FUSEError) -> Bool in
-                    guard let now = nodes.path(of: node.inode), case .packageMember(let member) = role(forPath: now) else { return false }
+                    guard let now = nodes.path(of: node.inode), case .packageMember(let member) = classifier.role(forPath: now) else { return false }
                     try commitMember(&slot, node: node, path: now, member: member, durable: durable, closing: closing)
                     return true
                 }
@@ -70,12 +70,10 @@ extension DocumentFileSystem {
             let stored = try namespace.reading { () throws(FUSEError) -> FileStatus? in
                 guard let now = nodes.path(of: node.inode), FileSystemPath.same(now, path) else { return nil }
                 let status: FileStatus
-                if isDocument { store.keepVersion(of: path, logger: logger) }
                 do {
-                    if case .reencoded(let wrapper) = verdict {
-                        status = try store.persist(wrapper, at: path, durable: durable)
-                    } else {
-                        status = try store.install(stage.file, at: path, durable: durable)
+                    status = try pipeline.commit(replacing: isDocument ? [.init(path: path)] : [], saving: isDocument ? [path] : []) {
+                        if case .reencoded(let wrapper) = verdict { return try store.persist(wrapper, at: path, durable: durable) }
+                        return try store.install(stage.file, at: path, durable: durable)
                     }
                 } catch let refusal as StoreRefusal {
                     refusedByStore = refusal.reason
@@ -83,7 +81,6 @@ extension DocumentFileSystem {
                 } catch {
                     throw FUSEError(error)
                 }
-                if isDocument { store.recordSaveByRequester(of: path) }
                 installed(node, stage: stage, status: status, verdict: verdict, path: path)
                 return status
             }
@@ -110,11 +107,9 @@ extension DocumentFileSystem {
             return .asStaged
         }
         do {
-            let file = try codec.wrapper(for: stage.file.descriptor, name: lastComponent(path), status: staged)
+            let file = try codec.wrapper(for: stage.file.descriptor, name: StorePath.lastComponent(path), status: staged)
             let stagedBytes = file.regularFileContents ?? Data()
-            let document = try codec.decode(file, claim: claim)
-            let existing = (stored?.size ?? 0) > 0 ? try? store.fileWrapper(at: path) : nil
-            let result = try codec.encode(document, claim: claim, existingFile: existing)
+            let result = try pipeline.judge(file, claim: claim, existingAt: path)
             return DocumentCodec.wrapper(result, holdsExactly: stagedBytes) ? .asStaged : .reencoded(result)
         } catch {
             return .refused("it does not decode as \(claim.type.name) (\(claim.contentType.identifier)): \(describe(error))")
@@ -200,7 +195,7 @@ extension DocumentFileSystem {
         guard let stage = slot.stage else { return }
         // A member is a document of its own type too (assets/x.json must be JSON), judged before
         // the package's type judges the package with it.
-        if let own = claim(forPath: path, isDirectory: false), case .refused(let reason) = judge(stage, path: path, claim: own) {
+        if let own = classifier.claim(forPath: path, isDirectory: false), case .refused(let reason) = judge(stage, path: path, claim: own) {
             try refuse(&slot, node: node, path: path, reason: reason, closing: closing)
         }
         try packages.withPackage(member.root) { () throws(FUSEError) in

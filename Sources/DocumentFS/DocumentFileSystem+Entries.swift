@@ -184,8 +184,7 @@ extension DocumentFileSystem {
     func withPackageHeldStill<T>(_ inode: Inode, _ body: (String) throws(FUSEError) -> T) throws(FUSEError) -> T {
         try packageLayout.reading { () throws(FUSEError) -> T in
             let path = try path(of: inode)
-            let root = packageMember(of: path)?.root ?? (registry.claim(forName: lastComponent(path), isDirectory: true) != nil ? path : nil)
-            guard let root else { return try body(path) }
+            guard let root = classifier.packageRoot(at: path) else { return try body(path) }
             return try packages.withPackage(root) { () throws(FUSEError) -> T in try body(path) }
         }
     }
@@ -264,7 +263,7 @@ extension DocumentFileSystem {
     /// The name is resolved again once folder renames are held off (`packageLayout`).
     func changeInPackage(parent: Inode, name: FileName, _ change: (String) -> PackageChange) throws(FUSEError) -> Bool {
         try packageLayout.reading { () throws(FUSEError) -> Bool in
-            guard let member = packageMember(of: try childPath(parent: parent, name: name)) else { return false }
+            guard let member = classifier.packageMember(of: try childPath(parent: parent, name: name)) else { return false }
             try packages.withPackage(member.root) { () throws(FUSEError) in
                 _ = try packages.commit(change(member.member), root: member.root, claim: member.claim)
             }
@@ -306,8 +305,8 @@ extension DocumentFileSystem {
         try changeHoldingNamespace { () throws(FUSEError) in
             retainIfOpen(parent: parent, name: name, path: path)
             // `rm` of a document can be undone: its last version stays among its versions.
-            if claim(forPath: path, isDirectory: false) != nil { store.keepVersion(of: path, copying: false, logger: logger) }
-            try storeCall { try store.removeFile(path) }
+            let replaced: [CommitPipeline.Replaced] = classifier.claim(forPath: path, isDirectory: false) != nil ? [.init(path: path)] : []
+            try storeCall { try pipeline.commit(replacing: replaced, saving: []) { try store.removeFile(path) } }
             nodes.detach(parent: parent, name: name)
         }
     }
@@ -341,7 +340,7 @@ extension DocumentFileSystem {
         let existing = try path(of: inode)
         let path = try childPath(parent: newParent, name: newName)
         // A package is replaced whole by each commit, which would silently end a link into it.
-        if packageMember(of: path) != nil || packageMember(of: existing) != nil { throw .crossDevice }
+        if classifier.packageMember(of: path) != nil || classifier.packageMember(of: existing) != nil { throw .crossDevice }
         try storeCall { try store.makeHardLink(path, to: existing) }
         // The kernel expects the same inode back under its new name.
         let status = try storeCall { try store.status(of: path) }
@@ -371,8 +370,8 @@ extension DocumentFileSystem {
     private func rename(parent: Inode, name: FileName, newParent: Inode, newName: FileName, flags: UInt32, exchange: Bool) throws(FUSEError) {
         let source = try childPath(parent: parent, name: name)
         let destination = try childPath(parent: newParent, name: newName)
-        let sourcePackage = packageMember(of: source)
-        let destinationPackage = packageMember(of: destination)
+        let sourcePackage = classifier.packageMember(of: source)
+        let destinationPackage = classifier.packageMember(of: destination)
         if sourcePackage != nil || destinationPackage != nil {
             // Inside one package, a rename is a change to it; across a package's boundary it would
             // change two documents at once, so programs copy instead (mv does, on EXDEV).
@@ -393,11 +392,11 @@ extension DocumentFileSystem {
             try changeHoldingNamespace { () throws(FUSEError) in
                 if !exchange { retainReplaced(parent: newParent, name: newName, path: destination) }
                 let sourceKind = documentKind(source)
-                keepVersionsForRename(from: source, kind: sourceKind, to: destination, exchange: exchange)
-                try storeCall { try store.rename(source, to: destination, flags: flags) }
                 // A file saved in under a document's name (sed -i's temporary, vim's new file) is a
                 // save; a document moved keeps the record of its own save.
-                if sourceKind == nil && documentKind(destination) != nil { store.recordSaveByRequester(of: destination) }
+                let saved = sourceKind == nil && documentKind(source, named: destination) != nil ? [destination] : []
+                let replaced = versionsReplacedByRename(from: source, kind: sourceKind, to: destination, exchange: exchange)
+                try storeCall { try pipeline.commit(replacing: replaced, saving: saved) { try store.rename(source, to: destination, flags: flags) } }
                 // A package folder renamed (or a folder renamed to or from a package name) is judged
                 // afresh at its new path.
                 packages.forget(source)
@@ -416,22 +415,20 @@ extension DocumentFileSystem {
     /// (vim's `a.md~` backup, removed once the new `a.md` is written), kept as a copy, since it
     /// lives on; and with RENAME_EXCHANGE, a copy of each document whose name gets other content.
     /// `kind`: the source's, as `documentKind` gives it.
-    private func keepVersionsForRename(from source: String, kind: FileStatus.Kind?, to destination: String, exchange: Bool) {
+    private func versionsReplacedByRename(from source: String, kind: FileStatus.Kind?, to destination: String, exchange: Bool) -> [CommitPipeline.Replaced] {
+        let destinationIsDocument = documentKind(destination) != nil
         if exchange {
-            if kind != nil { store.keepVersion(of: source, copying: true, logger: logger) }
-            if documentKind(destination) != nil { store.keepVersion(of: destination, copying: true, logger: logger) }
-            return
+            return (kind != nil ? [.init(path: source, copying: true)] : []) + (destinationIsDocument ? [.init(path: destination, copying: true)] : [])
         }
-        if documentKind(destination) != nil { store.keepVersion(of: destination, copying: false, logger: logger) }
-        if kind == .regular, claim(forPath: destination, isDirectory: false) == nil {
-            store.keepVersion(of: source, copying: true, logger: logger)
-        }
+        let backup = kind == .regular && classifier.claim(forPath: destination, isDirectory: false) == nil
+        return (destinationIsDocument ? [.init(path: destination)] : []) + (backup ? [.init(path: source, copying: true)] : [])
     }
 
-    /// The kind of the item at `path` when it is a document (a file or a package a type claims).
-    private func documentKind(_ path: String) -> FileStatus.Kind? {
+    /// The kind of the item at `path` when it is a document (a file or a package a type claims);
+    /// with `name`, when it would be one under that name.
+    private func documentKind(_ path: String, named name: String? = nil) -> FileStatus.Kind? {
         guard let status = try? store.status(of: path), status.kind == .regular || status.kind == .directory,
-              claim(forPath: path, isDirectory: status.kind == .directory) != nil
+              classifier.claim(forPath: name ?? path, isDirectory: status.kind == .directory) != nil
         else { return nil }
         return status.kind
     }
@@ -474,24 +471,24 @@ extension DocumentFileSystem {
     /// A raw file renamed, while open in place, to a name a document type claims: its handles'
     /// writes are staged and judged from then on.
     private func markStagedIfClaimed(parent: Inode, name: FileName, was oldPath: String, now newPath: String) {
-        guard case .raw = role(forPath: oldPath) else { return }
-        if case .raw = role(forPath: newPath) { return }
+        guard case .raw = classifier.role(forPath: oldPath) else { return }
+        if case .raw = classifier.role(forPath: newPath) { return }
         guard let inode = nodes.existingChild(parent: parent, name: name), let node = nodes.node(inode) else { return }
         node.isStaged.store(true, ordering: .releasing)
     }
 
     private func validateRename(of source: String, as destination: String) throws(FUSEError) {
         guard let status = try? store.status(of: source), status.kind == .regular, status.size > 0,
-              let destinationClaim = claim(forPath: destination, isDirectory: false)
+              let destinationClaim = classifier.claim(forPath: destination, isDirectory: false)
         else { return }
-        if let sourceClaim = claim(forPath: source, isDirectory: false), sourceClaim.type.name == destinationClaim.type.name,
+        if let sourceClaim = classifier.claim(forPath: source, isDirectory: false), sourceClaim.type.name == destinationClaim.type.name,
            sourceClaim.contentType == destinationClaim.contentType
         {
             return  // Already a valid document of the same type.
         }
         do {
             let descriptor = try store.openForReading(source)
-            _ = try codec.decode(codec.wrapper(for: descriptor, name: lastComponent(destination)), claim: destinationClaim)
+            _ = try codec.decode(codec.wrapper(for: descriptor, name: StorePath.lastComponent(destination)), claim: destinationClaim)
         } catch {
             logger.error("refused to rename \(source) to \(destination): its content is not a valid \(destinationClaim.type.name) (\(destinationClaim.contentType.identifier)): \(describe(error)); \(source) is kept as it was")
             throw .ioError

@@ -43,17 +43,7 @@ extension DocumentFileSystem {
 
     /// The claiming type's content type, or what the name says for raw data.
     private func contentType(of path: String) throws(FUSEError) -> UTType {
-        let status = try storeCall { try store.status(of: path) }
-        let isDirectory = status.kind == .directory
-        if let claim = claim(forPath: path, isDirectory: isDirectory) { return claim.contentType }
-        if status.kind == .symbolicLink { return .symbolicLink }
-        let name = lastComponent(path)
-        if let dot = name.lastIndex(of: "."), dot != name.startIndex,
-           let type = UTType(filenameExtension: String(name[name.index(after: dot)...]), conformingTo: isDirectory ? .directory : .data)
-        {
-            return type
-        }
-        return isDirectory ? .folder : .data
+        classifier.contentType(forPath: path, kind: try storeCall { try store.status(of: path) }.kind)
     }
 
     /// DocFS's names: its own attributes, and its bookkeeping in the store (`trusted.` for a root

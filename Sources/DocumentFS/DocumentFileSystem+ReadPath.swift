@@ -18,7 +18,7 @@ extension DocumentFileSystem {
         case raw(OwnedDescriptor, FileStatus)
         /// A document or member: its committed file, found when the node had seen `commits` commits
         /// (none for a writer that neither reads nor appends).
-        case staged(path: String, role: Role, live: OwnedDescriptor?, liveVersion: FileVersion, status: FileStatus, commits: UInt64)
+        case staged(path: String, role: DocumentClassifier.Role, live: OwnedDescriptor?, liveVersion: FileVersion, status: FileStatus, commits: UInt64)
         /// Replaced by a rename or removed since the kernel looked it up: its last version.
         case detached(OwnedDescriptor)
         /// Replaced by a rename, opened for writing: the inode that holds its name now.
@@ -76,7 +76,7 @@ extension DocumentFileSystem {
             }
             let status = try storeCall { try store.status(of: path) }
             guard status.kind == .regular else { throw .isDirectory }
-            let role = role(forPath: path)
+            let role = classifier.role(forPath: path)
             if case .raw = role, store.writesInPlace {
                 // Raw data: opened in place. O_APPEND is the kernel's to apply (it sends the offset);
                 // O_TRUNC arrives as a truncation after the open (atomic O_TRUNC is declined), except
@@ -133,7 +133,7 @@ extension DocumentFileSystem {
     /// `live` was found; if one landed since, the open returns nil before counting anything (its
     /// file may be the version that commit replaced), and is made again.
     private func openStaged(
-        _ node: Node, path: String, role: Role, live: OwnedDescriptor?, liveVersion: FileVersion, status: FileStatus, flags: Int32,
+        _ node: Node, path: String, role: DocumentClassifier.Role, live: OwnedDescriptor?, liveVersion: FileVersion, status: FileStatus, flags: Int32,
         context: RequestContext, seenCommits: UInt64?, created: Bool
     ) throws(FUSEError) -> OpenReply? {
         let writing = flags & O_ACCMODE != O_RDONLY
@@ -256,7 +256,7 @@ extension DocumentFileSystem {
     func ensureDecoded(_ node: Node, live: OwnedDescriptor, version: FileVersion, path: String, claim: DocumentClaim) throws(FUSEError) {
         guard version.size > 0, node.state.withLock({ $0.decodedVersion }) != version else { return }
         do {
-            _ = try codec.decode(codec.wrapper(for: live, name: lastComponent(path)), claim: claim)
+            _ = try codec.decode(codec.wrapper(for: live, name: StorePath.lastComponent(path)), claim: claim)
         } catch {
             logger.error("cannot open \(path): it does not decode as \(claim.type.name) (\(claim.contentType.identifier)): \(describe(error))")
             throw .ioError

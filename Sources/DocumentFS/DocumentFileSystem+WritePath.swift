@@ -20,7 +20,7 @@ extension DocumentFileSystem {
     func create(parent: Inode, name: FileName, mode: mode_t, flags: Int32, context: RequestContext) throws(FUSEError) -> (Entry, OpenReply) {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
-        if packageMember(of: path) != nil {
+        if classifier.packageMember(of: path) != nil {
             let owner = owner(context)
             do {
                 _ = try changeInPackage(parent: parent, name: name) { .createFile($0, mode: mode & 0o7777, owner: owner) }
@@ -30,7 +30,7 @@ extension DocumentFileSystem {
             return try openCreated(parent: parent, name: name, path: try childPath(parent: parent, name: name), flags: flags, context: context)
         }
         try requireClaimedIfStrict(path, isDirectory: false)
-        guard claim(forPath: path, isDirectory: false) != nil || !store.writesInPlace else {
+        guard classifier.claim(forPath: path, isDirectory: false) != nil || !store.writesInPlace else {
             let descriptor = try storeCall {
                 try store.openInPlace(path, flags: (flags & (O_ACCMODE | O_TRUNC | O_EXCL)) | O_CREAT, mode: mode & 0o7777, owner: owner(context))
             }
@@ -175,7 +175,7 @@ extension DocumentFileSystem {
             return
         }
         let status = try storeCall { try store.status(of: path) }
-        switch role(forPath: path) {
+        switch classifier.role(forPath: path) {
         case .packageMember(let member):
             guard isEditable(member: member, status: status) else { throw .accessDenied }
         case .document(let claim):

@@ -12,13 +12,16 @@ import SystemSupport
 /// paths (`+ReadPath`, `+WritePath`), directories, and extended attributes.
 final class DocumentFileSystem: FileSystemOperations {
     let store: any DocumentStore
-    let registry: DocumentTypeRegistry
+    /// Which items are documents, of which type (the same answer everywhere: `DocumentClassifier`).
+    let classifier: DocumentClassifier
     let options: DocumentFSOptions
     let nodes = NodeTable()
     let files = HandleTable<OpenFile>()
     let directories = HandleTable<DirectoryListing>()
     let notifier = KernelNotifier()
     let codec: DocumentCodec
+    /// Where every commit is judged and stored, and versions are kept.
+    let pipeline: CommitPipeline
     let packages: PackageCoordinator
     /// Renames and removals take it exclusively; resolving a name to a stored file (lookup, getattr,
     /// open, installing a commit) takes it shared. So a path always names the file it resolved to:
@@ -39,10 +42,11 @@ final class DocumentFileSystem: FileSystemOperations {
 
     init(store: any DocumentStore, rules: DocumentTypeRules, options: DocumentFSOptions) {
         self.store = store
-        self.registry = DocumentTypeRegistry(rules: rules)
+        self.classifier = DocumentClassifier(rules: rules)
         self.options = options
         self.codec = DocumentCodec()
-        self.packages = PackageCoordinator(store: store, codec: codec, logger: options.logger)
+        self.pipeline = CommitPipeline(store: store, codec: codec, logger: options.logger)
+        self.packages = PackageCoordinator(pipeline: pipeline)
         let rootPath = store.localPath(of: "")
         let watcher = rootPath == nil ? nil : StoreWatcher()
         if store.hasChangeFeed {
@@ -107,7 +111,7 @@ final class DocumentFileSystem: FileSystemOperations {
     /// or changed in place, its bytes are gone before the notice comes.)
     private func keepVersionReplacedBeside(_ inode: Inode) {
         guard store.versions != nil, let node = nodes.existingNode(inode), let path = nodes.path(of: inode),
-              packageMember(of: path) == nil, claim(forPath: path, isDirectory: false) != nil
+              classifier.packageMember(of: path) == nil, classifier.claim(forPath: path, isDirectory: false) != nil
         else { return }
         let (live, kept) = node.state.withLock { ($0.live, $0.keptBesideInode) }
         guard let live, let held = try? live.status(), held.kind == .regular, held.inode != kept,
@@ -180,48 +184,6 @@ final class DocumentFileSystem: FileSystemOperations {
         return StorePath.join(try path(of: parent), name)
     }
 
-    /// Paths are scanned as UTF-8 bytes: `/` and `.` are ASCII, and Character-based String
-    /// indexing showed up in profiles of readdirplus.
-    func lastComponent(_ path: String) -> String {
-        let bytes = path.utf8
-        guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return path }
-        return String(path[bytes.index(after: slash)...])
-    }
-
-    /// What a regular file at `path` is now: raw data, a document, or a member of a package.
-    enum Role {
-        case raw
-        case document(DocumentClaim)
-        case packageMember(PackageMember)
-    }
-
-    func role(forPath path: String) -> Role {
-        if let member = packageMember(of: path) { return .packageMember(member) }
-        if let claim = claim(forPath: path, isDirectory: false) { return .document(claim) }
-        return .raw
-    }
-
-    func claim(forPath path: String, isDirectory: Bool) -> DocumentClaim? {
-        registry.claim(forName: lastComponent(path), isDirectory: isDirectory)
-    }
-
-    /// The package holding `path`, if any: the outermost folder on the way whose name a
-    /// directory-reading type claims. The package folder itself is not its own member.
-    func packageMember(of path: String) -> PackageMember? {
-        let bytes = path.utf8
-        var start = bytes.startIndex
-        while let slash = bytes[start...].firstIndex(of: UInt8(ascii: "/")) {
-            // Only a name with an extension can be claimed; most folders on the way have none.
-            if bytes[start..<slash].contains(UInt8(ascii: ".")),
-               let claim = registry.claim(forName: String(path[start..<slash]), isDirectory: true)
-            {
-                return PackageMember(root: String(path[..<slash]), claim: claim, member: String(path[bytes.index(after: slash)...]))
-            }
-            start = bytes.index(after: slash)
-        }
-        return nil
-    }
-
     /// Whether a member of a package may be written: as for documents, from the package's type.
     func isEditable(member: PackageMember, status: FileStatus) -> Bool {
         !options.readOnly && status.permissions & 0o222 != 0 && member.claim.isWritableType
@@ -229,9 +191,9 @@ final class DocumentFileSystem: FileSystemOperations {
 
     /// Editability of any stored item, package members included.
     func isEditable(path: String, status: FileStatus) -> Bool {
-        if let member = packageMember(of: path) { return isEditable(member: member, status: status) }
+        if let member = classifier.packageMember(of: path) { return isEditable(member: member, status: status) }
         if status.kind != .regular { return !options.readOnly }
-        return isEditable(claim: claim(forPath: path, isDirectory: false), status: status)
+        return isEditable(claim: classifier.claim(forPath: path, isDirectory: false), status: status)
     }
 
     func owner(_ context: RequestContext) -> Ownership {
@@ -252,7 +214,7 @@ final class DocumentFileSystem: FileSystemOperations {
 
     /// Refuses a new raw file on a `--strict` mount.
     func requireClaimedIfStrict(_ path: String, isDirectory: Bool) throws(FUSEError) {
-        guard options.strict, !isDirectory, claim(forPath: path, isDirectory: false) == nil else { return }
+        guard options.strict, !isDirectory, classifier.claim(forPath: path, isDirectory: false) == nil else { return }
         logger.warning("refused \(path): no document type claims it and the mount is --strict")
         throw .notPermitted
     }

@@ -10,28 +10,18 @@ extension DocumentLibrary {
         return OpenReferenceDocument(document: document, path: path, contentType: contentType, isEditable: editable, library: self)
     }
 
-    /// The content type of the item at `path` if one of `readable` claims it, and whether the
-    /// document may be saved.
+    /// The content type of the item at `path` (the mount's: see `DocumentClassifier`) if one of
+    /// `readable` reads it, and whether the document may be saved.
     func claim(_ path: String, readable: [UTType], writable: [UTType], typeName: String) throws -> (UTType, Bool) {
         let status = try store.status(of: path)
-        let name = path.split(separator: "/").last.map(String.init) ?? path
-        let contentType = UTType(filenameExtension: (name as NSString).pathExtension, conformingTo: status.kind == .directory ? .directory : .data)
-        guard let contentType, readable.contains(where: { contentType.conforms(to: $0) }) else {
+        let contentType = classifier.contentType(forPath: path, kind: status.kind)
+        guard readable.contains(where: { contentType.conforms(to: $0) }) else {
             throw LibraryError.notClaimed(path: path, type: typeName)
         }
         let editable = !readOnly && status.permissions & 0o222 != 0 && writable.contains { contentType.conforms(to: $0) }
         return (contentType, editable)
     }
 
-    /// Snapshots and encodes the document with the stored item as `existingFile`, checks that the
-    /// result decodes, and persists it atomically.
-    func save<Document: ReferenceFileDocument>(_ document: Document, at path: String, contentType: UTType) throws {
-        let existing = try? store.fileWrapper(at: path)
-        let snapshot = try document.snapshot(contentType: contentType)
-        let result = try document.fileWrapper(snapshot: snapshot, configuration: FileDocumentWriteConfiguration(contentType: contentType, existingFile: existing))
-        _ = try Document(configuration: FileDocumentReadConfiguration(contentType: contentType, file: result))
-        try persist(result, at: path)
-    }
 }
 
 /// A reference document opened through `DocumentLibrary`: change it (through its methods or
@@ -58,6 +48,8 @@ public final class OpenReferenceDocument<Document: ReferenceFileDocument> {
 
     public func save() throws {
         guard isEditable else { throw DocumentLibrary.LibraryError.notEditable(path: path) }
-        try library.save(document, at: path, contentType: contentType)
+        try library.save(at: path, as: .referenceFileDocument(Document.self), contentType: contentType) { configuration in
+            try document.fileWrapper(snapshot: try document.snapshot(contentType: contentType), configuration: configuration)
+        }
     }
 }

@@ -1,6 +1,7 @@
 import DocumentModel
 import DocumentStore
 import Foundation
+import Logging
 import SystemSupport
 
 /// The store's documents through the document API alone, without FUSE: open a document as its
@@ -8,7 +9,8 @@ import SystemSupport
 /// decoding, `existingFile` and persistence the mount uses. Also reports the state of packages.
 public final class DocumentLibrary: Sendable {
     public let store: any DocumentStore
-    let registry: DocumentTypeRegistry
+    let classifier: DocumentClassifier
+    let pipeline: CommitPipeline
     let readOnly: Bool
 
     public convenience init(store: any DocumentStore, types: [DocumentType], readOnly: Bool = false) {
@@ -19,7 +21,8 @@ public final class DocumentLibrary: Sendable {
     /// with the same rules claims them.
     public init(store: any DocumentStore, rules: DocumentTypeRules, readOnly: Bool = false) {
         self.store = store
-        self.registry = DocumentTypeRegistry(rules: rules)
+        self.classifier = DocumentClassifier(rules: rules)
+        self.pipeline = CommitPipeline(store: store, codec: DocumentCodec(), logger: Logger(label: "docfs.library"))
         self.readOnly = readOnly
     }
 
@@ -42,23 +45,46 @@ public final class DocumentLibrary: Sendable {
         return OpenDocument(document: document, path: path, contentType: contentType, isEditable: editable, library: self)
     }
 
-    /// Encodes `document` with the stored item as `existingFile`, checks that the result decodes,
-    /// and persists it atomically (unchanged files of a package are hard-linked, not rewritten).
-    func save<Document: FileDocument>(_ document: Document, at path: String, contentType: UTType) throws {
+    /// Encodes the document (`encode`, given the stored item as `existingFile`), checks that what it
+    /// returns decodes as `type` would decode it in a mount, and persists it atomically through the
+    /// commit pipeline, keeping the version it replaces (unchanged files of a package are
+    /// hard-linked, not rewritten). A version that cannot be kept fails the save here, unlike in a
+    /// mount: the library's caller is there to be told, and can save again.
+    func save(at path: String, as type: DocumentType, contentType: UTType, encode: (FileDocumentWriteConfiguration) throws -> FileWrapper) throws {
         let existing = try? store.fileWrapper(at: path)
-        let result = try document.fileWrapper(configuration: FileDocumentWriteConfiguration(contentType: contentType, existingFile: existing))
-        _ = try Document(configuration: FileDocumentReadConfiguration(contentType: contentType, file: result))
-        try persist(result, at: path)
+        let result = try encode(FileDocumentWriteConfiguration(contentType: contentType, existingFile: existing))
+        try pipeline.check(result, claim: DocumentClaim(type: type, contentType: contentType, isWritableType: true))
+        try pipeline.commit(replacing: [.init(path: path)], saving: [path], by: geteuid(), versionsRequired: true) {
+            _ = try store.persist(result, at: path, durable: true)
+            if result.isDirectory { try PackageMarker.mark(path, in: store) }
+        }
     }
 
-    /// Persists a checked `result` atomically, keeping the version it replaces: the one end of every
-    /// save a library makes. A version that cannot be kept fails the save here, unlike in a mount:
-    /// the library's caller is there to be told, and can save again.
-    func persist(_ result: FileWrapper, at path: String) throws {
-        try store.keepVersion(of: path)
-        try store.persist(result, at: path, durable: true)
-        store.recordSave(of: path, by: geteuid())
-        if result.isDirectory { try PackageMarker.mark(path, in: store) }
+    /// Puts the version at `location` (a file, or a package's folder, outside the store's documents)
+    /// back at `path` as a save by `user`: checked by the type that claims `path`, as a mount checks
+    /// a save, and keeping the version it replaces. A file takes the version's own mode and owner.
+    public func restore(_ path: String, from location: String, by user: uid_t) throws {
+        let version = try FileWrapper(url: URL(fileURLWithPath: location), options: .immediate)
+        if let claim = classifier.claim(forPath: path, isDirectory: version.isDirectory) { try pipeline.check(version, claim: claim) }
+        if version.isDirectory {
+            try pipeline.commit(replacing: [.init(path: path)], saving: [path], by: user, versionsRequired: true) {
+                _ = try store.persist(version, at: path, durable: true)
+            }
+            return
+        }
+        let source = OwnedDescriptor(try FileIO.open(location, O_RDONLY | O_NOFOLLOW))
+        let staged = try store.makeStagingFile(seededFrom: source, for: path)
+        do {
+            let saved = try source.status()
+            fchown(staged.descriptor.rawValue, saved.userID, saved.groupID)
+            fchmod(staged.descriptor.rawValue, saved.permissions)
+            try pipeline.commit(replacing: [.init(path: path)], saving: [path], by: user, versionsRequired: true) {
+                _ = try store.install(staged, at: path, durable: true)
+            }
+        } catch {
+            store.discard(staged)
+            throw error
+        }
     }
 
     /// What `docfs check` and `docfs status` report of one document.
@@ -101,13 +127,13 @@ public final class DocumentLibrary: Sendable {
                 }
                 switch kind {
                 case .directory:
-                    if let claim = registry.claim(forName: entry.name.string, isDirectory: true) {
+                    if let claim = classifier.claim(forPath: path, isDirectory: true) {
                         found.append(FoundDocument(path: path, isPackage: true, claim: claim))
                     } else {
                         pending.append(path)
                     }
                 case .regular:
-                    if let claim = registry.claim(forName: entry.name.string, isDirectory: false) {
+                    if let claim = classifier.claim(forPath: path, isDirectory: false) {
                         found.append(FoundDocument(path: path, isPackage: false, claim: claim))
                     }
                 default:
@@ -170,6 +196,7 @@ public final class OpenDocument<Document: FileDocument> {
 
     public func save() throws {
         guard isEditable else { throw DocumentLibrary.LibraryError.notEditable(path: path) }
-        try library.save(document, at: path, contentType: contentType)
+        let document = document
+        try library.save(at: path, as: .fileDocument(Document.self), contentType: contentType) { try document.fileWrapper(configuration: $0) }
     }
 }

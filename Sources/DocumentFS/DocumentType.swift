@@ -109,10 +109,7 @@ final class DocumentTypeRegistry: Sendable {
 
     /// The lower-cased text after a name's last dot; nil for none, or for a dot file like `.profile`.
     private static func fileExtension(of name: String) -> String? {
-        let bytes = name.utf8
-        guard let dot = bytes.lastIndex(of: UInt8(ascii: ".")), dot != bytes.startIndex else { return nil }
-        let fileExtension = name[bytes.index(after: dot)...].lowercased()
-        return fileExtension.isEmpty ? nil : fileExtension
+        DocumentClassifier.fileExtension(of: name)?.lowercased()
     }
 
     /// A claim by a type the configuration names for the file: as the extension's content type when

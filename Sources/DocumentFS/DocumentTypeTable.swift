@@ -3,14 +3,15 @@ import DocumentModel
 /// The rule that decides which files are documents, for tools that explain it (`docfs types`): the
 /// same registry the mount uses.
 public struct DocumentTypeTable: Sendable {
-    private let registry: DocumentTypeRegistry
+    private let classifier: DocumentClassifier
+    private var registry: DocumentTypeRegistry { classifier.registry }
 
     public init(types: [DocumentType]) {
         self.init(rules: DocumentTypeRules(types: types))
     }
 
     public init(rules: DocumentTypeRules) {
-        registry = DocumentTypeRegistry(rules: rules)
+        classifier = DocumentClassifier(rules: rules)
     }
 
     public struct Verdict: Sendable {
@@ -25,18 +26,18 @@ public struct DocumentTypeTable: Sendable {
 
     public func verdict(forName name: String) -> Verdict {
         let pattern = registry.rules.patterns.first { $0.matches(name) }
-        let fileExtension = name.utf8.lastIndex(of: UInt8(ascii: ".")).map { String(name[name.utf8.index(after: $0)...]).lowercased() }
+        let fileExtension = DocumentClassifier.fileExtension(of: name)?.lowercased()
         func reason() -> String {
             if let pattern { return "pattern \(pattern.glob)" }
             if let fileExtension, registry.rules.extensions[fileExtension] != nil { return "extension .\(fileExtension) in the configuration" }
             return "content type"
         }
         for isDirectory in [false, true] {
-            if let claim = registry.claim(forName: name, isDirectory: isDirectory) {
+            if let claim = classifier.claim(forPath: name, isDirectory: isDirectory) {
                 return Verdict(contentType: claim.contentType.identifier, documentType: claim.type.name, isPackage: isDirectory, reason: reason())
             }
         }
-        let contentType = fileExtension.flatMap { $0.isEmpty ? nil : UTType(filenameExtension: $0) }
+        let contentType = fileExtension.flatMap { UTType(filenameExtension: $0) }
         return Verdict(contentType: contentType?.identifier, documentType: nil, isPackage: false, reason: reason())
     }
 

@@ -20,9 +20,10 @@ final class PackageCoordinator: Sendable {
         case corrupt(reason: String)
     }
 
-    private let store: any DocumentStore
-    private let codec: DocumentCodec
-    private let logger: Logger
+    private let pipeline: CommitPipeline
+    private var store: any DocumentStore { pipeline.store }
+    private var codec: DocumentCodec { pipeline.codec }
+    private var logger: Logger { pipeline.logger }
     private let locks = Mutex<[String: PackageLock]>([:])
     private let decodedVersions = Mutex<[String: FileVersion]>([:])
 
@@ -30,10 +31,8 @@ final class PackageCoordinator: Sendable {
         let mutex = Mutex<Void>(())
     }
 
-    init(store: any DocumentStore, codec: DocumentCodec, logger: Logger) {
-        self.store = store
-        self.codec = codec
-        self.logger = logger
+    init(pipeline: CommitPipeline) {
+        self.pipeline = pipeline
     }
 
     /// Runs `body` holding the package's lock, so its commits are serialized.
@@ -94,9 +93,11 @@ final class PackageCoordinator: Sendable {
             return .asApplied
         }
         if change.isRemoval {
-            keepVersion(before: change, root: root)
-            try apply(change, in: root)
-            store.recordSaveByRequester(of: root)
+            do {
+                try pipeline.commit(replacing: versions(replacedBy: change, root: root), saving: [root]) { try change.apply(in: root, store: store) }
+            } catch {
+                throw FUSEError(error)
+            }
             if case .draft(let reason) = self.stateAfterRemoval(root, claim: claim) {
                 logger.notice("\(root) no longer decodes after \(change.member) was removed (\(reason)); it is a draft again")
             }
@@ -122,8 +123,7 @@ final class PackageCoordinator: Sendable {
         let file: FileWrapper
         do {
             file = try store.fileWrapper(at: clone)
-            let document = try codec.decode(file, claim: claim)
-            result = try codec.encode(document, claim: claim, existingFile: try? store.fileWrapper(at: root))
+            result = try pipeline.judge(file, claim: claim, existingAt: root)
         } catch {
             let reason = "the package would not decode as \(claim.type.name) (\(claim.contentType.identifier)): \(describe(error))"
             let kept = try? store.quarantineItem(clone, for: root, reason: "change to \(change.member): \(reason)", owner: Requester.current)
@@ -131,15 +131,16 @@ final class PackageCoordinator: Sendable {
             if kept == nil { store.removePrivateItem(clone) }
             throw .ioError
         }
-        keepVersion(before: change, root: root)
         do {
-            if result === file {
-                try store.replaceDirectory(at: root, with: clone)
-                if durable { try store.synchronize(root) }
-            } else {
-                try store.persist(result, at: root, durable: durable)
-                store.removePrivateItem(clone)
-                try? PackageMarker.mark(root, in: store)
+            try pipeline.commit(replacing: versions(replacedBy: change, root: root), saving: savedPaths(change, root: root)) {
+                if result === file {
+                    try store.replaceDirectory(at: root, with: clone)
+                    if durable { try store.synchronize(root) }
+                } else {
+                    try store.persist(result, at: root, durable: durable)
+                    store.removePrivateItem(clone)
+                    try? PackageMarker.mark(root, in: store)
+                }
             }
         } catch let refusal as StoreRefusal {
             // The changed package is the user's work: kept whole, never dropped.
@@ -151,7 +152,6 @@ final class PackageCoordinator: Sendable {
             store.removePrivateItem(clone)
             throw FUSEError(error)
         }
-        recordSave(of: change, root: root)
         if let status = try? store.status(of: root) { decodedVersions.withLock { $0[root] = status.version } }
         return result === file ? .asApplied : .reencoded
     }
@@ -205,63 +205,53 @@ final class PackageCoordinator: Sendable {
         }
         item.preferredFilename = name
         directory.replaceChild(named: name, with: item)
-        let result: FileWrapper
+        guard let result = try? pipeline.judge(package, claim: claim, existingAt: root) else { return nil }
+        // A change other than a write that the type rewrites takes `commit`'s clone.
+        if result !== package && !change.isReplaceFile { return nil }
         do {
-            let document = try codec.decode(package, claim: claim)
-            result = try codec.encode(document, claim: claim, existingFile: try? store.fileWrapper(at: root))
-        } catch {
-            return nil
-        }
-        // Kept only where the switch below changes the package (else `commit` does, on its clone).
-        if result === package || change.isReplaceFile { keepVersion(before: change, root: root) }
-        do {
-            switch (change, result === package) {
-            case (.replaceFile(let member, let staging), true):
-                try store.install(staging, at: root + "/" + member, durable: durable)
-            case (.replaceFile(_, let staging), false):
-                try store.persist(result, at: root, durable: durable)
-                store.discard(staging)
-                try? PackageMarker.mark(root, in: store)
-            case (_, true):
-                try change.apply(in: root, store: store)
-            case (_, false):
-                return nil
+            try pipeline.commit(replacing: versions(replacedBy: change, root: root), saving: savedPaths(change, root: root)) {
+                switch (change, result === package) {
+                case (.replaceFile(let member, let staging), true):
+                    try store.install(staging, at: root + "/" + member, durable: durable)
+                case (.replaceFile(_, let staging), false):
+                    try store.persist(result, at: root, durable: durable)
+                    store.discard(staging)
+                    try? PackageMarker.mark(root, in: store)
+                default:
+                    try change.apply(in: root, store: store)
+                }
             }
         } catch let refusal as StoreRefusal {
             return .refusedByStore(refusal.reason)
         } catch {
             throw FUSEError(error)
         }
-        recordSave(of: change, root: root)
         if let status = try? store.status(of: root) { decodedVersions.withLock { $0[root] = status.version } }
         return result === package ? .asApplied : .reencoded
     }
 
-    /// Marks the package saved, and the member a write replaced (whose own version it becomes in a
-    /// package kept member by member).
-    private func recordSave(of change: PackageChange, root: String) {
-        store.recordSaveByRequester(of: root)
-        if case .replaceFile(let member, _) = change { store.recordSaveByRequester(of: root + "/" + member) }
+    /// What a saved change records as saved: the package, and the member a write replaced (whose
+    /// own version it becomes in a package kept member by member).
+    private func savedPaths(_ change: PackageChange, root: String) -> [String] {
+        if case .replaceFile(let member, _) = change { return [root, root + "/" + member] }
+        return [root]
     }
 
-    /// Keeps the version `change` replaces: the whole package, as a folder of links; or, for a
-    /// package too large to link every file of at every save (`DocumentStore.keepsWholeVersion`),
-    /// the member the change replaces or removes, as a version of that member's own.
-    private func keepVersion(before change: PackageChange, root: String) {
-        guard replacesContent(change, root: root) else { return }
-        if store.keepsWholeVersion(ofPackage: root) {
-            store.keepVersion(of: root, logger: logger)
-            return
-        }
+    /// The versions `change` replaces: the whole package, as a folder of links; or, for a package
+    /// too large to link every file of at every save (`DocumentStore.keepsWholeVersion`), the
+    /// member the change replaces or removes, as a version of that member's own.
+    private func versions(replacedBy change: PackageChange, root: String) -> [CommitPipeline.Replaced] {
+        guard replacesContent(change, root: root) else { return [] }
+        if store.keepsWholeVersion(ofPackage: root) { return [.init(path: root)] }
         switch change {
         case .replaceFile(let member, _), .removeFile(let member):
-            store.keepVersion(of: root + "/" + member, logger: logger)
+            return [.init(path: root + "/" + member)]
         case .rename(let source, let destination, let flags):
             // An exchange leaves both files in the package: each is kept as a copy.
-            if flags & 2 != 0 { store.keepVersion(of: root + "/" + source, copying: true, logger: logger) }
-            store.keepVersion(of: root + "/" + destination, copying: flags & 2 != 0, logger: logger)
+            let exchange = flags & 2 != 0
+            return (exchange ? [.init(path: root + "/" + source, copying: true)] : []) + [.init(path: root + "/" + destination, copying: exchange)]
         case .removeDirectory, .createFile, .makeSpecialFile, .makeDirectory, .makeSymbolicLink:
-            break
+            return []
         }
     }
 

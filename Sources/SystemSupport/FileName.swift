@@ -112,6 +112,14 @@ public enum StorePath {
         return (String(path[..<slash]), name)
     }
 
+    /// The last name of a path (the whole path when it has no `/`): sliced on its UTF-8 view, since
+    /// Character-based indexing showed up in profiles of readdirplus.
+    public static func lastComponent(_ path: String) -> String {
+        let bytes = path.utf8
+        guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return path }
+        return String(path[bytes.index(after: slash)...])
+    }
+
     /// The path's names, root first; throws for a path with an empty, `.`, `..` or overlong
     /// component.
     public static func components(_ path: String) throws(FileName.Invalid) -> [FileName] {

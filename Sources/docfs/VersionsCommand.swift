@@ -1,4 +1,5 @@
 import ArgumentParser
+import DocumentFS
 import DocumentModel
 import DocumentStore
 import Foundation
@@ -160,10 +161,13 @@ struct RestoreCommand: ParsableCommand {
         discussion: """
             In a mount this is an ordinary save through the mount, validated like any other (the same as \
             `cp MOUNT/.versions/PATH/VERSION MOUNT/PATH`). On a store no mount serves, root restores it \
-            in the store's directory. TIME is a version's name or the start of one (20261125T1408).
+            in the store's directory, validated by the store's document types as a mount would. TIME is \
+            a version's name or the start of one (20261125T1408).
             """)
 
     @OptionGroup var document: DocumentPathArgument
+
+    @OptionGroup var typeConfiguration: ConfigurationOption
 
     @Option(help: ArgumentHelp("The version: its name, or the start of its name.", valueName: "time"))
     var at: String
@@ -193,20 +197,12 @@ struct RestoreCommand: ParsableCommand {
             } catch {
                 throw CommandFailure(message: "cannot open store \(root): \(error)", status: ExitStatus.badStore)
             }
-            try store.keepVersion(of: path)
-            if version.package {
-                _ = try store.persist(try FileWrapper(url: URL(fileURLWithPath: version.path)), at: path, durable: true)
-            } else {
-                let source = OwnedDescriptor(try FileIO.open(version.path, O_RDONLY | O_NOFOLLOW))
-                let staged = try store.makeStagingFile(seededFrom: source, for: path)
-                // The version's owner and mode, where no document is left to take them from.
-                if let saved = try? source.status() {
-                    fchown(staged.descriptor.rawValue, saved.userID, saved.groupID)
-                    fchmod(staged.descriptor.rawValue, saved.permissions)
-                }
-                _ = try store.install(staged, at: path, durable: true)
+            let library = DocumentLibrary(store: store, rules: try typeConfiguration.load(storePath: root).rules)
+            do {
+                try library.restore(path, from: version.path, by: getuid())
+            } catch {
+                throw CommandFailure(message: "could not restore \(document.path): \(error)", status: ExitCode(1))
             }
-            store.recordSave(of: path, by: getuid())
         }
         print("restored \(document.path) to its version of \(version.savedAt)")
     }

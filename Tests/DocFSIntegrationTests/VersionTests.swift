@@ -256,6 +256,29 @@ import Testing
         #expect(try contents(mount, "a.md") == ["one\n", "two\n"])
     }
 
+    /// `docfs versions` and `restore` on a store no mount serves: root reads the archive, and the
+    /// restore goes through the commit pipeline (checked, keeping the version it replaces).
+    @Test(.disabled(if: MountedStore.backendIsPostgres, "a PostgreSQL store has no offline archive"))
+    func versionsAreListedAndRestoredOnAStoreNoMountServes() throws {
+        let mount = try MountedStore(texts: ["a.json": "[1]"].merging(Self.textBundle("T.textbundle", text: "one\n")) { $1 })
+        defer { mount.unmount() }
+        #expect(try mount.save("a.json", Data("[2]".utf8)) == "ok")
+        #expect(try mount.shell("echo two > T.textbundle/text.md").succeeded)
+        #expect(mount.unmount())
+        let listed = try MountedStore.run([MountedStore.binary, "versions", "--json", mount.inStore("a.json")], timeout: 30)
+        let entries = try JSONSerialization.jsonObject(with: Data(listed.output.utf8)) as? [[String: Any]] ?? []
+        let name = try #require(entries.first?["name"] as? String, "\(listed.output)\(listed.error)")
+        let restored = try MountedStore.run([MountedStore.binary, "restore", mount.inStore("a.json"), "--at", name], timeout: 30)
+        #expect(restored.succeeded, "\(restored.error)")
+        #expect(mount.storeContents("a.json") == "[1]")
+        let after = try MountedStore.run([MountedStore.binary, "versions", "--json", mount.inStore("a.json")], timeout: 30)
+        #expect((try JSONSerialization.jsonObject(with: Data(after.output.utf8)) as? [[String: Any]])?.count == 2, "the restore kept [2]")
+        let package = try MountedStore.run([MountedStore.binary, "versions", "--json", mount.inStore("T.textbundle")], timeout: 30)
+        let packageVersion = try #require((try JSONSerialization.jsonObject(with: Data(package.output.utf8)) as? [[String: Any]])?.first?["name"] as? String)
+        #expect(try MountedStore.run([MountedStore.binary, "restore", mount.inStore("T.textbundle"), "--at", packageVersion], timeout: 30).succeeded)
+        #expect(mount.storeContents("T.textbundle/text.md") == "one\n")
+    }
+
     @Test func versionsOffKeepsNoneAndShowsNoView() throws {
         let mount = try MountedStore(texts: ["a.md": "first\n"], arguments: ["--versions", "off"])
         defer { mount.unmount() }

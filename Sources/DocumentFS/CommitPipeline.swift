@@ -1,0 +1,70 @@
+import DocumentModel
+import DocumentStore
+import Foundation
+import Logging
+import SystemSupport
+
+/// The one commit pipeline. Every change that replaces what a document was runs through it — a
+/// save through the mount (`DocumentFileSystem+Commit`), a change to a package
+/// (`PackageCoordinator`), a save through `DocumentLibrary`, a rename over a document and a
+/// removal (`DocumentFileSystem+Entries`):
+///
+/// 1. judged: new content is decoded by the type that claims its name (`DocumentClassifier`), and
+///    what that type encodes, with the stored item as `existingFile`, is what gets stored;
+/// 2. committed: the versions the change replaces are kept, the store changes, and the saves it
+///    makes are recorded as their saver's. Versions are kept here alone, for every path.
+struct CommitPipeline: Sendable {
+    let store: any DocumentStore
+    let codec: DocumentCodec
+    let logger: Logger
+
+    /// An item a change replaces or removes, kept as a version of its own.
+    struct Replaced: Sendable {
+        var path: String
+        /// The item stays in use under another name (renamed away, exchanged): its version is a copy.
+        var copying = false
+    }
+
+    // MARK: Judging
+
+    /// Decodes `file` with `claim`'s type and returns what the type encodes to store in its place,
+    /// with the item now at `existingPath` (if any) as `existingFile`. Throws what refuses it.
+    func judge(_ file: FileWrapper, claim: DocumentClaim, existingAt existingPath: String?) throws -> FileWrapper {
+        let document = try codec.decode(file, claim: claim)
+        // An empty file is a draft: nothing stored to build on.
+        let existing = existingPath.flatMap { path in
+            (try? store.status(of: path)).flatMap { $0.kind == .directory || $0.size > 0 ? try? store.fileWrapper(at: path) : nil }
+        }
+        return try codec.encode(document, claim: claim, existingFile: existing)
+    }
+
+    /// Decodes `file` with `claim`'s type, as a read would: throws what refuses it.
+    func check(_ file: FileWrapper, claim: DocumentClaim) throws {
+        _ = try codec.decode(file, claim: claim)
+    }
+
+    // MARK: Committing
+
+    /// Runs `change` (the store's part of a commit) after keeping `replaced` among the versions,
+    /// then records each of `saved` as saved by `saver` (the requester of the calling thread, where
+    /// nil). A version that cannot be kept is logged and the change goes on — the change is what
+    /// the user asked for — unless `versionsRequired` (a library's caller, who can save again).
+    @discardableResult
+    func commit<T>(
+        replacing replaced: [Replaced], saving saved: [String], by saver: uid_t? = nil, versionsRequired: Bool = false,
+        _ change: () throws -> T
+    ) throws -> T {
+        for item in replaced {
+            do {
+                try store.keepVersion(of: item.path, copying: item.copying)
+            } catch {
+                if versionsRequired { throw error }
+                logger.warning("could not keep the version of \(item.path) that this change replaces: \(error)")
+            }
+        }
+        let result = try change()
+        let user = saver ?? Requester.current?.userID ?? geteuid()
+        for path in saved { store.recordSave(of: path, by: user) }
+        return result
+    }
+}
