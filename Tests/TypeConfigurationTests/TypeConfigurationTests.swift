@@ -124,6 +124,22 @@ import TypeConfiguration
         #expect(reports["server.log"] == nil, "a raw file is not a document")
     }
 
+    /// The library opens and saves a document as the mount classifies it: `app.conf` is TOML by the
+    /// configuration's pattern. Before, the library classified by extension alone, so it refused
+    /// to open app.conf as a TOML document the mount serves as one.
+    @Test func theLibraryClaimsAsTheMountDoes() throws {
+        let directory = try Workspace()
+        let configuration = try TypeConfiguration.load(from: try directory.write(Self.sample, to: "docfs.toml"))
+        _ = try directory.write("a = 1\n", to: "store/app.conf")
+        _ = try directory.write("a = 1\n", to: "store/server.log")
+        let library = DocumentLibrary(store: try DirectoryStore(path: directory.path + "/store"), rules: configuration.rules)
+        let opened = try library.open(TOMLDocument.self, at: "app.conf")
+        #expect(opened.contentType.conforms(to: TOMLDocument.readableContentTypes[0]))
+        try opened.save()
+        #expect(try String(contentsOfFile: directory.path + "/store/app.conf", encoding: .utf8) == "a = 1\n")
+        #expect(throws: DocumentLibrary.LibraryError.self) { try library.open(TOMLDocument.self, at: "server.log") }
+    }
+
     private func processes(matching text: String) throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: "/proc").compactMap { entry in
             guard Int(entry) != nil, let line = try? String(contentsOfFile: "/proc/\(entry)/cmdline", encoding: .utf8) else { return nil }
