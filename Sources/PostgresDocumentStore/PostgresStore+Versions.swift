@@ -105,8 +105,14 @@ extension PostgresStore {
 
     // MARK: Keeping the archive in step with the database
 
-    /// Brings the mirror's archive to the database's versions: fetches those it lacks, removes
-    /// those the database no longer has. Cheap when nothing changed: one count.
+    /// How long one synchronization fetches versions before it lets the change feed go on: a new
+    /// mount of a store with many versions fetches them over many polls, never holding back other
+    /// mounts' changes for longer than this.
+    static let versionFetchBudget: Duration = .milliseconds(250)
+
+    /// Brings the mirror's archive to the database's versions: fetches those it lacks (for up to
+    /// `versionFetchBudget`; the next call goes on), removes those the database no longer has.
+    /// Cheap when nothing changed: one count.
     func synchronizeVersions() throws {
         guard keepsVersions, let archive = mirror.versions else { return }
         let summary = try pool.withConnection { try queries.versionSummary($0) }
@@ -123,7 +129,10 @@ extension PostgresStore {
             return local.locations.filter { id, entry in !storedIDs.contains(id) && entry.generation < generation }.map(\.key)
         }
         for id in gone { removeLocally(id, archive) }
-        for version in stored where localVersions.withLock({ $0.locations[version.id] == nil && !$0.refused.contains(version.id) }) {
+        let deadline = ContinuousClock.now + Self.versionFetchBudget
+        // Newest first: the versions a user looks for are the recent ones.
+        for version in stored.sorted(by: { $0.id > $1.id }) where localVersions.withLock({ $0.locations[version.id] == nil && !$0.refused.contains(version.id) }) {
+            guard ContinuousClock.now < deadline else { return }
             do {
                 try fetchVersion(version, into: archive)
             } catch let error as PostgresError {

@@ -94,6 +94,7 @@ public final class PostgresStore: DocumentStore {
         self.rootID = rootID
         queries = StoreQueries(storeID: storeID, origin: origin)
         _ = mirror.recoverInterruptedWrites()
+        if let archive = mirror.versions, self.keepsVersions { localVersions.withLock { $0.scanIfNeeded(archive) } }
         if let manifest = readOnly ? nil : takeManifest() {
             // A clean unmount said what the mirror holds: only what changed since is fetched.
             state.withLock { state in
