@@ -95,6 +95,22 @@ final class PostgresVersionTests {
         #expect(counted["versionedDocuments"] as? Int == 2)
     }
 
+    /// Retention drops versions from the database, so every mount loses them: here the space cap
+    /// (one byte) leaves each document its newest earlier version alone.
+    @Test func retentionDropsVersionsForEveryMount() throws {
+        let first = try MountedStore(postgres: location)
+        let second = try MountedStore(postgres: location)
+        defer { first.unmount(); second.unmount() }
+        for value in 1...3 { #expect(try first.save("a.json", Data("[\(value)]".utf8)) == "ok") }
+        #expect(within(5) { contents(second, "a.json") == ["[1]", "[2]"] })
+        // Retention runs as a mount starts (then every ten minutes).
+        #expect(first.unmount())
+        try first.mount(arguments: ["--versions-cap", "1"])
+        #expect(within(10) { count("SELECT count(*) FROM docfs_document_versions") == 1 })
+        #expect(within(5) { contents(second, "a.json") == ["[2]"] }, "\(contents(second, "a.json"))")
+        #expect(contents(first, "a.json") == ["[2]"])
+    }
+
     /// Version rows are anyone's to write: a member path that leaves its version, a member under a
     /// symbolic link of the version, or a document path naming the private area is not shown, and
     /// nothing is made outside the mirror.
