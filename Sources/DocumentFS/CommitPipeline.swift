@@ -54,6 +54,8 @@ struct CommitPipeline: Sendable {
         replacing replaced: [Replaced], saving saved: [String], by saver: uid_t? = nil, versionsRequired: Bool = false,
         _ change: () throws -> T
     ) throws -> T {
+        // A store that keeps versions in the change's own transaction (PostgreSQL) holds them till then.
+        defer { if !replaced.isEmpty { store.dropPendingVersions(of: replaced.map(\.path)) } }
         for item in replaced {
             do {
                 try store.keepVersion(of: item.path, copying: item.copying)

@@ -129,6 +129,9 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// Marks the item now at `path` as saved by `user` now, which names and attributes the version
     /// it becomes once a later save replaces it.
     func recordSave(of path: String, by user: uid_t)
+    /// Forgets what `keepVersion` noted for `paths` and no change took (a store that keeps the
+    /// version within the change that replaces it): called at the end of every change.
+    func dropPendingVersions(of paths: [String])
     /// Keeps `file`, which DocFS still holds open, as the version of the document at `path` that a
     /// change made beside DocFS replaced or removed.
     func keepReplacedVersion(of path: String, file: OwnedDescriptor) throws
@@ -152,6 +155,7 @@ extension DocumentStore {
     public func keepVersion(of path: String) throws { try keepVersion(of: path, copying: false) }
     public func recordSave(of path: String, by user: uid_t) {}
     public func keepReplacedVersion(of path: String, file: OwnedDescriptor) throws {}
+    public func dropPendingVersions(of paths: [String]) {}
     public func removeVersion(_ version: DocumentVersion) throws { try versions?.remove(version) }
     public func pruneVersions(_ retention: VersionRetention, now: Date) -> (count: Int, bytes: Int64) { (0, 0) }
 }

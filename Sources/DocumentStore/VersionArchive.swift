@@ -78,9 +78,12 @@ public final class VersionArchive: Sendable {
     func addVersion(of document: String, record: SaveRecord, inode: UInt64, _ make: (String) throws -> Void) throws -> String? {
         let folder = folder(for: document)
         let suffix = Self.extensionSuffix(of: document)
-        var microseconds = Int64(record.time.tv_sec) * 1_000_000 + Int64(record.time.tv_nsec / 1000)
+        // Clamped first: past the ends every name would be the same one, and the search below endless.
+        let (seconds, overflow) = Int64(record.time.tv_sec).multipliedReportingOverflow(by: 1_000_000)
+        var microseconds = VersionName.clamped(microseconds: overflow ? (seconds < 0 ? 0 : Int64.max) : seconds &+ Int64(record.time.tv_nsec / 1000))
+        if microseconds == VersionName.clamped(microseconds: .max) { microseconds -= Self.nameAttempts }
         var madeFolder = false
-        while true {
+        for _ in 0..<Self.nameAttempts {
             let path = folder + "/" + VersionName.time(microseconds: microseconds) + suffix
             do {
                 // The common case costs one call: the folder exists and the name is free.
@@ -94,7 +97,11 @@ public final class VersionArchive: Sendable {
                 microseconds += 1
             }
         }
+        throw SystemCallError(errno: EEXIST, operation: "keep a version (\(Self.nameAttempts) names of one microsecond each taken)", path: folder)
     }
+
+    /// How many names, a microsecond apart, a version tries before it gives up.
+    static let nameAttempts: Int64 = 10_000
 
     /// The document's folder, with `document` in it naming the document.
     private func makeFolder(_ folder: String, for document: String) throws {

@@ -105,6 +105,13 @@ struct MirrorState {
         return items.sorted { $0.1 < $1.1 }.map(\.0)
     }
 
+    /// What the mirror holds at or under `path`: the newest content version among its items, and
+    /// their count (see `ContentFingerprint`).
+    func content(under path: String) -> ContentFingerprint {
+        let items = keys(under: path).compactMap { known[$0] }
+        return ContentFingerprint(newest: items.map(\.contentVersion).max() ?? 0, items: items.count)
+    }
+
     /// The regular files at or under `path` whose content is not in the mirror.
     func unfetched(under path: String) -> [String] {
         keys(under: path).filter { known[$0]?.isFetched == false }

@@ -279,9 +279,9 @@ extension PostgresStore {
         let wishes = takeVersionWishes(touching: [path])
         try change(path, retryable: !mirrorChanged, { db in
             let parent = try knownItem(parentPath, operation: "remove")
-            var kept: [KeptVersion] = []
             if let item = state.withLock({ $0[path] }) {
-                kept = try keepWishedVersions(db, wishes)
+                // Kept in the mirror now, before the store-wide change counter is locked.
+                keepLocally(try keepWishedVersions(db, wishes))
                 let removed = try db.execute(
                     """
                     DELETE FROM docfs_items WHERE id = $1 AND parent = $2 AND name = $3
@@ -294,7 +294,6 @@ extension PostgresStore {
                 try queries.recordChange(db, folders: [parent.id])
             }
             mirrorChanged = true
-            keepLocally(kept)
             if directory { try mirror.removeDirectory(path) } else { try mirror.removeFile(path) }
         }, then: { _ in
             state.withLock { $0.removeSubtree(path) }
@@ -317,7 +316,8 @@ extension PostgresStore {
             let sourceParent = try knownItem(sourceParentPath, operation: "rename")
             let destinationParent = try knownItem(destinationParentPath, operation: "rename")
             let replaced = try queries.lockedItem(db, parent: destinationParent.id, name: destinationName)
-            let kept = try keepWishedVersions(db, wishes)
+            // Kept in the mirror now, before the store-wide change counter is locked.
+            keepLocally(try keepWishedVersions(db, wishes))
             func move(_ id: Int64, to parent: Int64, _ name: [UInt8]) throws {
                 try db.execute("UPDATE docfs_items SET parent = $2, name = $3 WHERE id = $1", [.integer(id), .integer(parent), .bytes(name)])
             }
@@ -340,7 +340,6 @@ extension PostgresStore {
             }
             try queries.recordChange(db, folders: [sourceParent.id, destinationParent.id])
             mirrorChanged = true
-            keepLocally(kept)
             try mirror.rename(source, to: destination, flags: flags)
         }, then: { _ in
             state.withLock { state in

@@ -46,12 +46,21 @@ extension PostgresStore {
 
     // MARK: Keeping, in a local change
 
-    /// The wishes (see `keepVersion`) that a change at `paths` fulfils: at one of them, or at a
-    /// folder above one. Taken once, before the change's transaction (which may run again).
+    public func dropPendingVersions(of paths: [String]) {
+        guard keepsVersions else { return }
+        versionWishes.withLock { wishes in for path in paths { wishes[path] = nil } }
+    }
+
+    /// The wishes (see `keepVersion`) that a change at `paths` fulfils: at one of them, at a
+    /// folder above one (a package kept whole), or below one (a member of a large package that
+    /// the change replaces with its package). Taken once, before the change's transaction (which
+    /// may run again).
     func takeVersionWishes(touching paths: [String]) -> [VersionWish] {
         guard keepsVersions else { return [] }
         let taken = versionWishes.withLock { wishes in
-            let taken = wishes.filter { wished, _ in paths.contains { $0 == wished || $0.hasPrefix(wished + "/") } }
+            let taken = wishes.filter { wished, _ in
+                paths.contains { $0 == wished || $0.hasPrefix(wished + "/") || wished.hasPrefix($0 + "/") }
+            }
             for path in taken.keys { wishes[path] = nil }
             return taken.map { VersionWish(path: $0.key, copying: $0.value) }
         }
@@ -67,20 +76,24 @@ extension PostgresStore {
         clock_gettime(CLOCK_REALTIME, &now)
         var kept: [KeptVersion] = []
         for wish in wishes {
-            guard let item = state.withLock({ $0[wish.path] }),
-                  let version = try queries.keepVersion(db, of: item.id, document: wish.path, now: StoredItem.nanoseconds(now))
-            else { continue }
-            kept.append(KeptVersion(wish: wish, version: version))
+            guard let item = state.withLock({ $0[wish.path] }) else { continue }
+            do {
+                guard let version = try queries.keepVersion(db, of: item.id, document: wish.path, now: StoredItem.nanoseconds(now)) else { continue }
+                kept.append(KeptVersion(wish: wish, version: version))
+            } catch let refusal as VersionNotKept {
+                logger.warning("\(wish.path): \(refusal); the change goes on")
+            }
         }
         return kept
     }
 
     /// Puts the versions a local change kept into the mirror's archive, before the mirror changes:
-    /// linked or copied from the mirror where it holds all their content; the others are fetched
-    /// by the change feed.
+    /// linked or copied from the mirror where it holds all their content, and the same content
+    /// the database kept (another mount's change not applied here yet would make it differ); the
+    /// others are fetched by the change feed.
     func keepLocally(_ kept: [KeptVersion]) {
         guard let archive = mirror.versions else { return }
-        for version in kept where state.withLock({ $0.unfetched(under: version.wish.path).isEmpty }) {
+        for version in kept where state.withLock({ $0.unfetched(under: version.wish.path).isEmpty && $0.content(under: version.wish.path) == version.version.content }) {
             localVersions.withLock { local in
                 local.scanIfNeeded(archive)
                 guard local.locations[version.version.id] == nil else { return }
@@ -96,7 +109,7 @@ extension PostgresStore {
     }
 
     private static func tag(_ location: String, with id: Int64) {
-        location.withCString { _ = NumberAttribute.write(UInt64(id), at: $0, name: rowAttribute, exclusive: false) }
+        location.withCString { _ = NumberAttribute.write(UInt64(bitPattern: id), at: $0, name: rowAttribute, exclusive: false) }
     }
 
     static func row(of location: String) -> Int64? {
@@ -126,7 +139,7 @@ extension PostgresStore {
         // Dropped elsewhere (or never committed): gone here too, unless kept since the read began.
         let gone = localVersions.withLock { local in
             local.refused.formIntersection(storedIDs)
-            return local.locations.filter { id, entry in !storedIDs.contains(id) && entry.generation < generation }.map(\.key)
+            return local.locations.filter { id, entry in !storedIDs.contains(id) && entry.generation <= generation }.map(\.key)
         }
         for id in gone { removeLocally(id, archive) }
         let deadline = ContinuousClock.now + Self.versionFetchBudget
@@ -135,11 +148,17 @@ extension PostgresStore {
             guard ContinuousClock.now < deadline else { return }
             do {
                 try fetchVersion(version, into: archive)
+            } catch let refusal as VersionRowRefusal {
+                logger.error("version \(version.id) of \(FileSystemPath.string(fromBytes: version.document)) is not shown: \(refusal)")
+                localVersions.withLock { _ = $0.refused.insert(version.id) }
             } catch let error as PostgresError {
                 throw error
             } catch {
-                logger.error("version \(version.id) of \(FileSystemPath.string(fromBytes: version.document)) is not shown: \(error)")
-                localVersions.withLock { _ = $0.refused.insert(version.id) }
+                // A full disk, or content missing for now: tried again at the next poll, logged once.
+                if localVersions.withLock({ $0.reported.insert(version.id).inserted }) {
+                    logger.warning("version \(version.id) of \(FileSystemPath.string(fromBytes: version.document)) could not be fetched yet: \(error)")
+                }
+                return
             }
         }
     }
@@ -176,8 +195,10 @@ extension PostgresStore {
         }
     }
 
-    /// A version's document path, checked: every name in it a file name, and none in the private area.
+    /// A version's document path, checked: every name in it a file name, no longer than a path,
+    /// and none in the private area.
     private static func documentPath(_ bytes: [UInt8]) throws -> String {
+        guard bytes.count < Int(PATH_MAX) else { throw VersionRowRefusal("its document path is \(bytes.count) bytes long") }
         let components = bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
         for component in components {
             do { _ = try FileName(bytes: component) } catch { throw VersionRowRefusal("its document path has \(error)") }
@@ -299,6 +320,8 @@ struct LocalVersions {
     var locations: [Int64: (location: String, document: String, generation: UInt64)] = [:]
     /// Rows refused (see `VersionRowRefusal`): counted as present, so they are not fetched again.
     var refused: Set<Int64> = []
+    /// Rows that could not be fetched yet, already logged.
+    var reported: Set<Int64> = []
     /// Counts additions, so that a synchronization spares what was kept after its read.
     var generation: UInt64 = 1
     private var scanned = false
@@ -325,6 +348,6 @@ struct LocalVersions {
 
     var summary: VersionSummary {
         let ids = Set(locations.keys).union(refused)
-        return VersionSummary(count: Int64(ids.count), newest: ids.max() ?? 0)
+        return VersionSummary(count: Int64(ids.count), newest: ids.max() ?? 0, idSum: String(ids.reduce(Int128(0)) { $0 + Int128($1) }))
     }
 }

@@ -208,6 +208,8 @@ public final class PostgresStore: DocumentStore {
         identified(Self.blocksAsFetched(try mirror.status(of: name, in: directory, folder: folder)), at: StorePath.join(folder, name))
     }
     public func openDirectory(_ path: String) throws -> OwnedDescriptor { try mirror.openDirectory(path) }
+    /// The mirror's count of an open file's names: the names its version archive holds are not the store's.
+    public func status(ofOpen file: OwnedDescriptor) throws -> FileStatus { try mirror.status(ofOpen: file) }
     public func list(_ path: String) throws -> [StoreDirectoryEntry] {
         let entries = try mirror.list(path)
         let ids = state.withLock { state in entries.map { state[StorePath.join(path, $0.name)]?.id } }

@@ -7,6 +7,15 @@ struct StoredVersion: Sendable {
     var id: Int64
     var document: [UInt8]
     var saved: SaveRecord
+    /// What the version holds, as the newest content version among its items and their count:
+    /// the mirror may link its own files as the version only where it holds the same.
+    var content = ContentFingerprint(newest: 0, items: 0)
+}
+
+/// See `StoredVersion.content`.
+struct ContentFingerprint: Equatable, Sendable {
+    var newest: Int64
+    var items: Int
 }
 
 /// One item of a version: the document itself (`path` empty) or, in a package's version, a member
@@ -30,8 +39,21 @@ extension StoreQueries {
     static let versionDepthLimit = 256
 
     /// Keeps the item `id` (a non-empty file, or a folder with everything in it) as a version of
-    /// `document`, kept at `now`. Nil when the item is neither (nothing to go back to).
+    /// `document`, kept at `now`. Nil when the item is neither (nothing to go back to), or when the
+    /// version could not be kept: the change it belongs to goes on all the same.
     func keepVersion(_ db: PostgresConnection, of id: Int64, document: String, now: Int64) throws -> StoredVersion? {
+        try db.execute("SAVEPOINT docfs_keep_version")
+        do {
+            let kept = try insertVersion(db, of: id, document: document, now: now)
+            try db.execute("RELEASE SAVEPOINT docfs_keep_version")
+            return kept
+        } catch let error as PostgresError where !error.isConnectionFailure {
+            try db.execute("ROLLBACK TO SAVEPOINT docfs_keep_version")
+            throw VersionNotKept(cause: error)
+        }
+    }
+
+    private func insertVersion(_ db: PostgresConnection, of id: Int64, document: String, now: Int64) throws -> StoredVersion? {
         let rows = try db.execute(
             """
             WITH RECURSIVE tree(id, path, depth) AS (
@@ -49,25 +71,31 @@ extension StoreQueries {
                 SELECT DISTINCT ON (t.path) kept.id, t.path, i.mode, i.uid, i.gid, i.mtime_ns, i.size, i.chunks, i.target
                 FROM kept, tree t JOIN docfs_items i ON i.id = t.id
             )
-            SELECT id, saved_ns, saved_by FROM kept
+            SELECT kept.id, kept.saved_ns, kept.saved_by, max(i.content_version), count(*)
+            FROM kept, tree t JOIN docfs_items i ON i.id = t.id GROUP BY kept.id, kept.saved_ns, kept.saved_by
             """,
             [.integer(id), .integer(storeID), .bytes(FileSystemPath.bytes(of: document)), .integer(now)])
         guard rows.count == 1, let version = rows.integer(0, 0) else { return nil }
         let saved = SaveRecord(time: StoredItem.timespec(rows.integer(0, 1) ?? 0), userID: rows.integer(0, 2).flatMap(uid_t.init(exactly:)))
-        return StoredVersion(id: version, document: FileSystemPath.bytes(of: document), saved: saved)
+        let content = ContentFingerprint(newest: rows.integer(0, 3) ?? 0, items: Int(clamping: rows.integer(0, 4) ?? 0))
+        return StoredVersion(id: version, document: FileSystemPath.bytes(of: document), saved: saved, content: content)
     }
 
-    /// How many versions the store has, and the newest's id: what changes whenever one is kept or dropped.
+    /// How many versions the store has, the newest's id and the sum of their ids: what changes
+    /// whenever one is kept or dropped.
     func versionSummary(_ db: PostgresConnection) throws -> VersionSummary {
-        let rows = try db.execute("SELECT count(*), coalesce(max(id), 0) FROM docfs_document_versions WHERE store = $1", [.integer(storeID)])
-        return VersionSummary(count: rows.integer(0, 0) ?? 0, newest: rows.integer(0, 1) ?? 0)
+        let rows = try db.execute(
+            "SELECT count(*), coalesce(max(id), 0), coalesce(sum(id), 0)::text FROM docfs_document_versions WHERE store = $1 AND id > 0",
+            [.integer(storeID)])
+        return VersionSummary(count: rows.integer(0, 0) ?? 0, newest: rows.integer(0, 1) ?? 0, idSum: rows.text(0, 2) ?? "")
     }
 
     /// Every version of the store.
     func versions(_ db: PostgresConnection) throws -> [StoredVersion] {
-        let rows = try db.execute("SELECT id, document, saved_ns, saved_by FROM docfs_document_versions WHERE store = $1", [.integer(storeID)])
+        let rows = try db.execute("SELECT id, document, saved_ns, saved_by FROM docfs_document_versions WHERE store = $1 AND id > 0", [.integer(storeID)])
         return (0..<rows.count).compactMap { row in
-            guard let id = rows.integer(row, 0) else { return nil }
+            // Ids are bigserial's, from 1; another (written by hand) is not a version's.
+            guard let id = rows.integer(row, 0), id > 0 else { return nil }
             let saved = SaveRecord(
                 time: StoredItem.timespec(rows.integer(row, 2) ?? 0), userID: rows.integer(row, 3).flatMap(uid_t.init(exactly:)))
             return StoredVersion(id: id, document: rows.bytes(row, 1), saved: saved)
@@ -109,6 +137,14 @@ extension StoreQueries {
 struct VersionSummary: Equatable, Sendable {
     var count: Int64
     var newest: Int64
+    /// In decimal: a sum of many ids passes Int64.
+    var idSum: String
+}
+
+/// The database refused to keep a version (the change goes on without it).
+struct VersionNotKept: Error, CustomStringConvertible {
+    let cause: PostgresError
+    var description: String { "the version could not be kept: \(cause)" }
 }
 
 extension PostgresStore {

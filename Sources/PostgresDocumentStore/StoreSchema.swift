@@ -59,7 +59,8 @@ enum StoreSchema {
         ALTER TABLE docfs_stores ADD COLUMN pruned_below bigint NOT NULL DEFAULT 0;
         """,
         // Earlier versions of documents (`PostgresStore+Versions`): a version is its document's
-        // rows as they were, sharing their content chunks. `saved_ns`/`saved_by` on an item say
+        // rows as they were, sharing their content chunks. No index holds a path: a btree entry
+        // has a size limit that a deep package's member path can pass. `saved_ns`/`saved_by` on an item say
         // when and by whom DocFS saw it saved; a new content version clears them.
         """
         ALTER TABLE docfs_items ADD COLUMN saved_ns bigint, ADD COLUMN saved_by bigint;
@@ -81,9 +82,9 @@ enum StoreSchema {
             mtime_ns bigint NOT NULL,
             size bigint NOT NULL,
             chunks bytea NOT NULL DEFAULT '',
-            target bytea,
-            PRIMARY KEY (version, path)
+            target bytea
         );
+        CREATE INDEX docfs_version_items_by_version ON docfs_version_items (version);
         """,
     ]
 

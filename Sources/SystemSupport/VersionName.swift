@@ -13,8 +13,12 @@ public enum VersionName {
 
     /// `20261125T140841.123456Z` for a time in microseconds since the epoch; a time outside years
     /// 1970 to 9999 (a file's mtime can be anything) is named by the nearest of them.
+    /// `microseconds` since the epoch within the times a name can spell (1970 to 9999).
+    public static func clamped(microseconds: Int64) -> Int64 { min(max(microseconds, 0), 253_402_300_799_999_999) }
+
+    /// A time given in microseconds since the epoch, clamped to the years a name can spell.
     public static func time(microseconds: Int64) -> String {
-        let microseconds = min(max(microseconds, 0), 253_402_300_799_999_999)
+        let microseconds = clamped(microseconds: microseconds)
         var seconds = time_t(microseconds / 1_000_000)
         var parts = tm()
         gmtime_r(&seconds, &parts)
