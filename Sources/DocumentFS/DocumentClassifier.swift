@@ -57,15 +57,15 @@ struct DocumentClassifier: Sendable {
     /// The content type of the item at `path` of `kind`: the claiming type's, else what its name's
     /// extension says, else plain data, a folder or a link.
     func contentType(forPath path: String, kind: FileStatus.Kind) -> UTType {
-        let isDirectory = kind == .directory
-        if let claim = claim(forPath: path, isDirectory: isDirectory) { return claim.contentType }
         if kind == .symbolicLink { return .symbolicLink }
-        if let fileExtension = Self.fileExtension(of: StorePath.lastComponent(path)),
-           let type = UTType(filenameExtension: fileExtension, conformingTo: isDirectory ? .directory : .data)
-        {
-            return type
-        }
-        return isDirectory ? .folder : .data
+        return declaredContentType(forPath: path, isDirectory: kind == .directory) ?? (kind == .directory ? .folder : .data)
+    }
+
+    /// The claiming type's content type, else what the name's extension says; nil for a name
+    /// without one.
+    func declaredContentType(forPath path: String, isDirectory: Bool) -> UTType? {
+        if let claim = claim(forPath: path, isDirectory: isDirectory) { return claim.contentType }
+        return Self.fileExtension(of: StorePath.lastComponent(path)).flatMap { UTType(filenameExtension: $0, conformingTo: isDirectory ? .directory : .data) }
     }
 
     /// The text after a name's last dot; nil for none, or for a dot file like `.profile`.

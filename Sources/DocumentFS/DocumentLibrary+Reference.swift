@@ -14,8 +14,9 @@ extension DocumentLibrary {
     /// `readable` reads it, and whether the document may be saved.
     func claim(_ path: String, readable: [UTType], writable: [UTType], typeName: String) throws -> (UTType, Bool) {
         let status = try store.status(of: path)
-        let contentType = classifier.contentType(forPath: path, kind: status.kind)
-        guard readable.contains(where: { contentType.conforms(to: $0) }) else {
+        guard let contentType = classifier.declaredContentType(forPath: path, isDirectory: status.kind == .directory),
+              readable.contains(where: { contentType.conforms(to: $0) })
+        else {
             throw LibraryError.notClaimed(path: path, type: typeName)
         }
         let editable = !readOnly && status.permissions & 0o222 != 0 && writable.contains { contentType.conforms(to: $0) }

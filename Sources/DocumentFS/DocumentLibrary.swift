@@ -56,20 +56,22 @@ public final class DocumentLibrary: Sendable {
         try pipeline.check(result, claim: DocumentClaim(type: type, contentType: contentType, isWritableType: true))
         try pipeline.commit(replacing: [.init(path: path)], saving: [path], by: geteuid(), versionsRequired: true) {
             _ = try store.persist(result, at: path, durable: true)
-            if result.isDirectory { try PackageMarker.mark(path, in: store) }
         }
+        if result.isDirectory { try PackageMarker.mark(path, in: store) }
     }
 
     /// Puts the version at `location` (a file, or a package's folder, outside the store's documents)
     /// back at `path` as a save by `user`: checked by the type that claims `path`, as a mount checks
     /// a save, and keeping the version it replaces. A file takes the version's own mode and owner.
     public func restore(_ path: String, from location: String, by user: uid_t) throws {
+        guard !readOnly else { throw LibraryError.notEditable(path: path) }
         let version = try FileWrapper(url: URL(fileURLWithPath: location), options: .immediate)
         if let claim = classifier.claim(forPath: path, isDirectory: version.isDirectory) { try pipeline.check(version, claim: claim) }
         if version.isDirectory {
             try pipeline.commit(replacing: [.init(path: path)], saving: [path], by: user, versionsRequired: true) {
                 _ = try store.persist(version, at: path, durable: true)
             }
+            if classifier.claim(forPath: path, isDirectory: true) != nil { try PackageMarker.mark(path, in: store) }
             return
         }
         let source = OwnedDescriptor(try FileIO.open(location, O_RDONLY | O_NOFOLLOW))

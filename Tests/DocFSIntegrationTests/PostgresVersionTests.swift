@@ -113,7 +113,8 @@ final class PostgresVersionTests {
 
     /// Version rows are anyone's to write: a member path that leaves its version, a member under a
     /// symbolic link of the version, or a document path naming the private area is not shown, and
-    /// nothing is made outside the mirror.
+    /// nothing is made outside the mirror. A negative id trapped the daemon; two versions saved
+    /// before 1970 made it search for a free name forever, holding the lock every save takes.
     @Test func versionRowsThatLeadOutsideTheirVersionAreNotShown() throws {
         let first = try MountedStore(postgres: location)
         defer { first.unmount() }
@@ -132,12 +133,21 @@ final class PostgresVersionTests {
                 (''::bytea, 16877, NULL::bytea), ('link'::bytea, 41471, '\\x\(escape)'::bytea), ('link/x'::bytea, 33188, NULL::bytea),
                 ('../../../../../../..\(outside)'::bytea, 33188, NULL::bytea)) AS p(path, mode, target);
             INSERT INTO docfs_document_versions (store, document, saved_ns, saved_by, kept_ns) VALUES (\(store), '.docfs/quarantine', 0, 0, 0);
+            WITH v AS (INSERT INTO docfs_document_versions (id, store, document, saved_ns, saved_by, kept_ns)
+                VALUES (-1, \(store), 'negative.json', 0, 0, 0) RETURNING id)
+            INSERT INTO docfs_version_items (version, path, mode, uid, gid, mtime_ns, size, chunks) SELECT id, '', 33188, 0, 0, 0, 0, '' FROM v;
+            WITH v AS (INSERT INTO docfs_document_versions (store, document, saved_ns, saved_by, kept_ns)
+                VALUES (\(store), 'old.json', -5, 0, 0), (\(store), 'old.json', -7000000000000000000, 0, 0) RETURNING id)
+            INSERT INTO docfs_version_items (version, path, mode, uid, gid, mtime_ns, size, chunks) SELECT id, '', 33188, 0, 0, 0, 0, '' FROM v;
             SELECT 1
             """)
         // A save wakes the other mounts; its version is shown, the forged ones never are.
         #expect(try first.save("a.json", Data("[3]".utf8)) == "ok")
         #expect(within(5) { contents(first, "a.json") == ["[1]", "[2]"] })
         #expect(versions(first, "evil.textbundle").isEmpty)
+        // An id no sequence gives is no version's; times before 1970 are named 1970, a microsecond apart.
+        #expect(versions(first, "negative.json").isEmpty)
+        #expect(within(5) { versions(first, "old.json") == ["19700101T000000.000000Z.json", "19700101T000000.000001Z.json"] }, "\(versions(first, "old.json"))")
         #expect(!FileManager.default.fileExists(atPath: outside) && !FileManager.default.fileExists(atPath: outside + "/x"))
         let log = (try? String(contentsOfFile: first.logFile, encoding: .utf8)) ?? ""
         #expect(log.contains("is not shown"), "the refusal is logged")
