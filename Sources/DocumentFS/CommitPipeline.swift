@@ -67,6 +67,8 @@ struct CommitPipeline: Sendable {
         let result = try change()
         let user = saver ?? Requester.current?.userID ?? geteuid()
         for path in saved { store.recordSave(of: path, by: user) }
+        // The next save of a package finds its version ready (see `DirectoryStore.prepareVersion`).
+        for item in replaced where !item.copying { store.prepareVersion(of: item.path) }
         return result
     }
 }

@@ -28,7 +28,14 @@ extension DirectoryStore {
         // going is linked: no byte copied, and the version keeps the mode and owner it had.
         let archived = status.linkCount > 1 ? ArchivedLinks.count(of: full) : 0
         let otherNames = max(1, ArchivedLinks.storeNames(of: status, archived: archived)) - 1
+        // A package's version made ahead, if it is still the package's content: renamed in.
+        let prepared = status.kind == .directory ? takePreparedVersion(of: path) : nil
+        defer { if let prepared { Self.removePrepared(prepared) } }
         let kept = try versions.addVersion(of: path, record: record, inode: status.inode) { target in
+            if let prepared {
+                try FileIO.rename(prepared, target, flags: 1)
+                return
+            }
             if status.kind == .directory {
                 try linkCopy(ofFolder: full, status: status, to: target)
                 return
@@ -72,6 +79,8 @@ extension DirectoryStore {
     public static let wholePackageVersionLimit = 256
 
     public func keepsWholeVersion(ofPackage path: String) -> Bool {
+        // Prepared only for a package within the limit (checked again when it is used).
+        if preparedVersions.withLock({ $0.contains { $0.path == path } }) { return true }
         var budget = Self.wholePackageVersionLimit
         func fits(_ folder: String) -> Bool {
             for entry in (try? FileIO.directoryEntriesWithTypes(folder)) ?? [] {
@@ -109,7 +118,7 @@ extension DirectoryStore {
     /// A folder at `target` of links to the files of the folder at `source` as they are now: each
     /// folder made anew with its mode, owner, attributes and times, files and symbolic links shared
     /// or copied. Done on descriptors, a call or two an item: it runs on every package save.
-    private func linkCopy(ofFolder source: String, status: FileStatus, to target: String) throws {
+    func linkCopy(ofFolder source: String, status: FileStatus, to target: String) throws {
         let from = OwnedDescriptor(try FileIO.open(source, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
         try FileSystemPath.at(target) { parent, name in
             // Made here first: a name taken (EEXIST) is another version's, and left alone.
@@ -117,6 +126,8 @@ extension DirectoryStore {
             do {
                 try linkCopy(of: from, status: status, into: parent, name: name, path: target)
             } catch {
+                // The links made so far were counted: uncounted as they go.
+                VersionArchive.releaseLinks(at: target)
                 try? FileIO.removeItem(target)
                 throw error
             }

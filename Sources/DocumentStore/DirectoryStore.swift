@@ -46,6 +46,10 @@ public final class DirectoryStore: DocumentStore {
     public let versions: VersionArchive?
     /// Whether saves and removals keep the version they replace (`--versions off` says no).
     public let keepsVersions: Bool
+    /// Where packages' next versions are made ahead (`DirectoryStore+PreparedVersions`), and those made.
+    let preparedDirectory: String?
+    let preparedVersions = Mutex<[(path: String, location: String)]>([])
+    let preparing = DispatchQueue(label: "docfs-package-versions", qos: .utility)
 
     public enum OpenError: Error, CustomStringConvertible {
         case notADirectory(String)
@@ -100,6 +104,14 @@ public final class DirectoryStore: DocumentStore {
             : nil
         versions = hasPrivateArea ? VersionArchive(directory: privateArea + "/versions") : nil
         self.keepsVersions = keepsVersions && !readOnly && hasPrivateArea
+        if self.keepsVersions {
+            let prepared = privateArea + "/versions-pending"
+            try Self.makePrivateDirectory(prepared)
+            preparedDirectory = prepared
+            removeLeftoverPreparedVersions()
+        } else {
+            preparedDirectory = nil
+        }
     }
 
     /// Makes a folder of the private area, or accepts the one there if it is a real folder (never
@@ -158,7 +170,7 @@ public final class DirectoryStore: DocumentStore {
 
     private let processID = getpid()
 
-    private func uniqueName(_ tag: String) -> String {
+    func uniqueName(_ tag: String) -> String {
         "\(tag)-\(processID)-\(counter.add(1, ordering: .relaxed).newValue)"
     }
 

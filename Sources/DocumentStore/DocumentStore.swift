@@ -129,6 +129,9 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// Marks the item now at `path` as saved by `user` now, which names and attributes the version
     /// it becomes once a later save replaces it.
     func recordSave(of path: String, by user: uid_t)
+    /// Makes the next version of the package at `path` ahead, off the next save's path (a store
+    /// that keeps packages' versions as folders of links); nothing for a file.
+    func prepareVersion(of path: String)
     /// Forgets what `keepVersion` noted for `paths` and no change took (a store that keeps the
     /// version within the change that replaces it): called at the end of every change.
     func dropPendingVersions(of paths: [String])
@@ -156,6 +159,7 @@ extension DocumentStore {
     public func recordSave(of path: String, by user: uid_t) {}
     public func keepReplacedVersion(of path: String, file: OwnedDescriptor) throws {}
     public func dropPendingVersions(of paths: [String]) {}
+    public func prepareVersion(of path: String) {}
     public func removeVersion(_ version: DocumentVersion) throws { try versions?.remove(version) }
     public func pruneVersions(_ retention: VersionRetention, now: Date) -> (count: Int, bytes: Int64) { (0, 0) }
 }

@@ -219,7 +219,7 @@ public final class VersionArchive: Sendable {
     }
 
     /// Lowers the archived-link count of every file of the version at `path`, before it goes.
-    private static func releaseLinks(at path: String) {
+    static func releaseLinks(at path: String) {
         guard let status = try? FileStatus.of(path: path) else { return }
         switch status.kind {
         case .regular:

@@ -1,0 +1,132 @@
+import Foundation
+import Glibc
+import SystemSupport
+
+/// A package's next version, made ahead. Keeping a package's version whole makes a folder for each
+/// of its folders and links each file: a few hundred microseconds that doubled as the time of a
+/// small save in a package. So after each save the folder of links is made on a thread of its own
+/// (`prepareVersion`), and the next save only checks that it is still exactly what a link copy
+/// would make now — the same names, the same files (inode numbers), the same folder modes, owners,
+/// times and attributes, the same link targets — and renames it into the archive. Anything else
+/// (not ready, or the package changed since, through DocFS or beside it) takes the copy as before.
+extension DirectoryStore {
+    /// The most packages with a prepared version at once; the least recently prepared goes first.
+    static let preparedVersionLimit = 64
+
+    /// Makes the next version of the package at `path` ahead, on the preparing thread. Nothing for
+    /// a file, or a package whose versions are kept member by member.
+    public func prepareVersion(of path: String) {
+        guard keepsVersions, let preparedDirectory, (try? FileStatus.of(path: absolute(path)))?.kind == .directory else { return }
+        preparing.async { [self] in
+            discardPrepared(of: path)
+            guard keepsWholeVersion(ofPackage: path), let status = try? FileStatus.of(path: absolute(path)), status.kind == .directory else { return }
+            let location = preparedDirectory + "/" + uniqueName("version")
+            guard (try? linkCopy(ofFolder: absolute(path), status: status, to: location)) != nil else { return }
+            let evicted = preparedVersions.withLock { prepared -> [String] in
+                prepared.append((path, location))
+                let excess = max(0, prepared.count - Self.preparedVersionLimit)
+                defer { prepared.removeFirst(excess) }
+                return prepared.prefix(excess).map(\.location)
+            }
+            for old in evicted { Self.removePrepared(old) }
+        }
+    }
+
+    /// The version prepared for the package at `path`, if it is still exactly the package's
+    /// content: taken (whichever way), so it is used once.
+    func takePreparedVersion(of path: String) -> String? {
+        let location = preparedVersions.withLock { prepared -> String? in
+            guard let index = prepared.lastIndex(where: { $0.path == path }) else { return nil }
+            return prepared.remove(at: index).location
+        }
+        guard let location else { return nil }
+        if isSameTree(prepared: location, live: absolute(path)) { return location }
+        Self.removePrepared(location)
+        return nil
+    }
+
+    private func discardPrepared(of path: String) {
+        let locations = preparedVersions.withLock { prepared -> [String] in
+            let matching = prepared.filter { $0.path == path }.map(\.location)
+            prepared.removeAll { $0.path == path }
+            return matching
+        }
+        for location in locations { Self.removePrepared(location) }
+    }
+
+    /// Removes a prepared version, lowering its files' archived-link counts first.
+    static func removePrepared(_ location: String) {
+        VersionArchive.releaseLinks(at: location)
+        try? FileIO.removeItem(location)
+    }
+
+    /// Removes what a daemon that ended left prepared.
+    func removeLeftoverPreparedVersions() {
+        guard let preparedDirectory else { return }
+        for name in (try? FileIO.directoryEntries(preparedDirectory)) ?? [] { Self.removePrepared(preparedDirectory + "/" + name) }
+    }
+
+    /// Whether the folder at `prepared` is what a link copy of the folder at `live` makes now.
+    private func isSameTree(prepared: String, live: String) -> Bool {
+        guard let preparedFolder = try? OwnedDescriptor(FileIO.open(prepared, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)),
+              let liveFolder = try? OwnedDescriptor(FileIO.open(live, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
+        else { return false }
+        return isSameTree(prepared: preparedFolder, live: liveFolder, path: live)
+    }
+
+    private func isSameTree(prepared: OwnedDescriptor, live: OwnedDescriptor, path: String) -> Bool {
+        guard let made = try? prepared.status(), let now = try? live.status(),
+              made.permissions == now.permissions, made.userID == now.userID, made.groupID == now.groupID,
+              made.modificationTime.tv_sec == now.modificationTime.tv_sec, made.modificationTime.tv_nsec == now.modificationTime.tv_nsec,
+              sameAttributes(prepared, live),
+              let madeEntries = try? FileIO.listing(of: prepared.rawValue, path: path),
+              let nowEntries = try? FileIO.listing(of: live.rawValue, path: path),
+              madeEntries.count == nowEntries.count
+        else { return false }
+        let madeByName = Dictionary(madeEntries.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        for entry in nowEntries {
+            guard let copy = madeByName[entry.name] else { return false }
+            let same = entry.name.withCString { name -> Bool in
+                var liveStatus = stat()
+                var copyStatus = stat()
+                guard fstatat(live.rawValue, name, &liveStatus, AT_SYMLINK_NOFOLLOW) == 0,
+                      fstatat(prepared.rawValue, name, &copyStatus, AT_SYMLINK_NOFOLLOW) == 0,
+                      liveStatus.st_mode & S_IFMT == copyStatus.st_mode & S_IFMT
+                else { return false }
+                switch liveStatus.st_mode & S_IFMT {
+                case S_IFDIR:
+                    let liveChild = openat(live.rawValue, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                    let copyChild = openat(prepared.rawValue, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                    guard liveChild >= 0, copyChild >= 0 else {
+                        if liveChild >= 0 { close(liveChild) }
+                        if copyChild >= 0 { close(copyChild) }
+                        return false
+                    }
+                    return isSameTree(prepared: OwnedDescriptor(copyChild), live: OwnedDescriptor(liveChild), path: path + "/" + entry.name)
+                case S_IFLNK:
+                    return liveStatus.st_uid == copyStatus.st_uid && liveStatus.st_gid == copyStatus.st_gid
+                        && Self.linkTarget(name, in: live.rawValue) == Self.linkTarget(name, in: prepared.rawValue)
+                default:
+                    // Files are linked: the same file is the same content, mode, owner and attributes.
+                    return liveStatus.st_ino == copyStatus.st_ino && liveStatus.st_dev == copyStatus.st_dev && copy.inode == entry.inode
+                }
+            }
+            if !same { return false }
+        }
+        return true
+    }
+
+    /// Whether two folders have the same extended attributes (the item's number aside: a copy has none).
+    private func sameAttributes(_ prepared: OwnedDescriptor, _ live: OwnedDescriptor) -> Bool {
+        guard let madeNames = try? prepared.extendedAttributeNames(), let nowNames = try? live.extendedAttributeNames() else { return false }
+        let kept = Set(nowNames.filter { $0 != identities?.attributeName })
+        guard Set(madeNames) == kept else { return false }
+        return kept.allSatisfy { name in (try? prepared.extendedAttribute(name)) == (try? live.extendedAttribute(name)) }
+    }
+
+    private static func linkTarget(_ name: UnsafePointer<CChar>, in directory: Int32) -> [CChar]? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlinkat(directory, name, &buffer, buffer.count - 1)
+        return length < 0 ? nil : Array(buffer[..<length])
+    }
+}
