@@ -49,10 +49,11 @@ struct CommitPipeline: Sendable {
     /// then records each of `saved` as saved by `saver` (the requester of the calling thread, where
     /// nil). A version that cannot be kept is logged and the change goes on — the change is what
     /// the user asked for — unless `versionsRequired` (a library's caller, who can save again).
+    /// `package`: the package the change is in, whose next version the store makes ahead.
     @discardableResult
     func commit<T>(
         replacing replaced: [Replaced], saving saved: [String], by saver: uid_t? = nil, versionsRequired: Bool = false,
-        _ change: () throws -> T
+        package: String? = nil, _ change: () throws -> T
     ) throws -> T {
         // A store that keeps versions in the change's own transaction (PostgreSQL) holds them till then.
         defer { if !replaced.isEmpty { store.dropPendingVersions(of: replaced.map(\.path)) } }
@@ -68,7 +69,7 @@ struct CommitPipeline: Sendable {
         let user = saver ?? Requester.current?.userID ?? geteuid()
         for path in saved { store.recordSave(of: path, by: user) }
         // The next save of a package finds its version ready (see `DirectoryStore.prepareVersion`).
-        for item in replaced where !item.copying { store.prepareVersion(of: item.path) }
+        for path in Set(replaced.filter { !$0.copying }.map(\.path) + (package.map { [$0] } ?? [])) { store.prepareVersion(of: path) }
         return result
     }
 }

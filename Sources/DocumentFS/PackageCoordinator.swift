@@ -94,7 +94,7 @@ final class PackageCoordinator: Sendable {
         }
         if change.isRemoval {
             do {
-                try pipeline.commit(replacing: versions(replacedBy: change, root: root), saving: [root]) { try change.apply(in: root, store: store) }
+                try pipeline.commit(replacing: versions(replacedBy: change, root: root), saving: [root], package: root) { try change.apply(in: root, store: store) }
             } catch {
                 throw FUSEError(error)
             }
@@ -132,7 +132,7 @@ final class PackageCoordinator: Sendable {
             throw .ioError
         }
         do {
-            try pipeline.commit(replacing: versions(replacedBy: change, root: root), saving: savedPaths(change, root: root)) {
+            try pipeline.commit(replacing: versions(replacedBy: change, root: root), saving: savedPaths(change, root: root), package: root) {
                 if result === file {
                     try store.replaceDirectory(at: root, with: clone)
                     if durable { try store.synchronize(root) }
@@ -209,7 +209,7 @@ final class PackageCoordinator: Sendable {
         // A change other than a write that the type rewrites takes `commit`'s clone.
         if result !== package && !change.isReplaceFile { return nil }
         do {
-            try pipeline.commit(replacing: versions(replacedBy: change, root: root), saving: savedPaths(change, root: root)) {
+            try pipeline.commit(replacing: versions(replacedBy: change, root: root), saving: savedPaths(change, root: root), package: root) {
                 switch (change, result === package) {
                 case (.replaceFile(let member, let staging), true):
                     try store.install(staging, at: root + "/" + member, durable: durable)

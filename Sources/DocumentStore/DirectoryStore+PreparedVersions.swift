@@ -17,7 +17,15 @@ extension DirectoryStore {
     /// a file, or a package whose versions are kept member by member.
     public func prepareVersion(of path: String) {
         guard keepsVersions, let preparedDirectory, (try? FileStatus.of(path: absolute(path)))?.kind == .directory else { return }
+        let request = preparationRequests.withLock { requests in
+            defer { requests.next += 1 }
+            requests.latest[path] = requests.next
+            return requests.next
+        }
         preparing.async { [self] in
+            defer { preparationRequests.withLock { if $0.latest[path] == request { $0.latest[path] = nil } } }
+            // A later change to the package asked again: that request makes it.
+            guard preparationRequests.withLock({ $0.latest[path] == request }) else { return }
             discardPrepared(of: path)
             guard keepsWholeVersion(ofPackage: path), let status = try? FileStatus.of(path: absolute(path)), status.kind == .directory else { return }
             let location = preparedDirectory + "/" + uniqueName("version")
@@ -35,6 +43,8 @@ extension DirectoryStore {
     /// The version prepared for the package at `path`, if it is still exactly the package's
     /// content: taken (whichever way), so it is used once.
     func takePreparedVersion(of path: String) -> String? {
+        // One is being made (saves come faster than it is made): waited for, it is most of the way.
+        if preparationRequests.withLock({ $0.latest[path] != nil }) { preparing.sync {} }
         let location = preparedVersions.withLock { prepared -> String? in
             guard let index = prepared.lastIndex(where: { $0.path == path }) else { return nil }
             return prepared.remove(at: index).location

@@ -49,6 +49,9 @@ public final class DirectoryStore: DocumentStore {
     /// Where packages' next versions are made ahead (`DirectoryStore+PreparedVersions`), and those made.
     let preparedDirectory: String?
     let preparedVersions = Mutex<[(path: String, location: String)]>([])
+    /// The latest request to prepare each package's version, by a number: an older request still
+    /// queued is skipped, and a save waits for the one in hand instead of copying again.
+    let preparationRequests = Mutex<(next: UInt64, latest: [String: UInt64])>((1, [:]))
     let preparing = DispatchQueue(label: "docfs-package-versions", qos: .utility)
 
     public enum OpenError: Error, CustomStringConvertible {
