@@ -16,7 +16,12 @@ extension DirectoryStore {
     /// Makes the next version of the package at `path` ahead, on the preparing thread. Nothing for
     /// a file, or a package whose versions are kept member by member.
     public func prepareVersion(of path: String) {
-        guard keepsVersions, let preparedDirectory, (try? FileStatus.of(path: absolute(path)))?.kind == .directory else { return }
+        guard keepsVersions, let preparedDirectory else { return }
+        guard (try? FileStatus.of(path: absolute(path)))?.kind == .directory else {
+            // Gone (removed, renamed): what was made for it would keep its files on disk.
+            discardPrepared(of: path)
+            return
+        }
         let request = preparationRequests.withLock { requests in
             defer { requests.next += 1 }
             requests.latest[path] = requests.next
