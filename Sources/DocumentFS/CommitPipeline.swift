@@ -69,7 +69,7 @@ struct CommitPipeline: Sendable {
         let user = saver ?? Requester.current?.userID ?? geteuid()
         for path in saved { store.recordSave(of: path, by: user) }
         // The next save of a package finds its version ready (see `DirectoryStore.prepareVersion`).
-        for path in Set(replaced.filter { !$0.copying }.map(\.path) + (package.map { [$0] } ?? [])) { store.prepareVersion(of: path) }
+        if let package { store.prepareVersion(of: package) }
         return result
     }
 }

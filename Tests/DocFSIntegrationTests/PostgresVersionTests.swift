@@ -15,16 +15,6 @@ final class PostgresVersionTests {
         location = cluster.location(store: "shared")
     }
 
-    /// Polls `condition` every 20 ms for up to `seconds` (the change feed's poll is one second).
-    private func within(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
-        let start = Date()
-        while Date().timeIntervalSince(start) < seconds {
-            if try condition() { return true }
-            usleep(20_000)
-        }
-        return false
-    }
-
     /// The versions of `document` through `mount`'s view, oldest first; empty if it lists none.
     private func versions(_ mount: MountedStore, _ document: String) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: mount.inMount(".versions/" + document))) ?? []).sorted()
@@ -44,7 +34,7 @@ final class PostgresVersionTests {
         for value in 1...3 { #expect(try first.save("notes.json", Data(#"{"v": \#(value)}"#.utf8)) == "ok") }
         let saved = [#"{"v": 1}"#, #"{"v": 2}"#]
         #expect(contents(first, "notes.json") == saved, "the saving mount lists the versions it kept")
-        #expect(within(5) { contents(second, "notes.json") == saved }, "the other mount lists them: \(contents(second, "notes.json"))")
+        #expect(MountedStore.waitUntil { contents(second, "notes.json") == saved }, "the other mount lists them: \(contents(second, "notes.json"))")
         // Rows sharing chunks: the versions added rows, and no chunk beyond the three contents'.
         #expect(count("SELECT count(*) FROM docfs_document_versions") == 2)
         #expect(count("SELECT count(*) FROM docfs_chunks") - max(chunksBefore, 0) == 3)
@@ -59,10 +49,10 @@ final class PostgresVersionTests {
 
         // rm through the first: the second still lists every version, and copying one back restores it.
         #expect(try first.run(["rm", first.inMount("notes.json")]).succeeded)
-        #expect(within(5) { versions(second, "notes.json").count == 3 && !FileManager.default.fileExists(atPath: second.inMount("notes.json")) })
+        #expect(MountedStore.waitUntil { versions(second, "notes.json").count == 3 && !FileManager.default.fileExists(atPath: second.inMount("notes.json")) })
         let oldest = versions(second, "notes.json")[0]
         #expect(try second.run(["cp", second.inMount(".versions/notes.json/" + oldest), second.inMount("notes.json")]).succeeded)
-        #expect(within(5) { (try? first.read("notes.json")) == #"{"v": 1}"# }, "the restore is a save the first mount sees")
+        #expect(MountedStore.waitUntil { (try? first.read("notes.json")) == #"{"v": 1}"# }, "the restore is a save the first mount sees")
 
         // A package's version is its whole folder, in both mounts.
         let bundle = VersionTests.textBundle("Trip.textbundle", text: "# Trip\n")
@@ -71,22 +61,22 @@ final class PostgresVersionTests {
             try Data(text.utf8).write(to: URL(fileURLWithPath: first.inMount(path)))
         }
         #expect(try first.shell("echo '# Trip, day two' > Trip.textbundle/text.md").succeeded)
-        #expect(within(5) { versions(second, "Trip.textbundle").contains { $0.hasSuffix("Z.textbundle") } })
+        #expect(MountedStore.waitUntil { versions(second, "Trip.textbundle").contains { $0.hasSuffix("Z.textbundle") } })
         let package = ".versions/Trip.textbundle/" + (versions(second, "Trip.textbundle").last ?? "")
         #expect(try second.read(package + "/text.md") == "# Trip\n")
         #expect(try second.read(package + "/info.json") == bundle["Trip.textbundle/info.json"])
 
         // Removed through one mount (by root, its owner), gone from the database and the other.
         #expect(try second.run(["rm", second.inMount(".versions/notes.json/" + oldest)]).succeeded)
-        #expect(within(5) { !versions(first, "notes.json").contains(oldest) && versions(first, "notes.json").count == 2 })
+        #expect(MountedStore.waitUntil { !versions(first, "notes.json").contains(oldest) && versions(first, "notes.json").count == 2 })
 
         // gc keeps what versions use; a fresh mount (an empty mirror) and a remount list and read them.
         let collected = try MountedStore.run([MountedStore.binary, "gc", location], timeout: 60)
         #expect(collected.succeeded, "\(collected.error)")
         let third = try MountedStore(postgres: location)
         defer { third.unmount() }
-        #expect(within(10) { contents(third, "notes.json") == contents(first, "notes.json") && !contents(third, "notes.json").isEmpty })
-        #expect(within(10) { (try? third.read(package + "/text.md")) == "# Trip\n" })
+        #expect(MountedStore.waitUntil { contents(third, "notes.json") == contents(first, "notes.json") && !contents(third, "notes.json").isEmpty })
+        #expect(MountedStore.waitUntil { (try? third.read(package + "/text.md")) == "# Trip\n" })
         try second.remount()
         #expect(contents(second, "notes.json") == contents(first, "notes.json"))
         let status = try MountedStore.run([MountedStore.binary, "status", "--json", location], timeout: 60)
@@ -102,12 +92,12 @@ final class PostgresVersionTests {
         let second = try MountedStore(postgres: location)
         defer { first.unmount(); second.unmount() }
         for value in 1...3 { #expect(try first.save("a.json", Data("[\(value)]".utf8)) == "ok") }
-        #expect(within(5) { contents(second, "a.json") == ["[1]", "[2]"] })
+        #expect(MountedStore.waitUntil { contents(second, "a.json") == ["[1]", "[2]"] })
         // Retention runs as a mount starts (then every ten minutes).
         #expect(first.unmount())
         try first.mount(arguments: ["--versions-cap", "1"])
-        #expect(within(10) { count("SELECT count(*) FROM docfs_document_versions") == 1 })
-        #expect(within(5) { contents(second, "a.json") == ["[2]"] }, "\(contents(second, "a.json"))")
+        #expect(MountedStore.waitUntil { count("SELECT count(*) FROM docfs_document_versions") == 1 })
+        #expect(MountedStore.waitUntil { contents(second, "a.json") == ["[2]"] }, "\(contents(second, "a.json"))")
         #expect(contents(first, "a.json") == ["[2]"])
     }
 
@@ -120,7 +110,7 @@ final class PostgresVersionTests {
         defer { first.unmount() }
         #expect(try first.save("a.json", Data("[1]".utf8)) == "ok")
         #expect(try first.save("a.json", Data("[2]".utf8)) == "ok")
-        #expect(within(5) { contents(first, "a.json") == ["[1]"] })
+        #expect(MountedStore.waitUntil { contents(first, "a.json") == ["[1]"] })
         let outside = "/tmp/docfs-version-escape-\(UUID().uuidString.prefix(8))"
         let store = "(SELECT id FROM docfs_stores WHERE name = 'shared')"
         let escape = outside.utf8.map { String(format: "%02x", $0) }.joined()
@@ -143,11 +133,11 @@ final class PostgresVersionTests {
             """)
         // A save wakes the other mounts; its version is shown, the forged ones never are.
         #expect(try first.save("a.json", Data("[3]".utf8)) == "ok")
-        #expect(within(5) { contents(first, "a.json") == ["[1]", "[2]"] })
+        #expect(MountedStore.waitUntil { contents(first, "a.json") == ["[1]", "[2]"] })
         #expect(versions(first, "evil.textbundle").isEmpty)
         // An id no sequence gives is no version's; times before 1970 are named 1970, a microsecond apart.
         #expect(versions(first, "negative.json").isEmpty)
-        #expect(within(5) { versions(first, "old.json") == ["19700101T000000.000000Z.json", "19700101T000000.000001Z.json"] }, "\(versions(first, "old.json"))")
+        #expect(MountedStore.waitUntil { versions(first, "old.json") == ["19700101T000000.000000Z.json", "19700101T000000.000001Z.json"] }, "\(versions(first, "old.json"))")
         #expect(!FileManager.default.fileExists(atPath: outside) && !FileManager.default.fileExists(atPath: outside + "/x"))
         let log = (try? String(contentsOfFile: first.logFile, encoding: .utf8)) ?? ""
         #expect(log.contains("is not shown"), "the refusal is logged")
