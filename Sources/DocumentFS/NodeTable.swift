@@ -182,8 +182,8 @@ final class NodeTable: Sendable {
     /// The known inode at a store path, following known names from the root.
     func existingInode(atPath path: String) -> Inode? {
         var current = Inode.root
-        for component in path.split(separator: "/", omittingEmptySubsequences: true) {
-            guard let name = try? FileName(String(component)), let next = existingChild(parent: current, name: name) else { return nil }
+        for component in StorePath.names(path) {
+            guard let name = try? FileName(component), let next = existingChild(parent: current, name: name) else { return nil }
             current = next
         }
         return current

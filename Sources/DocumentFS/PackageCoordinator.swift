@@ -24,8 +24,8 @@ final class PackageCoordinator: Sendable {
     private var store: any DocumentStore { pipeline.store }
     private var codec: DocumentCodec { pipeline.codec }
     private var logger: Logger { pipeline.logger }
-    private let locks = Mutex<[String: PackageLock]>([:])
-    private let decodedVersions = Mutex<[String: FileVersion]>([:])
+    private let locks = Mutex<[PathKey: PackageLock]>([:])
+    private let decodedVersions = Mutex<[PathKey: FileVersion]>([:])
 
     private final class PackageLock: Sendable {
         let mutex = Mutex<Void>(())
@@ -38,9 +38,9 @@ final class PackageCoordinator: Sendable {
     /// Runs `body` holding the package's lock, so its commits are serialized.
     func withPackage<T>(_ root: String, _ body: () throws(FUSEError) -> T) throws(FUSEError) -> T {
         let lock = locks.withLock { locks in
-            if let existing = locks[root] { return existing }
+            if let existing = locks[PathKey(root)] { return existing }
             let created = PackageLock()
-            locks[root] = created
+            locks[PathKey(root)] = created
             return created
         }
         return try lock.mutex.withLock { _ throws(FUSEError) in try body() }
@@ -53,7 +53,7 @@ final class PackageCoordinator: Sendable {
         var attempts = 0
         while true {
             guard let status = try? store.status(of: root) else { return .draft(reason: "it does not exist") }
-            if decodedVersions.withLock({ $0[root] }) == status.version { return .valid }
+            if decodedVersions.withLock({ $0[PathKey(root)] }) == status.version { return .valid }
             do {
                 _ = try codec.decode(store.fileWrapper(at: root), claim: claim)
                 break
@@ -68,7 +68,7 @@ final class PackageCoordinator: Sendable {
             try? PackageMarker.mark(root, in: store)
             logger.info("\(root) decodes as \(claim.type.name): it is a package now, no longer a draft")
         }
-        if let marked = try? store.status(of: root) { decodedVersions.withLock { $0[root] = marked.version } }
+        if let marked = try? store.status(of: root) { decodedVersions.withLock { $0[PathKey(root)] = marked.version } }
         return .valid
     }
 
@@ -152,7 +152,7 @@ final class PackageCoordinator: Sendable {
             store.removePrivateItem(clone)
             throw FUSEError(error)
         }
-        if let status = try? store.status(of: root) { decodedVersions.withLock { $0[root] = status.version } }
+        if let status = try? store.status(of: root) { decodedVersions.withLock { $0[PathKey(root)] = status.version } }
         return result === file ? .asApplied : .reencoded
     }
 
@@ -169,7 +169,7 @@ final class PackageCoordinator: Sendable {
         guard case .valid = state(of: root, claim: claim), let package = try? store.fileWrapper(at: root) else { return nil }
         // The folder holding a member, and the member's name, in the lazily read package.
         func place(_ member: String) -> (folder: FileWrapper, name: String)? {
-            let components = member.split(separator: "/").map(String.init)
+            let components = StorePath.names(member)
             var directory = package
             for component in components.dropLast() {
                 guard let next = directory.child(named: component), next.isDirectory else { return nil }
@@ -226,7 +226,7 @@ final class PackageCoordinator: Sendable {
         } catch {
             throw FUSEError(error)
         }
-        if let status = try? store.status(of: root) { decodedVersions.withLock { $0[root] = status.version } }
+        if let status = try? store.status(of: root) { decodedVersions.withLock { $0[PathKey(root)] = status.version } }
         return result === package ? .asApplied : .reencoded
     }
 
@@ -281,6 +281,6 @@ final class PackageCoordinator: Sendable {
 
     /// A package moved or removed: forget what was known of its old path.
     func forget(_ root: String) {
-        decodedVersions.withLock { $0[root] = nil }
+        decodedVersions.withLock { $0[PathKey(root)] = nil }
     }
 }

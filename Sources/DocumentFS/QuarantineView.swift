@@ -91,7 +91,7 @@ final class QuarantineView: Sendable {
             ViewEntry(name: "..", number: (try? store.status(of: parent))?.identity ?? 1, mode: S_IFDIR),
         ]
         let names: [FileName]
-        if path == Self.privateArea.string {
+        if FileSystemPath.same(path, Self.privateArea.string) {
             names = [Self.folderName]
         } else {
             names = try storeCall { try store.list(path) }.map(\.name)
@@ -153,7 +153,7 @@ final class QuarantineView: Sendable {
 
     /// `.docfs/quarantine/ITEM` for a path at or under it.
     private static func item(containing path: String) -> String? {
-        guard path.hasPrefix(folderPath + "/") else { return nil }
+        guard StorePath.isWithin(path, folderPath), !FileSystemPath.same(path, folderPath) else { return nil }
         let rest = path.utf8.dropFirst(folderPath.utf8.count + 1)
         guard let slash = rest.firstIndex(of: UInt8(ascii: "/")) else { return path }
         return String(path[..<slash])

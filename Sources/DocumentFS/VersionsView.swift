@@ -107,9 +107,9 @@ final class VersionsView: Sendable {
             if known.documents.contains(Array(document.utf8)) {
                 for version in archive.versions(of: document, measuring: false) { add(version.name, version.status, folder: nil) }
             }
-            for child in (known.children[Array(document.utf8)] ?? []).sorted() { add(child, nil, folder: document.isEmpty ? child : document + "/" + child) }
+            for child in (known.children[Array(document.utf8)] ?? []).sorted() { add(child.path, nil, folder: document.isEmpty ? child.path : document + "/" + child.path) }
         case .stored(let location):
-            for entry in (try? FileIO.directoryEntries(location))?.sorted() ?? [] {
+            for entry in (try? FileIO.directoryEntries(location))?.sorted(by: { PathKey($0) < PathKey($1) }) ?? [] {
                 add(entry, try? FileStatus.of(path: location + "/" + entry), folder: nil)
             }
         }
@@ -163,7 +163,7 @@ final class VersionsView: Sendable {
         var item = Item.folder(document: "")
         guard !path.isEmpty else { return item }
         let known = archive.index
-        for component in path.split(separator: "/", omittingEmptySubsequences: true).map(String.init) {
+        for component in StorePath.names(path) {
             switch item {
             case .folder(let document):
                 let child = document.isEmpty ? component : document + "/" + component
@@ -174,7 +174,7 @@ final class VersionsView: Sendable {
                         continue
                     }
                 }
-                guard known.children[Array(document.utf8)]?.contains(component) == true else { throw .noEntry }
+                guard known.children[Array(document.utf8)]?.contains(PathKey(component)) == true else { throw .noEntry }
                 item = .folder(document: child)
             case .stored(let location):
                 item = .stored(location: location + "/" + component)

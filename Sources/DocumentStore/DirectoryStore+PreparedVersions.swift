@@ -24,13 +24,13 @@ extension DirectoryStore {
         }
         let request = preparationRequests.withLock { requests in
             defer { requests.next += 1 }
-            requests.latest[path] = requests.next
+            requests.latest[PathKey(path)] = requests.next
             return requests.next
         }
         preparing.async { [self] in
-            defer { preparationRequests.withLock { if $0.latest[path] == request { $0.latest[path] = nil } } }
+            defer { preparationRequests.withLock { if $0.latest[PathKey(path)] == request { $0.latest[PathKey(path)] = nil } } }
             // A later change to the package asked again: that request makes it.
-            guard preparationRequests.withLock({ $0.latest[path] == request }) else { return }
+            guard preparationRequests.withLock({ $0.latest[PathKey(path)] == request }) else { return }
             discardPrepared(of: path)
             guard keepsWholeVersion(ofPackage: path), let status = try? FileStatus.of(path: absolute(path)), status.kind == .directory else { return }
             let location = preparedDirectory + "/" + uniqueName("version")
@@ -49,9 +49,9 @@ extension DirectoryStore {
     /// content: taken (whichever way), so it is used once.
     func takePreparedVersion(of path: String) -> String? {
         // One is being made (saves come faster than it is made): waited for, it is most of the way.
-        if preparationRequests.withLock({ $0.latest[path] != nil }) { preparing.sync {} }
+        if preparationRequests.withLock({ $0.latest[PathKey(path)] != nil }) { preparing.sync {} }
         let location = preparedVersions.withLock { prepared -> String? in
-            guard let index = prepared.lastIndex(where: { $0.path == path }) else { return nil }
+            guard let index = prepared.lastIndex(where: { FileSystemPath.same($0.path, path) }) else { return nil }
             return prepared.remove(at: index).location
         }
         guard let location else { return nil }
@@ -62,8 +62,8 @@ extension DirectoryStore {
 
     private func discardPrepared(of path: String) {
         let locations = preparedVersions.withLock { prepared -> [String] in
-            let matching = prepared.filter { $0.path == path }.map(\.location)
-            prepared.removeAll { $0.path == path }
+            let matching = prepared.filter { FileSystemPath.same($0.path, path) }.map(\.location)
+            prepared.removeAll { FileSystemPath.same($0.path, path) }
             return matching
         }
         for location in locations { Self.removePrepared(location) }

@@ -80,7 +80,7 @@ extension DirectoryStore {
 
     public func keepsWholeVersion(ofPackage path: String) -> Bool {
         // Prepared only for a package within the limit (checked again when it is used).
-        if preparedVersions.withLock({ $0.contains { $0.path == path } }) { return true }
+        if preparedVersions.withLock({ $0.contains { FileSystemPath.same($0.path, path) } }) { return true }
         var budget = Self.wholePackageVersionLimit
         func fits(_ folder: String) -> Bool {
             for entry in (try? FileIO.directoryEntriesWithTypes(folder)) ?? [] {

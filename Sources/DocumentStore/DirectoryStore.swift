@@ -51,7 +51,7 @@ public final class DirectoryStore: DocumentStore {
     let preparedVersions = Mutex<[(path: String, location: String)]>([])
     /// The latest request to prepare each package's version, by a number: an older request still
     /// queued is skipped, and a save waits for the one in hand instead of copying again.
-    let preparationRequests = Mutex<(next: UInt64, latest: [String: UInt64])>((1, [:]))
+    let preparationRequests = Mutex<(next: UInt64, latest: [PathKey: UInt64])>((1, [:]))
     let preparing = DispatchQueue(label: "docfs-package-versions", qos: .utility)
 
     public enum OpenError: Error, CustomStringConvertible {
@@ -405,7 +405,7 @@ public final class DirectoryStore: DocumentStore {
             let now = Date()
             var total = items.reduce(0) { $0 + $1.bytes }
             var removed: [String] = []
-            for item in items where item.path != newest {
+            for item in items where !(newest.map { FileSystemPath.same(item.path, $0) } ?? false) {
                 let tooOld = now.timeIntervalSince(item.date) > quarantineLimits.maximumAge
                 guard tooOld || total > quarantineLimits.maximumBytes else { continue }
                 try? FileIO.removeItem(item.path)

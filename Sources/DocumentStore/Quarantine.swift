@@ -31,7 +31,7 @@ public enum Quarantine {
         public var bytes: Int64
 
         /// The item's name in the quarantine.
-        public var name: String { path.split(separator: "/").last.map(String.init) ?? path }
+        public var name: String { StorePath.lastComponent(path) }
 
         /// The `.reason` note beside the item; nil when there is none or it does not parse.
         public var note: Note? {
@@ -135,20 +135,36 @@ public enum Quarantine {
 enum StagingName {
     static let limit = 150
 
+    /// `path` with `%` and `/` escaped, cut to `limit` bytes at a character's boundary. By
+    /// Unicode scalars, never by `Character`: a name beginning with a combining mark makes one
+    /// `Character` of the `/` before it, which then went into the staging name as a folder.
     static func encode(_ path: String) -> String {
-        var result = ""
-        for character in path {
-            let piece = character == "%" ? "%25" : character == "/" ? "%2F" : String(character)
-            if result.utf8.count + piece.utf8.count > limit { break }
-            result += piece
+        var result = String.UnicodeScalarView()
+        var bytes = 0
+        for scalar in path.unicodeScalars {
+            let piece: String.UnicodeScalarView = scalar == "%" ? "%25".unicodeScalars : scalar == "/" ? "%2F".unicodeScalars : String(scalar).unicodeScalars
+            let length = piece.reduce(0) { $0 + UTF8.width($1) }
+            if bytes + length > limit { break }
+            result.append(contentsOf: piece)
+            bytes += length
         }
-        return result
+        return String(result)
     }
 
     /// The document a staging file was made for, from its name `stage-PID-N-DOCUMENT`.
     static func document(fromStagingName name: String) -> String? {
-        let parts = name.split(separator: "-", maxSplits: 3, omittingEmptySubsequences: false)
+        let parts = name.utf8.split(separator: UInt8(ascii: "-"), maxSplits: 3, omittingEmptySubsequences: false).map { Substring($0) }
         guard parts.count == 4, parts[0] == "stage", !parts[3].isEmpty else { return nil }
-        return String(parts[3]).replacingOccurrences(of: "%2F", with: "/").replacingOccurrences(of: "%25", with: "%")
+        var result = String.UnicodeScalarView()
+        var scalars = Substring(parts[3]).unicodeScalars[...]
+        while let scalar = scalars.popFirst() {
+            if scalar == "%", scalars.starts(with: "2F".unicodeScalars) || scalars.starts(with: "25".unicodeScalars) {
+                result.append(scalars.first == "2" && scalars.dropFirst().first == "F" ? "/" : "%")
+                scalars = scalars.dropFirst(2)
+            } else {
+                result.append(scalar)
+            }
+        }
+        return String(result)
     }
 }

@@ -24,13 +24,15 @@ public final class VersionArchive: Sendable {
     /// to date as versions are added; a removal, rarer, makes it read again.
     public struct Index: Sendable {
         public var documents: Set<[UInt8]> = []
-        public var children: [[UInt8]: Set<String>] = [:]
+        /// The names in each folder, by the folder's bytes: by bytes too, so the NFC and NFD
+        /// spellings of a name are two entries.
+        public var children: [[UInt8]: Set<PathKey>] = [:]
 
         mutating func add(_ document: String) {
             guard documents.insert(Array(document.utf8)).inserted else { return }
             var parent = ""
-            for component in document.split(separator: "/").map(String.init) {
-                children[Array(parent.utf8), default: []].insert(component)
+            for component in StorePath.names(document) {
+                children[Array(parent.utf8), default: []].insert(PathKey(component))
                 parent = parent.isEmpty ? component : parent + "/" + component
             }
         }

@@ -1,8 +1,10 @@
+import SystemSupport
+
 /// What a mount knows of the database: which row and version each mirrored path holds, which
 /// files' content the mirror holds (and how much), what each write in progress is based on, and how
 /// far the change log has been read.
 struct MirrorState {
-    private(set) var known: [String: KnownItem] = [:]
+    private(set) var known: [PathKey: KnownItem] = [:]
     private var paths: [Int64: String] = [:]
     /// The rows whose content the mirror holds, by content key: where a file with that content can
     /// be copied from, and the candidates for eviction.
@@ -11,7 +13,7 @@ struct MirrorState {
     private(set) var fetchedBytes: Int64 = 0
     private var clock: UInt64 = 0
     /// The stored version each write in progress began from, by staging file or clone path.
-    var bases: [String: (document: String, base: KnownItem?)] = [:]
+    var bases: [PathKey: (document: String, base: KnownItem?)] = [:]
     /// How many local changes the mirror has taken: what another mount's changes were read
     /// against is stale once it moved (see `catchUp`).
     var localChanges: UInt64 = 0
@@ -23,10 +25,10 @@ struct MirrorState {
     /// Rows that are never mirrored (see `PostgresStore.acceptedName`), by id.
     var invalidRows: [Int64: InvalidRow] = [:]
 
-    subscript(path: String) -> KnownItem? { known[path] }
+    subscript(path: String) -> KnownItem? { known[PathKey(path)] }
 
     /// What is known, for the manifest a clean unmount leaves.
-    var allKnown: [String: KnownItem] { known }
+    var allKnown: [PathKey: KnownItem] { known }
 
     func path(of id: Int64) -> String? { paths[id] }
 
@@ -34,7 +36,7 @@ struct MirrorState {
     /// whether its content was fetched, and when it was last used.
     mutating func set(_ path: String, _ item: KnownItem) {
         var item = item
-        if let old = known[path] {
+        if let old = known[PathKey(path)] {
             if old.id == item.id, old.contentVersion == item.contentVersion {
                 item.isFetched = old.isFetched
                 item.lastUse = old.lastUse
@@ -46,7 +48,7 @@ struct MirrorState {
 
     private mutating func remember(_ path: String, _ item: KnownItem) {
         clock = max(clock, item.lastUse)
-        known[path] = item
+        known[PathKey(path)] = item
         paths[item.id] = path
         guard item.isFetched, let key = item.contentKey else { return }
         fetched[key, default: []].insert(item.id)
@@ -56,7 +58,7 @@ struct MirrorState {
     /// `path` holds `item` no more. (A row that moved elsewhere, as a folder renamed by another
     /// mount arrives — at its new path before it leaves its old one — keeps its new path.)
     private mutating func forget(_ item: KnownItem, at path: String) {
-        if paths[item.id] == path { paths[item.id] = nil }
+        if let known = paths[item.id], FileSystemPath.same(known, path) { paths[item.id] = nil }
         guard item.isFetched, let key = item.contentKey else { return }
         fetched[key]?.remove(item.id)
         if fetched[key]?.isEmpty == true { fetched[key] = nil }
@@ -66,7 +68,7 @@ struct MirrorState {
     /// Forgets `path` and everything under it.
     mutating func removeSubtree(_ path: String) {
         for key in keys(under: path) {
-            if let item = known.removeValue(forKey: key) { forget(item, at: key) }
+            if let item = known.removeValue(forKey: key) { forget(item, at: key.path) }
         }
     }
 
@@ -78,14 +80,14 @@ struct MirrorState {
         var unfetched: [String] = []
         for key in keys(under: path) where known[key]?.isFolder == false {
             known[key]?.lastUse = clock
-            if known[key]?.isFetched == false { unfetched.append(key) }
+            if known[key]?.isFetched == false { unfetched.append(key.path) }
         }
         return unfetched
     }
 
     /// The content of `path` is in the mirror now (or, `isFetched` false, a placeholder stands there).
     mutating func setFetched(_ path: String, _ isFetched: Bool) {
-        guard var item = known[path] else { return }
+        guard var item = known[PathKey(path)] else { return }
         forget(item, at: path)
         item.isFetched = isFetched
         clock += 1
@@ -101,7 +103,7 @@ struct MirrorState {
 
     /// Every path whose content is in the mirror, least recently used first.
     func evictionOrder() -> [String] {
-        let items = fetched.values.flatMap { $0 }.compactMap { id in paths[id].flatMap { path in known[path].map { (path, $0.lastUse) } } }
+        let items = fetched.values.flatMap { $0 }.compactMap { id in paths[id].flatMap { path in known[PathKey(path)].map { (path, $0.lastUse) } } }
         return items.sorted { $0.1 < $1.1 }.map(\.0)
     }
 
@@ -114,15 +116,15 @@ struct MirrorState {
 
     /// The regular files at or under `path` whose content is not in the mirror.
     func unfetched(under path: String) -> [String] {
-        keys(under: path).filter { known[$0]?.isFetched == false }
+        keys(under: path).filter { known[$0]?.isFetched == false }.map(\.path)
     }
 
     /// `from` and everything under it now have `to` in its place.
     mutating func moveSubtree(from source: String, to destination: String) {
         let moved = keys(under: source).compactMap { key in known.removeValue(forKey: key).map { (key, $0) } }
         for (key, item) in moved {
-            let renamed = destination + key.dropFirst(source.count)
-            known[renamed] = item
+            let renamed = StorePath.replacingFolder(source, with: destination, in: key.path)
+            known[PathKey(renamed)] = item
             paths[item.id] = renamed
         }
         // `fetched` is by row, which a rename keeps.
@@ -130,14 +132,14 @@ struct MirrorState {
 
     /// The base of a write for `document`, when one is in progress.
     func base(forDocument document: String) -> KnownItem?? {
-        bases.values.first { $0.document == document }.map { $0.base }
+        bases.values.first { FileSystemPath.same($0.document, document) }.map { $0.base }
     }
 
     /// `path` and, for a folder, every path below it (a scan of what is known: folders only).
-    private func keys(under path: String) -> [String] {
-        if !path.isEmpty, let item = known[path], !item.isFolder { return [path] }
-        let prefix = path + "/"
-        return known.keys.filter { $0 == path || path.isEmpty || $0.hasPrefix(prefix) }
+    private func keys(under path: String) -> [PathKey] {
+        let key = PathKey(path)
+        if !path.isEmpty, let item = known[key], !item.isFolder { return [key] }
+        return known.keys.filter { StorePath.isWithin($0.path, path) }
     }
 }
 

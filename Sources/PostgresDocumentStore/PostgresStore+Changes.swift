@@ -12,7 +12,7 @@ extension PostgresStore {
         if Self.isPrivate(path) { return try mirror.install(staging, at: path, durable: false) }
         let (parentPath, name) = try split(path)
         let status = try staging.status()
-        let base = state.withLock { state in state.bases[staging.path].map { $0.base } ?? state[path] }
+        let base = state.withLock { state in state.bases[PathKey(staging.path)].map { $0.base } ?? state[path] }
         var installed: FileStatus?
         let wishes = takeVersionWishes(touching: [path])
         try change(path, { db -> (KnownItem, [KeptVersion]) in
@@ -69,7 +69,7 @@ extension PostgresStore {
 
     public func replaceDirectory(at path: String, with prepared: String) throws {
         if Self.isPrivate(path) { return try mirror.replaceDirectory(at: path, with: prepared) }
-        let base = state.withLock { state in state.bases[prepared].map { $0.base } ?? state[path] }
+        let base = state.withLock { state in state.bases[PathKey(prepared)].map { $0.base } ?? state[path] }
         try replace(path, with: prepared, base: base)
         evictIfNeeded()
     }

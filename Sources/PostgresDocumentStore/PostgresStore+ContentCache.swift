@@ -156,7 +156,7 @@ extension PostgresStore {
 
     private func evict(sparing spared: String?, until done: () -> Bool) {
         applying.writing(within: Self.applyingPatience) {
-            for path in state.withLock({ $0.evictionOrder() }) where path != spared {
+            for path in state.withLock({ $0.evictionOrder() }) where !(spared.map { FileSystemPath.same(path, $0) } ?? false) {
                 guard !done() else { break }
                 do {
                     try placePlaceholder(at: path, keepingTimes: true)

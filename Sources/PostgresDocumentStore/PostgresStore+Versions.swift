@@ -21,7 +21,7 @@ extension PostgresStore {
     /// that change's transaction copies the rows (see `keepWishedVersions`).
     public func keepVersion(of path: String, copying: Bool) throws {
         guard keepsVersions, !path.isEmpty, !Self.isPrivate(path) else { return }
-        versionWishes.withLock { $0[path] = copying || $0[path] == true }
+        versionWishes.withLock { $0[PathKey(path)] = copying || $0[PathKey(path)] == true }
     }
 
     public func keepsWholeVersion(ofPackage path: String) -> Bool { mirror.keepsWholeVersion(ofPackage: path) }
@@ -48,7 +48,7 @@ extension PostgresStore {
 
     public func dropPendingVersions(of paths: [String]) {
         guard keepsVersions else { return }
-        versionWishes.withLock { wishes in for path in paths { wishes[path] = nil } }
+        versionWishes.withLock { wishes in for path in paths { wishes[PathKey(path)] = nil } }
     }
 
     /// The wishes (see `keepVersion`) that a change at `paths` fulfils: at one of them, at a
@@ -59,10 +59,10 @@ extension PostgresStore {
         guard keepsVersions else { return [] }
         let taken = versionWishes.withLock { wishes in
             let taken = wishes.filter { wished, _ in
-                paths.contains { $0 == wished || $0.hasPrefix(wished + "/") || wished.hasPrefix($0 + "/") }
+                paths.contains { StorePath.isWithin($0, wished.path) || StorePath.isWithin(wished.path, $0) }
             }
             for path in taken.keys { wishes[path] = nil }
-            return taken.map { VersionWish(path: $0.key, copying: $0.value) }
+            return taken.map { VersionWish(path: $0.key.path, copying: $0.value) }
         }
         // The saver of what is kept was recorded by an earlier save: that record lands first.
         if !taken.isEmpty { saveRecords.sync {} }

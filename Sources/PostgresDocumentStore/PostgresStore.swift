@@ -51,7 +51,7 @@ public final class PostgresStore: DocumentStore {
     /// Whether saves keep the versions they replace (`PostgresStore+Versions`).
     let keepsVersions: Bool
     /// The paths whose next change keeps a version, and whether as a copy (see `keepVersion`).
-    let versionWishes = Mutex<[String: Bool]>([:])
+    let versionWishes = Mutex<[PathKey: Bool]>([:])
     /// The versions the mirror's archive holds (see `synchronizeVersions`).
     let localVersions = Mutex(LocalVersions())
     /// Where savers are recorded, off the save's path (see `recordSave`).
@@ -98,7 +98,7 @@ public final class PostgresStore: DocumentStore {
         if let manifest = readOnly ? nil : takeManifest() {
             // A clean unmount said what the mirror holds: only what changed since is fetched.
             state.withLock { state in
-                for (path, item) in manifest { state.set(path, item) }
+                for (path, item) in manifest { state.set(path.path, item) }
             }
         } else {
             try clearMirror()
@@ -173,10 +173,12 @@ public final class PostgresStore: DocumentStore {
 
     /// The manifest a clean unmount left, removed as it is read: a mount that ends without saving
     /// one (a crash) leaves none, and the next mount rebuilds the mirror whole.
-    private func takeManifest() -> [String: KnownItem]? {
+    private func takeManifest() -> [PathKey: KnownItem]? {
         guard let data = try? Data(contentsOf: URL(fileURLWithPath: manifestPath)) else { return nil }
         Paths.remove(manifestPath)
-        return try? JSONDecoder().decode([String: KnownItem].self, from: data)
+        // One keyed by `String` (before 0.x: NFC and NFD spellings merged) does not decode: the
+        // mirror is then rebuilt.
+        return try? JSONDecoder().decode([PathKey: KnownItem].self, from: data)
     }
 
     /// Without a manifest the mirror is rebuilt from the database: whatever it held is not known
@@ -258,12 +260,12 @@ public final class PostgresStore: DocumentStore {
     // MARK: Private items: the mirror's own
 
     static func isPrivate(_ path: String) -> Bool {
-        path == DirectoryStore.privateAreaName || path.hasPrefix(DirectoryStore.privateAreaName + "/")
+        StorePath.isWithin(path, DirectoryStore.privateAreaName)
     }
 
     public func makeStagingFile(seededFrom source: OwnedDescriptor?, for document: String) throws -> StagingFile {
         let staging = try mirror.makeStagingFile(seededFrom: source, for: document)
-        state.withLock { $0.bases[staging.path] = (document, $0[document]) }
+        state.withLock { $0.bases[PathKey(staging.path)] = (document, $0[document]) }
         return staging
     }
 
@@ -271,7 +273,7 @@ public final class PostgresStore: DocumentStore {
     /// into a clone would be committed as the package's content.
     public func cloneDirectory(_ path: String) throws -> String {
         let clone = try withContent(path) { try mirror.cloneDirectory(path) }
-        state.withLock { $0.bases[clone] = (path, $0[path]) }
+        state.withLock { $0.bases[PathKey(clone)] = (path, $0[path]) }
         return clone
     }
 
@@ -302,7 +304,7 @@ public final class PostgresStore: DocumentStore {
     public func releaseSpace(of staging: StagingFile) { mirror.releaseSpace(of: staging) }
 
     func forgetBase(_ path: String) {
-        state.withLock { _ = $0.bases.removeValue(forKey: path) }
+        state.withLock { _ = $0.bases.removeValue(forKey: PathKey(path)) }
     }
 
     /// A commit is durable once its transaction is: the database syncs it. The mirror can be

@@ -217,9 +217,10 @@ public enum FileIO {
 
     /// A name beside `path` that no other writer uses: hidden, tagged, and unique per process and call.
     public static func temporarySibling(of path: String, tag: String = "tmp") -> String {
-        let slash = path.lastIndex(of: "/")
+        // By bytes: a name beginning with a combining mark makes one `Character` of the `/` before it.
+        let slash = path.utf8.lastIndex(of: UInt8(ascii: "/"))
         let directory = slash.map { String(path[..<$0]) } ?? "."
-        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let name = slash.map { String(path[path.utf8.index(after: $0)...]) } ?? path
         return "\(directory)/.\(name).docfs-\(tag)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     }
 

@@ -10,7 +10,7 @@ import Glibc
 /// any other byte escaped), so a name joins paths and dictionary keys as a string does; equality
 /// and hashing are by those bytes, never by Unicode equivalence (NFC and NFD spellings of a word are
 /// two files on Linux).
-public struct FileName: Hashable, Sendable, CustomStringConvertible {
+public struct FileName: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// The name's bytes in `FileSystemPath`'s encoding.
     public let string: String
 
@@ -93,6 +93,9 @@ public struct FileName: Hashable, Sendable, CustomStringConvertible {
         var copy = string
         copy.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }
+
+    /// By bytes, never by Unicode collation.
+    public static func < (first: FileName, second: FileName) -> Bool { first.string.utf8.lexicographicallyPrecedes(second.string.utf8) }
 }
 
 /// A path inside a store: `FileName`s joined by `/`, `""` for the store's root.
@@ -118,6 +121,32 @@ public enum StorePath {
         let bytes = path.utf8
         guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return path }
         return String(path[bytes.index(after: slash)...])
+    }
+
+    /// Whether `path` is `folder` or lies below it, by bytes (`""` is the root, above everything).
+    /// `String.hasPrefix` compares characters: `d/` + a name beginning with a combining mark does
+    /// not start with `d/` by characters.
+    public static func isWithin(_ path: String, _ folder: String) -> Bool {
+        if folder.isEmpty { return true }
+        let bytes = path.utf8, prefix = folder.utf8
+        guard bytes.starts(with: prefix) else { return false }
+        let rest = bytes.dropFirst(prefix.count)
+        return rest.isEmpty || rest.first == UInt8(ascii: "/")
+    }
+
+    /// `path` below `folder` (see `isWithin`) moved below `destination` instead.
+    public static func replacingFolder(_ folder: String, with destination: String, in path: String) -> String {
+        let rest = Substring(path.utf8.dropFirst(folder.utf8.count))
+        if folder.isEmpty { return join(destination, rest) }
+        return destination + rest
+    }
+
+    private static func join(_ parent: String, _ rest: Substring) -> String { parent.isEmpty ? String(rest) : parent + "/" + rest }
+
+    /// The path's names as strings, root first, split on the byte `/` (never on characters); empty
+    /// components are skipped.
+    public static func names(_ path: String) -> [String] {
+        path.utf8.split(separator: UInt8(ascii: "/")).map { String(Substring($0)) }
     }
 
     /// The path's names, root first; throws for a path with an empty, `.`, `..` or overlong

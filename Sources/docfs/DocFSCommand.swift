@@ -1,5 +1,6 @@
 import ArgumentParser
 import FUSE
+import SystemSupport
 
 @main
 struct DocFSCommand: ParsableCommand {
@@ -18,11 +19,20 @@ struct DocFSCommand: ParsableCommand {
 
     /// `-V` is `--version`, as for sshfs and bindfs.
     static func main() {
-        let arguments = CommandLine.arguments.dropFirst().map { $0 == "-V" ? "--version" : $0 }
+        let arguments = Self.arguments.dropFirst().map { $0 == "-V" ? "--version" : $0 }
         // Every command that reads TOML (a configuration, a document) checks it in a parser helper,
         // so toml++ aborting on it is a refusal; mount and check install their own limits.
         if arguments.first != ParserHelperCommand.configuration.commandName { ParserLimitsOption.installDefaults() }
         main(Array(arguments))
+    }
+
+    /// argv as the bytes it holds, in `FileSystemPath`'s encoding. `CommandLine.arguments` decodes
+    /// it as UTF-8, turning every other byte into U+FFFD: `docfs versions 'x\xff.md'` then named
+    /// `x\u{FFFD}.md`, another document, and restored that one.
+    private static var arguments: [String] {
+        (0..<Int(CommandLine.argc)).map { index in
+            CommandLine.unsafeArgv[index].map { FileSystemPath.string(fromCString: $0) } ?? ""
+        }
     }
 }
 

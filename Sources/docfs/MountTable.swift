@@ -1,5 +1,6 @@
 import Foundation
 import PostgresDocumentStore
+import SystemSupport
 
 /// The system's mount table, to tell a busy mount point before trying to mount on it.
 enum MountTable {
@@ -34,7 +35,7 @@ enum MountTable {
 
     /// The DocFS mount that `path` (absolute, resolved) is in: the deepest mount point above it.
     static func docfsMount(containing path: String) -> (mountPoint: String, store: String)? {
-        docfsMounts().filter { path == $0.mountPoint || path.hasPrefix($0.mountPoint == "/" ? "/" : $0.mountPoint + "/") }
+        docfsMounts().filter { StorePath.isWithin(path, $0.mountPoint == "/" ? "" : $0.mountPoint) }
             .max { $0.mountPoint.utf8.count < $1.mountPoint.utf8.count }
     }
 

@@ -54,9 +54,9 @@ struct DocumentPathArgument: ParsableArguments {
         var existing = path
         var rest: [String] = []
         while !existing.isEmpty {
-            if let pointer = realpath(existing, nil) {
+            if let pointer = FileSystemPath.withCString(existing, { realpath($0, nil) }) {
                 defer { free(pointer) }
-                let base = String(cString: pointer)
+                let base = FileSystemPath.string(fromCString: pointer)
                 return ([base == "/" ? "" : base] + rest.reversed()).joined(separator: "/")
             }
             guard let slash = existing.utf8.lastIndex(of: UInt8(ascii: "/")) else { break }
@@ -67,8 +67,9 @@ struct DocumentPathArgument: ParsableArguments {
     }
 
     private static func relative(_ path: String, to root: String) -> String {
-        let prefix = root == "/" ? "/" : root + "/"
-        return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.utf8.count)) : ""
+        let folder = root == "/" ? "" : root
+        guard StorePath.isWithin(path, folder), !FileSystemPath.same(path, folder) else { return "" }
+        return String(Substring(path.utf8.dropFirst(folder.utf8.count + 1)))
     }
 }
 
@@ -89,11 +90,11 @@ struct ListedVersion: Encodable {
             let folder = mountPoint + "/.versions/" + document
             let names: [String]
             do {
-                names = try FileManager.default.contentsOfDirectory(atPath: folder)
-            } catch CocoaError.fileReadNoPermission {
-                throw CommandFailure(message: "the versions of \(document) are not yours to read (\(folder))", status: ExitCode(1))
+                names = try FileIO.directoryEntries(folder)
+            } catch let error as SystemCallError where error.errno == EACCES {
+                throw CommandFailure(message: "the versions of \(PrintableText.escaped(document)) are not yours to read (\(PrintableText.escaped(folder)))", status: ExitCode(1))
             } catch {
-                throw CommandFailure(message: "\(document) has no versions in the mount at \(mountPoint)", status: ExitCode(1))
+                throw CommandFailure(message: "\(PrintableText.escaped(document)) has no versions in the mount at \(PrintableText.escaped(mountPoint))", status: ExitCode(1))
             }
             return names.sorted().compactMap { name in
                 guard let time = VersionName.savedTime(of: name), let status = try? FileStatus.of(path: folder + "/" + name) else { return nil }
