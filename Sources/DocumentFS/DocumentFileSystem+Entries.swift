@@ -341,11 +341,22 @@ extension DocumentFileSystem {
         let path = try childPath(parent: newParent, name: newName)
         // A package is replaced whole by each commit, which would silently end a link into it.
         if classifier.packageMember(of: path) != nil || classifier.packageMember(of: existing) != nil { throw .crossDevice }
-        try storeCall { try store.makeHardLink(path, to: existing) }
-        // The kernel expects the same inode back under its new name.
-        let status = try storeCall { try store.status(of: path) }
-        guard let linked = nodes.addName(inode, parent: newParent, name: newName, linkedFile: StoredFileIdentity(status)) else { throw .noEntry }
-        return entry(for: linked, path: existing, status: status, caller: context.processID)
+        // A file under two names changes through either, judged as the name it is written
+        // through: a raw name beside a document name would change the document unjudged.
+        guard isJudgedAlike(existing, path) else {
+            logger.notice("refused to link \(existing) as \(path): content under one name would change under the other unjudged (\(judgement(of: existing)) and \(judgement(of: path)))")
+            throw .notPermitted
+        }
+        var linked: (inode: Inode, status: FileStatus)?
+        // Made holding the namespace, as renames are: a rename judges how many names the file has.
+        try changeHoldingNamespace { () throws(FUSEError) in
+            try storeCall { try store.makeHardLink(path, to: existing) }
+            // The kernel expects the same inode back under its new name.
+            let status = try storeCall { try store.status(of: path) }
+            linked = nodes.addName(inode, parent: newParent, name: newName, linkedFile: StoredFileIdentity(status)).map { ($0, status) }
+        }
+        guard let linked else { throw .noEntry }
+        return entry(for: linked.inode, path: existing, status: linked.status, caller: context.processID)
     }
 
     func rename(parent: Inode, name: FileName, newParent: Inode, newName: FileName, flags: UInt32, context: RequestContext) throws(FUSEError) {
@@ -355,7 +366,19 @@ extension DocumentFileSystem {
         let move = { () throws(FUSEError) in
             try self.rename(parent: parent, name: name, newParent: newParent, newName: newName, flags: flags, exchange: exchange)
         }
-        if movesFolders { try packageLayout.writing(move) } else { try packageLayout.reading(move) }
+        // The moving files' writes are held still (the staging lock, taken first in the documented
+        // order) while the rename judges them and installs them under their new names.
+        let moving = ([nodes.existingChild(parent: parent, name: name)] + (exchange ? [nodes.existingChild(parent: newParent, name: newName)] : []))
+            .compactMap { $0 }.sorted().compactMap { nodes.node($0) }
+        try holdingWritesStill(moving[...]) { () throws(FUSEError) in
+            if movesFolders { try packageLayout.writing(move) } else { try packageLayout.reading(move) }
+        }
+    }
+
+    /// Runs `body` holding the staging lock of each node, in inode order.
+    private func holdingWritesStill(_ nodes: ArraySlice<Node>, _ body: () throws(FUSEError) -> Void) throws(FUSEError) {
+        guard let first = nodes.first else { return try body() }
+        try first.staging.withLock { (_: inout StageSlot) throws(FUSEError) in try holdingWritesStill(nodes.dropFirst(), body) }
     }
 
     /// Whether a rename moves a folder (which may be or hold a package): then it waits for the
@@ -386,10 +409,16 @@ extension DocumentFileSystem {
             rewatchPackage(sourcePackage.root)
         } else {
             // A file moving under a name that a document type claims becomes that document: its
-            // content must decode as one (sed -i, vim, `os.replace` all save this way).
-            try validateRename(of: source, as: destination)
-            if exchange { try validateRename(of: destination, as: source) }
+            // content must decode as one (sed -i, vim, `os.replace` all save this way). Judged
+            // before the namespace is held (a decode may take long), and again under it if the file
+            // under either name changed meanwhile; writes through the mount are held still.
+            try refuseLinkedClaimChange(of: source, to: destination, exchange: exchange)
+            let judged = try judgeRename(of: source, as: destination, exchange: exchange)
             try changeHoldingNamespace { () throws(FUSEError) in
+                if judged != currentRenameState(of: source, destination) {
+                    _ = try judgeRename(of: source, as: destination, exchange: exchange)
+                }
+                try refuseLinkedClaimChange(of: source, to: destination, exchange: exchange)
                 if !exchange { retainReplaced(parent: newParent, name: newName, path: destination) }
                 let sourceKind = documentKind(source)
                 // A file saved in under a document's name (sed -i's temporary, vim's new file) is a
@@ -402,9 +431,9 @@ extension DocumentFileSystem {
                 packages.forget(source)
                 packages.forget(destination)
                 moveNames(parent: parent, name: name, newParent: newParent, newName: newName, exchange: exchange)
+                markStagedIfClaimed(parent: newParent, name: newName, was: source, now: destination)
+                if exchange { markStagedIfClaimed(parent: parent, name: name, was: destination, now: source) }
             }
-            markStagedIfClaimed(parent: newParent, name: newName, was: source, now: destination)
-            if exchange { markStagedIfClaimed(parent: parent, name: name, was: destination, now: source) }
             return
         }
         namespace.writing { moveNames(parent: parent, name: name, newParent: newParent, newName: newName, exchange: exchange) }
@@ -477,13 +506,60 @@ extension DocumentFileSystem {
         node.isStaged.store(true, ordering: .releasing)
     }
 
+    /// The files a rename judges, as they are: what `judgeRename` decided on.
+    private struct RenameState: Equatable {
+        var source: FileVersion?
+        var destination: FileVersion?
+    }
+
+    private func currentRenameState(of source: String, _ destination: String) -> RenameState {
+        RenameState(source: (try? store.status(of: source))?.version, destination: (try? store.status(of: destination))?.version)
+    }
+
+    /// Judges what a rename puts under document names (both ways for an exchange); returns the
+    /// state of the two names it judged.
+    private func judgeRename(of source: String, as destination: String, exchange: Bool) throws(FUSEError) -> RenameState {
+        let state = currentRenameState(of: source, destination)
+        try validateRename(of: source, as: destination)
+        if exchange { try validateRename(of: destination, as: source) }
+        return state
+    }
+
+    /// How content under `path` is judged: the claiming type and content type, or none (raw).
+    private func judgement(of path: String) -> String {
+        classifier.claim(forPath: path, isDirectory: false).map { "\($0.type.name) (\($0.contentType.identifier))" } ?? "raw"
+    }
+
+    /// Whether content under the two names is judged alike: both raw, or both claimed by one
+    /// type as one content type.
+    private func isJudgedAlike(_ first: String, _ second: String) -> Bool {
+        let firstClaim = classifier.claim(forPath: first, isDirectory: false), secondClaim = classifier.claim(forPath: second, isDirectory: false)
+        guard let firstClaim, let secondClaim else { return firstClaim == nil && secondClaim == nil }
+        return firstClaim.type.name == secondClaim.type.name && firstClaim.contentType == secondClaim.contentType
+    }
+
+    /// A file with other names may not move to a name judged otherwise: its other names would
+    /// then change it unjudged (see `link`). Decided holding the namespace, which links take too
+    /// (and first without, so such a rename is refused before its content is judged).
+    private func refuseLinkedClaimChange(of source: String, to destination: String, exchange: Bool) throws(FUSEError) {
+        try refuseLinkedClaimChange(of: source, to: destination)
+        if exchange { try refuseLinkedClaimChange(of: destination, to: source) }
+    }
+
+    private func refuseLinkedClaimChange(of source: String, to destination: String) throws(FUSEError) {
+        guard let status = try? store.status(of: source), status.kind == .regular, status.linkCount > 1, !isJudgedAlike(source, destination) else { return }
+        logger.notice("refused to rename \(source) to \(destination): the file has \(status.linkCount) names, and its other names would change it unjudged as \(judgement(of: destination))")
+        throw .notPermitted
+    }
+
     private func validateRename(of source: String, as destination: String) throws(FUSEError) {
-        guard let status = try? store.status(of: source), status.kind == .regular, status.size > 0,
+        guard let status = try? store.status(of: source), status.kind == .regular,
               let destinationClaim = classifier.claim(forPath: destination, isDirectory: false)
         else { return }
-        if let sourceClaim = classifier.claim(forPath: source, isDirectory: false), sourceClaim.type.name == destinationClaim.type.name,
-           sourceClaim.contentType == destinationClaim.contentType
-        {
+        // An empty file is a draft where nothing non-empty is replaced (as `touch` makes one);
+        // over a document, it empties it, which must decode as `truncate -s 0` must.
+        if status.size == 0, (try? store.status(of: destination)).map({ $0.kind != .regular || $0.size == 0 }) ?? true { return }
+        if status.size > 0, isJudgedAlike(source, destination) {
             return  // Already a valid document of the same type.
         }
         do {

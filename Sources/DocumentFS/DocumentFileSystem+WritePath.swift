@@ -71,20 +71,18 @@ extension DocumentFileSystem {
 
     func write(inode: Inode, handle: UInt64, bytes: UnsafeRawBufferPointer, offset: Int64, context: RequestContext) throws(FUSEError) -> Int {
         guard let file = files.get(handle) else { throw .badHandle }
-        var seed: OwnedDescriptor?
-        if case .raw(let descriptor) = file.access {
-            if !file.node.isStaged.load(ordering: .acquiring) {
-                if context.userID != 0, let status = try? descriptor.status(), status.permissions & (S_ISUID | S_ISGID) != 0,
-                   let path = nodes.path(of: inode)
-                {
-                    try dropSetIDBits(of: file.node, path: path, writer: owner(context), process: context.processID)
-                }
-                try storeCall { try FileIO.writeAll(descriptor.rawValue, bytes, offset: offset) }
-                return bytes.count
+        let wroteInPlace = try inPlace(file) { (descriptor: OwnedDescriptor) throws(FUSEError) in
+            if context.userID != 0, let status = try? descriptor.status(), status.permissions & (S_ISUID | S_ISGID) != 0,
+               let path = nodes.path(of: inode)
+            {
+                try dropSetIDBits(of: file.node, path: path, writer: owner(context), process: context.processID)
             }
-            // Renamed to a name a document type claims while open: its writes are staged from now on.
-            seed = descriptor
+            try storeCall { try FileIO.writeAll(descriptor.rawValue, bytes, offset: offset) }
         }
+        if wroteInPlace { return bytes.count }
+        // Renamed to a name a document type claims while open: its writes are staged from now on.
+        var seed: OwnedDescriptor?
+        if case .raw(let descriptor) = file.access { seed = descriptor }
         try modifyStage(of: file.node, seed: seed, caller: context.processID) { (stage: inout Stage) throws(FUSEError) in
             // O_APPEND is applied here, at the staged end: the kernel's idea of the size may be the
             // committed one that readers are shown.
@@ -93,6 +91,19 @@ extension DocumentFileSystem {
             stage.lowestChange = min(stage.lowestChange, at)
         }
         return bytes.count
+    }
+
+    /// Runs `body` on a raw handle's store file while its node's writes go there in place, holding
+    /// the node's staging lock: a rename that gives the file a document name judges it and marks
+    /// its writes staged holding that lock, so no raw write lands between the judgement and the
+    /// install. False, with nothing run, once the node's writes are staged (or for a document's handle).
+    private func inPlace(_ file: OpenFile, _ body: (OwnedDescriptor) throws(FUSEError) -> Void) throws(FUSEError) -> Bool {
+        guard case .raw(let descriptor) = file.access else { return false }
+        return try file.node.staging.withLock { (_: inout StageSlot) throws(FUSEError) -> Bool in
+            guard !file.node.isStaged.load(ordering: .acquiring) else { return false }
+            try body(descriptor)
+            return true
+        }
     }
 
     /// Changes the node's stage (made on first need from the committed content, or from `seed`, or
@@ -170,8 +181,9 @@ extension DocumentFileSystem {
 
     func truncate(node: Node, path: String, size: Int64, handle: UInt64?, caller: pid_t) throws(FUSEError) {
         let file = handle.flatMap { files.get($0) }
-        if let file, case .raw(let descriptor) = file.access, !node.isStaged.load(ordering: .acquiring) {
+        if let file, try inPlace(file, { (descriptor: OwnedDescriptor) throws(FUSEError) in
             try storeCall { try retryingOnInterrupt("ftruncate") { ftruncate(descriptor.rawValue, off_t(size)) } }
+        }) {
             return
         }
         let status = try storeCall { try store.status(of: path) }
@@ -182,7 +194,12 @@ extension DocumentFileSystem {
             guard isEditable(claim: claim, status: status) else { throw .accessDenied }
         case .raw:
             if file == nil {
-                try storeCall { try store.truncate(path, size: size) }
+                // Held still against a rename that gives the file a document name meanwhile (it
+                // holds this lock): the kernel looks the name up again and truncates the document.
+                try node.staging.withLock { (_: inout StageSlot) throws(FUSEError) in
+                    guard let current = nodes.path(of: node.inode), case .raw = classifier.role(forPath: current) else { throw .stale }
+                    try storeCall { try store.truncate(current, size: size) }
+                }
                 return
             }
         }
@@ -258,8 +275,9 @@ extension DocumentFileSystem {
         if let path = nodes.path(of: file.node.inode) {
             try dropSetIDBits(of: file.node, path: path, writer: Requester.current, process: nil)
         }
-        if case .raw(let descriptor) = file.access, !file.node.isStaged.load(ordering: .acquiring) {
+        if try inPlace(file, { (descriptor: OwnedDescriptor) throws(FUSEError) in
             try storeCall { try retryingOnInterrupt("fallocate") { docfs_fallocate(descriptor.rawValue, mode, off_t(offset), off_t(length)) } }
+        }) {
             return
         }
         try modifyStage(of: file.node, caller: nil) { (stage: inout Stage) throws(FUSEError) in

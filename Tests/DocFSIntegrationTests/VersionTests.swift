@@ -218,11 +218,14 @@ import Testing
 
     /// A version is what was saved, whatever happens to the file's other names: a document with a
     /// hard link (raw, written in place) is kept as a copy, not as the file the link still writes to.
+    /// The mount refuses such a link (issue 35), so it is made beside it, in the store's directory.
     @Test(.disabled(if: MountedStore.backendIsPostgres, "a PostgreSQL store has no hard links"))
     func aHardLinkedDocumentsVersionIsACopy() throws {
         let mount = try MountedStore(texts: ["a.md": "one\n"])
         defer { mount.unmount() }
-        #expect(try mount.shell("ln a.md a.bin && echo two > a.md && printf 'changed by the link\n' > a.bin").succeeded)
+        #expect(link(mount.inStore("a.md"), mount.inStore("a.bin")) == 0)
+        #expect(try mount.shell("echo two > a.md").succeeded)
+        #expect(try mount.shell("printf 'changed by the link\n' > \(mount.inStore("a.bin"))").succeeded)
         let kept = try contents(mount, "a.md")
         #expect(kept.first == "one\n" && !kept.contains("changed by the link\n"), "\(kept)")
     }
