@@ -103,6 +103,41 @@ struct TypeConfigurationMountTests {
         }
     }
 
+    /// `docfs types` shows what decides (issue 39): the patterns and each type with the extensions
+    /// it claims, and a count of the raw rest; before, 1,093 lines, most of them raw `dyn.` ids.
+    /// `--all` keeps the full listing; `docfs types FILE…` says what each file is and why.
+    @Test func typesShowsWhatDecidesAndExplainsFiles() throws {
+        let config = try Self.writeConfiguration(Self.configuration)
+        defer { unlink(config) }
+        let summary = try MountedStore.run([MountedStore.binary, "types", "--config", config], timeout: 30)
+        #expect(summary.succeeded, "\(summary.error)")
+        let lines = summary.output.split(separator: "\n").map(String.init)
+        #expect(lines.count < 400, "\(lines.count) lines")
+        #expect(!summary.output.contains("dyn."), "dynamic types are named by their MIME types")
+        #expect(lines.contains { $0.contains("*.conf") && $0.contains("toml") }, "the patterns")
+        #expect(lines.contains { $0.contains("net.daringfireball.markdown: ") && $0.contains(".md") }, "text's claims")
+        #expect(lines.contains { $0.contains("ini (file, command:") }, "the command type")
+        let rawLine = try #require(lines.first { $0.contains("other known extensions are raw") })
+        let rawCount = try #require(Int(rawLine.split(separator: " ")[0]))
+        let all = try MountedStore.run([MountedStore.binary, "types", "--config", config, "--all"], timeout: 30)
+        let rawRows = all.output.split(separator: "\n").filter { $0.hasPrefix("*.") && $0.contains("  raw  ") }
+        #expect(rawRows.count == rawCount, "--all lists each raw extension the summary counts")
+
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-types-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: folder + "/Trip.textbundle", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: folder + "/plain.d", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let explained = try MountedStore.run(
+            [MountedStore.binary, "types", "--config", config, folder + "/Trip.textbundle", folder + "/plain.d", "notes.md", "a.tar.gz", "Makefile"], timeout: 30)
+        let rows = explained.output.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ") }
+        #expect(rows.count == 5, "\(explained.output)")
+        #expect(rows.first?.hasSuffix("validated by textbundle (a package) (textbundle reads org.textbundle.package)") == true, "\(rows)")
+        #expect(rows.dropFirst().first?.hasSuffix("raw (no content type is known for its extension)") == true, "\(rows)")
+        #expect(rows.contains("notes.md net.daringfireball.markdown validated by text (text reads public.text, which net.daringfireball.markdown conforms to)"), "\(rows)")
+        #expect(rows.contains("a.tar.gz org.gnu.gnu-zip-archive raw (no document type reads org.gnu.gnu-zip-archive)"), "\(rows)")
+        #expect(rows.contains("Makefile - raw (no extension)"), "\(rows)")
+    }
+
     @Test func typesAndCheckReadTheConfiguration() throws {
         let config = try Self.writeConfiguration(Self.configuration)
         defer { unlink(config) }
@@ -115,11 +150,11 @@ struct TypeConfigurationMountTests {
             "a.conf io.toml.document validated by toml (pattern *.conf)",
             "b.ini \(lines.dropFirst().first?.split(separator: " ")[1] ?? "?") validated by ini (extension .ini in the configuration)",
             "c.log public.log raw (pattern *.log)",
-            "d.yaml public.yaml validated by yaml",
-            "e.csv public.comma-separated-values-text validated by csv",
+            "d.yaml public.yaml validated by yaml (yaml reads public.yaml)",
+            "e.csv public.comma-separated-values-text validated by csv (csv reads public.comma-separated-values-text)",
         ], "\(text.output)")
 
-        let table = try MountedStore.run([MountedStore.binary, "types", "--config", config, "--json"], timeout: 30)
+        let table = try MountedStore.run([MountedStore.binary, "types", "--config", config, "--json", "--all"], timeout: 30)
         let json = try #require(try JSONSerialization.jsonObject(with: Data(table.output.utf8)) as? [String: Any])
         #expect(json["configuration"] as? String == config)
         let types = try #require(json["types"] as? [[String: Any]]).compactMap { $0["name"] as? String }
