@@ -24,6 +24,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+        // Metrics: each module records through swift-metrics' API (a no-op until a backend is
+        // bootstrapped); `docfs mount --metrics` bootstraps swift-prometheus and serves its text.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // Linux port of SwiftUI's document API; no FUSE, no store.
@@ -38,23 +42,25 @@ let package = Package(
         // Small C helpers for libc calls Swift cannot import (variadic or GNU-only).
         .target(name: "CSystemShims"),
         .systemLibrary(name: "CFUSE", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
-        .target(name: "FUSE", dependencies: ["CFUSE", "SystemSupport"]),
-        .target(name: "DocumentStore", dependencies: ["DocumentModel", "SystemSupport", "CSystemShims", "CCrypto"]),
+        .target(name: "FUSE", dependencies: ["CFUSE", "SystemSupport", .product(name: "CoreMetrics", package: "swift-metrics")]),
+        .target(name: "DocumentStore", dependencies: [
+            "DocumentModel", "SystemSupport", "CSystemShims", "CCrypto", .product(name: "CoreMetrics", package: "swift-metrics"),
+        ]),
         .systemLibrary(name: "CPostgreSQL", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // A store kept in PostgreSQL and shared by several mounts: a local mirror serves the kernel,
         // the database holds the truth, and commits from other mounts arrive by LISTEN/NOTIFY.
         .target(name: "PostgresDocumentStore", dependencies: [
             "DocumentStore", "DocumentModel", "SystemSupport", "CSystemShims", "CPostgreSQL", "CCrypto",
-            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
         ]),
         .target(name: "DocumentFS", dependencies: [
             "FUSE", "DocumentStore", "DocumentModel", "SystemSupport", "CSystemShims",
-            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
         ]),
         .target(
             name: "StandardDocuments", dependencies: [
-                "DocumentModel", "SystemSupport", "CSystemShims",
+                "DocumentModel", "SystemSupport", "CSystemShims", .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Yams", package: "Yams"), .product(name: "TOMLKit", package: "TOMLKit"),
             ],
             // The validators are byte loops over whole documents; unoptimized they run 20 times
@@ -70,6 +76,7 @@ let package = Package(
             "DocumentFS", "StandardDocuments", "TypeConfiguration", "CSystemShims", "PostgresDocumentStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         // Fuzz targets for everything DocFS reads from bytes anyone can write: run by libFuzzer when
         // built with -sanitize=fuzzer -DFUZZING (scripts/fuzz), else a replayer of found inputs.

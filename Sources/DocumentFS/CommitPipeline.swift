@@ -62,10 +62,12 @@ struct CommitPipeline: Sendable {
                 try store.keepVersion(of: item.path, copying: item.copying)
             } catch {
                 if versionsRequired { throw error }
+                StoreMetrics.versionsNotKept.increment()
                 logger.warning("could not keep the version of \(item.path) that this change replaces: \(error)")
             }
         }
         let result = try change()
+        if !saved.isEmpty { DocumentMetrics.saves.increment(by: saved.count) }
         let user = saver ?? Requester.current?.userID ?? geteuid()
         for path in saved { store.recordSave(of: path, by: user) }
         // The next save of a package finds its version ready (see `DirectoryStore.prepareVersion`).

@@ -22,7 +22,9 @@ struct DocumentCodec: Sendable {
     }
 
     func decode(_ file: FileWrapper, claim: DocumentClaim) throws -> DecodedDocument {
-        try claim.type.decode(FileDocumentReadConfiguration(contentType: claim.contentType, file: file))
+        try DocumentMetrics.timed(DocumentMetrics.validation) {
+            try claim.type.decode(FileDocumentReadConfiguration(contentType: claim.contentType, file: file))
+        }
     }
 
     func encode(_ document: DecodedDocument, claim: DocumentClaim, existingFile: FileWrapper?) throws -> FileWrapper {

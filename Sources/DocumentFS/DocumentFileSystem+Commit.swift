@@ -23,6 +23,13 @@ extension DocumentFileSystem {
     /// quarantine); otherwise it is kept for its writer and a copy is quarantined.
     func commit(_ slot: inout StageSlot, node: Node, durable: Bool, closing: Bool) throws(FUSEError) {
         guard let stage = slot.stage, stage.isDirty, stage.failure == nil else { return }
+        try DocumentMetrics.timed(DocumentMetrics.commits) { () throws(FUSEError) in
+            try commitDirty(&slot, stage: stage, node: node, durable: durable, closing: closing)
+        }
+    }
+
+    /// `commit`, for a stage that changed since its last commit.
+    private func commitDirty(_ slot: inout StageSlot, stage: Stage, node: Node, durable: Bool, closing: Bool) throws(FUSEError) {
         // Judged with its writer's rights, whoever's request this is.
         let requester = Requester.current
         if let writer = stage.writer { Requester.set(writer) }
@@ -64,7 +71,7 @@ extension DocumentFileSystem {
                 }
             }
             if case .refused(let reason) = verdict {
-                try refuse(&slot, node: node, path: path, reason: reason, closing: closing)
+                try refuse(&slot, node: node, path: path, reason: reason, cause: .invalid, closing: closing)
             }
             var refusedByStore: String?
             let stored = try namespace.reading { () throws(FUSEError) -> FileStatus? in
@@ -85,7 +92,7 @@ extension DocumentFileSystem {
                 return status
             }
             if let reason = refusedByStore {
-                try refuse(&slot, node: node, path: path, reason: reason, closing: closing)
+                try refuse(&slot, node: node, path: path, reason: reason, cause: .store, closing: closing)
             }
             if stored != nil {
                 slot.stage = nil
@@ -153,9 +160,12 @@ extension DocumentFileSystem {
 
     /// Refuses the stage: EIO, the stored document unchanged, the refused bytes in the quarantine
     /// (moved there when closing, copied while the writer may still complete them).
-    private func refuse(_ slot: inout StageSlot, node: Node, path: String, reason: String, closing: Bool) throws(FUSEError) -> Never {
+    private func refuse(
+        _ slot: inout StageSlot, node: Node, path: String, reason: String, cause: DocumentMetrics.RefusalCause, closing: Bool
+    ) throws(FUSEError) -> Never {
         guard var stage = slot.stage else { throw .ioError }
         if stage.refusal?.generation != stage.generation {
+            DocumentMetrics.refused(cause)
             let kept = closing
                 ? try? store.quarantine(stage.file, for: path, reason: reason, owner: quarantineOwner(stage.writer, for: path))
                 : try? store.quarantineCopy(of: stage.file, for: path, reason: reason, owner: quarantineOwner(stage.writer, for: path))
@@ -196,12 +206,12 @@ extension DocumentFileSystem {
         // A member is a document of its own type too (assets/x.json must be JSON), judged before
         // the package's type judges the package with it.
         if let own = classifier.claim(forPath: path, isDirectory: false), case .refused(let reason) = judge(stage, path: path, claim: own) {
-            try refuse(&slot, node: node, path: path, reason: reason, closing: closing)
+            try refuse(&slot, node: node, path: path, reason: reason, cause: .invalid, closing: closing)
         }
         try packages.withPackage(member.root) { () throws(FUSEError) in
             if let outcome = try packages.commitInPlace(.replaceFile(member.member, stage.file), root: member.root, claim: member.claim, durable: durable) {
                 if case .refusedByStore(let reason) = outcome {
-                    try refuse(&slot, node: node, path: path, reason: reason, closing: closing)
+                    try refuse(&slot, node: node, path: path, reason: reason, cause: .store, closing: closing)
                 }
                 slot.stage = nil
                 memberCommitted(node, installed: stage.file, outcome: outcome, path: path)

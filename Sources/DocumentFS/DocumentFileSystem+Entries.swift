@@ -344,6 +344,7 @@ extension DocumentFileSystem {
         // A file under two names changes through either, judged as the name it is written
         // through: a raw name beside a document name would change the document unjudged.
         guard isJudgedAlike(existing, path) else {
+            DocumentMetrics.refused(.link)
             logger.notice("refused to link \(existing) as \(path): content under one name would change under the other unjudged (\(judgement(of: existing)) and \(judgement(of: path)))")
             throw .notPermitted
         }
@@ -548,6 +549,7 @@ extension DocumentFileSystem {
 
     private func refuseLinkedClaimChange(of source: String, to destination: String) throws(FUSEError) {
         guard let status = try? store.status(of: source), status.kind == .regular, status.linkCount > 1, !isJudgedAlike(source, destination) else { return }
+        DocumentMetrics.refused(.link)
         logger.notice("refused to rename \(source) to \(destination): the file has \(status.linkCount) names, and its other names would change it unjudged as \(judgement(of: destination))")
         throw .notPermitted
     }
@@ -566,6 +568,7 @@ extension DocumentFileSystem {
             let descriptor = try store.openForReading(source)
             _ = try codec.decode(codec.wrapper(for: descriptor, name: StorePath.lastComponent(destination)), claim: destinationClaim)
         } catch {
+            DocumentMetrics.refused(.rename)
             logger.error("refused to rename \(source) to \(destination): its content is not a valid \(destinationClaim.type.name) (\(destinationClaim.contentType.identifier)): \(describe(error)); \(source) is kept as it was")
             throw .ioError
         }

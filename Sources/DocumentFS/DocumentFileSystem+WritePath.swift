@@ -169,6 +169,7 @@ extension DocumentFileSystem {
         guard stage.failure == nil else { return }
         stage.failure = errno
         let cause = String(cString: strerror(errno))
+        DocumentMetrics.refused(.writeFailed)
         if errno == ENOSPC || errno == EDQUOT {
             store.releaseSpace(of: stage.file)
             logger.error("a write to \(path) failed (\(cause)): the document keeps its previous version and the partial write is dropped to give its space back; the writer sees the error again at close")

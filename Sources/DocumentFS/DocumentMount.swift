@@ -46,4 +46,10 @@ public final class DocumentMount: Sendable {
 
     /// How many inodes the kernel holds references to (for diagnostics and tests).
     public var knownInodeCount: Int { fileSystem.nodes.count }
+
+    /// Sets the gauges of what the mount holds now (`docfs_open_handles`, `docfs_inodes_held`):
+    /// called as metrics are read, so nothing is counted on the requests' path.
+    public func sampleMetrics() {
+        DocumentMetrics.sample(openHandles: fileSystem.files.count, inodes: fileSystem.nodes.count)
+    }
 }

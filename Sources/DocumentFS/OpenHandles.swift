@@ -80,6 +80,9 @@ final class HandleTable<Value: Sendable>: Sendable {
 
     func get(_ handle: UInt64) -> Value? { handles.withLock { $0[handle] } }
 
+    /// How many are open.
+    var count: Int { handles.withLock { $0.count } }
+
     /// Replaces the value of a handle that is still open.
     func replace(_ handle: UInt64, with value: Value) {
         handles.withLock { handles in

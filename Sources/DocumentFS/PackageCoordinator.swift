@@ -106,6 +106,7 @@ final class PackageCoordinator: Sendable {
 
         if case .valid = state, !inPlaceTried, let outcome = try commitInPlace(change, root: root, claim: claim, durable: durable) {
             if case .refusedByStore(let reason) = outcome {
+                DocumentMetrics.refused(.store)
                 logger.error("refused a change to \(change.member) in \(root): \(reason)")
                 throw .ioError
             }
@@ -125,6 +126,7 @@ final class PackageCoordinator: Sendable {
             file = try store.fileWrapper(at: clone)
             result = try pipeline.judge(file, claim: claim, existingAt: root)
         } catch {
+            DocumentMetrics.refused(.invalid)
             let reason = "the package would not decode as \(claim.type.name) (\(claim.contentType.identifier)): \(describe(error))"
             let kept = try? store.quarantineItem(clone, for: root, reason: "change to \(change.member): \(reason)", owner: Requester.current)
             logger.error("refused a change to \(change.member) in \(root): \(reason). The stored package is unchanged; the refused package is in \(kept ?? "(could not be kept)")")
@@ -143,6 +145,7 @@ final class PackageCoordinator: Sendable {
                 }
             }
         } catch let refusal as StoreRefusal {
+            DocumentMetrics.refused(.store)
             // The changed package is the user's work: kept whole, never dropped.
             let kept = try? store.quarantineItem(clone, for: root, reason: "change to \(change.member): \(refusal.reason)", owner: Requester.current)
             logger.error("refused a change to \(change.member) in \(root): \(refusal.reason). The refused package is in \(kept ?? "(could not be kept)")")

@@ -53,6 +53,7 @@ extension DirectoryStore {
             try copyFile(full, status: status, to: target)
         }
         guard let kept else { return nil }
+        StoreMetrics.versionBytes.increment(by: Double(status.kind == .regular ? status.blocks * 512 : 0))
         // Given, it is the version's own (the file's, if any, is another's): `savedBy` reads it there.
         given?.write(at: kept)
         versions.added(path)
@@ -216,6 +217,8 @@ extension DirectoryStore {
             count += 1
             bytes += version.exclusiveBytes
         }
+        StoreMetrics.dropped(count, .retention)
+        StoreMetrics.versionBytes.set(documents.reduce(0) { $0 + $1.versions.reduce(0) { $0 + $1.exclusiveBytes } } - bytes)
         return (count, bytes)
     }
 }

@@ -376,6 +376,8 @@ public final class DirectoryStore: DocumentStore {
         let time = timestamp()
         let base = quarantineDirectory + "/" + time + "-" + uniqueName(tag) + "-" + StagingName.encode(path)
         try FileIO.rename(absolutePath, base)
+        StoreMetrics.quarantinedItems.increment()
+        StoreMetrics.quarantinedBytes.increment(by: Int((try? FileStatus.of(path: base))?.size ?? 0))
         if let owner, canChangeOwner { try? Paths.setOwner(base, userID: owner.userID, groupID: owner.groupID) }
         let note = Quarantine.Note(document: path, time: time, reason: reason)
         if let descriptor = try? FileIO.open(base + ".reason", O_WRONLY | O_CREAT | O_EXCL, mode: 0o600) {

@@ -160,7 +160,10 @@ extension DocumentStore {
     public func keepReplacedVersion(of path: String, file: OwnedDescriptor) throws {}
     public func dropPendingVersions(of paths: [String]) {}
     public func prepareVersion(of path: String) {}
-    public func removeVersion(_ version: DocumentVersion) throws { try versions?.remove(version) }
+    public func removeVersion(_ version: DocumentVersion) throws {
+        try versions?.remove(version)
+        StoreMetrics.dropped(1, .removed)
+    }
     public func pruneVersions(_ retention: VersionRetention, now: Date) -> (count: Int, bytes: Int64) { (0, 0) }
 }
 

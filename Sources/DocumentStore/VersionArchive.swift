@@ -119,6 +119,7 @@ public final class VersionArchive: Sendable {
 
     /// Records a version kept of `document`.
     func added(_ document: String) {
+        StoreMetrics.versionsKept.increment()
         known.withLock { index in index?.add(document) }
     }
 

@@ -19,6 +19,9 @@ struct MirrorState {
     var localChanges: UInt64 = 0
     /// The last change number read from `docfs_changes`.
     var lastChange: Int64 = 0
+    /// When the mirror last read the change log to its end and applied it (the change feed's lag
+    /// is the time since).
+    var currentAt = ContinuousClock.now
     /// Set when the mirror may differ from the database (a commit failed after the mirror changed):
     /// the whole tree is compared again once the database answers.
     var needsFullSynchronization = false

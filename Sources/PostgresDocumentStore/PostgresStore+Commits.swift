@@ -194,12 +194,16 @@ extension PostgresStore {
             return true
         }
         if first {
+            PostgresMetrics.outages.increment()
             logger.warning("waiting for a primary that accepts writes (\(cause)); changes wait up to \(primaryWait) and are tried again")
         }
     }
 
     private func endOutage() {
         guard let start = outageStart.withLock({ start in defer { start = nil }; return start }) else { return }
+        PostgresMetrics.failovers.increment()
+        let length = (ContinuousClock.now - start).components
+        PostgresMetrics.outageLength.recordNanoseconds(length.seconds * 1_000_000_000 + length.attoseconds / 1_000_000_000)
         logger.notice("a primary accepts writes again, after \(ContinuousClock.now - start)")
     }
 }
@@ -252,6 +256,7 @@ struct PrimaryWait {
             throw store.unavailable(cause)
         }
         store.noteOutage(cause)
+        PostgresMetrics.waits.increment()
         store.pool.dropIdle()
         if declinable && LookupLockScope.isHeld {
             LookupLockScope.noteWaitDeclined()

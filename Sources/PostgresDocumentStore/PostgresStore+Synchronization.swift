@@ -42,6 +42,7 @@ extension PostgresStore {
                 state.withLock { state in
                     state.lastChange = counter
                     state.needsFullSynchronization = false
+                    state.currentAt = .now
                 }
                 return changes
             }
@@ -75,7 +76,10 @@ extension PostgresStore {
                 return try synchronizeEverything(patiently: false)
             }
             if read.folders.isEmpty {
-                state.withLock { if $0.lastChange == since { $0.lastChange = read.last } }
+                state.withLock { state in
+                    if state.lastChange == since { state.lastChange = read.last }
+                    state.currentAt = .now
+                }
                 return false
             }
             func subtree(_ id: Int64) throws -> ItemTree {
@@ -91,7 +95,10 @@ extension PostgresStore {
                     guard let path = state.withLock({ $0.path(of: folder) }) ?? (folder == rootID ? "" : nil) else { continue }
                     try apply(tree, folder: folder, path: path, complete: false, subtree: subtree, &changes)
                 }
-                state.withLock { $0.lastChange = read.last }
+                state.withLock { state in
+                    state.lastChange = read.last
+                    state.currentAt = .now
+                }
                 return changes
             }
             if case let changes?? = applied {

@@ -268,6 +268,7 @@ extension PostgresStore {
         } else {
             try archive.remove(version)
         }
+        StoreMetrics.dropped(1, .removed)
     }
 
     public func pruneVersions(_ retention: VersionRetention, now: Date) -> (count: Int, bytes: Int64) {
@@ -282,7 +283,10 @@ extension PostgresStore {
             return (0, 0)
         }
         for (id, _) in rows { removeLocally(id, archive) }
-        return (rows.count, rows.reduce(0) { $0 + $1.1.exclusiveBytes })
+        let bytes = rows.reduce(0) { $0 + $1.1.exclusiveBytes }
+        StoreMetrics.dropped(rows.count, .retention)
+        StoreMetrics.versionBytes.set(documents.reduce(0) { $0 + $1.versions.reduce(0) { $0 + $1.exclusiveBytes } } - bytes)
+        return (rows.count, bytes)
     }
 
     /// Drops versions from the database, and wakes the other mounts to drop them too.

@@ -190,6 +190,13 @@ public final class PostgresStore: DocumentStore {
         }
     }
 
+    /// How far behind the database this mount's view may be, in seconds: the time since it last
+    /// read the change log to its end (a poll a second; longer while the database is out of reach).
+    public var changeFeedLag: Double {
+        let elapsed = (ContinuousClock.now - state.withLock { $0.currentAt }).components
+        return Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+    }
+
     // MARK: What DocumentFS asks of a store that is not a local directory
 
     /// Not a local directory that other programs write in: changes come from the change feed.

@@ -81,10 +81,12 @@ public final class ParserSandbox: Sendable {
         case .verdict(let verdict):
             return verdict
         case .crashed(let signal, let said):
+            HelperMetrics.crashed(check.format.lowercased())
             let name = signal.map { " (\(Self.signalName($0)))" } ?? ""
             let detail = said.isEmpty ? "" : ": \(said)"
             throw refusal("the \(check.format) parser crashed on this document\(name)\(detail)")
         case .timedOut:
+            HelperMetrics.timedOut(check.format.lowercased())
             throw refusal("the \(check.format) parser ran past its time limit of \(Self.seconds(limits.seconds)) on this document")
         }
     }

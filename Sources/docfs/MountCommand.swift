@@ -1,4 +1,5 @@
 import ArgumentParser
+import CoreMetrics
 import CSystemShims
 import DocumentFS
 import DocumentStore
@@ -7,6 +8,7 @@ import Glibc
 import Logging
 import PostgresDocumentStore
 import StandardDocuments
+import SystemSupport
 import TypeConfiguration
 
 struct MountCommand: ParsableCommand {
@@ -79,6 +81,9 @@ struct MountCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Most space the versions may take before the oldest are dropped: bytes, with K, M, G, or a percentage of the store's file system.", valueName: "size"))
     var versionsCap = "10%"
 
+    @Option(help: ArgumentHelp("Serve Prometheus metrics at http://ADDRESS:PORT/metrics (PORT alone: on 127.0.0.1; port 0 picks a free one, logged); off by default.", valueName: "address:port"))
+    var metrics: String?
+
     /// Set by the daemonizing parent: the descriptor to report readiness on.
     @Option(help: .hidden)
     var readyDescriptor: Int32?
@@ -93,7 +98,10 @@ struct MountCommand: ParsableCommand {
         guard versions == "on" || versions == "off" else { throw ValidationError("--versions takes on or off, not '\(versions)'") }
         guard VersionCap(versionsCap) != nil else { throw ValidationError("--versions-cap '\(versionsCap)' is not a size or a percentage (examples: 5G, 10%)") }
         guard ByteCount.parse(cacheSize) != nil else { throw ValidationError("--cache-size '\(cacheSize)' is not a size (examples: 500M, 2G, 1048576)") }
-        _ = try MountOptions(mountOptions)
+        let parsed = try MountOptions(mountOptions)
+        if let address = metrics ?? parsed.metrics, MetricsEndpoint.Address(address) == nil {
+            throw ValidationError("--metrics '\(address)' is not an address and port (examples: 9464, 127.0.0.1:9464, [::1]:9464)")
+        }
     }
 
     func run() throws {
@@ -204,6 +212,9 @@ struct MountCommand: ParsableCommand {
         // A daemon must not keep the caller's directory busy (umount of a mount below it says
         // "target is busy"); paths are absolute by now.
         if daemonized { _ = chdir("/") }
+        // Before anything records a metric: one made before the backend stays a no-op.
+        let metricsAddress = (metrics ?? parsed.metrics).flatMap(MetricsEndpoint.Address.init)
+        let registry = metricsAddress.map { _ in MetricsEndpoint.bootstrap() }
         let limits = QuarantineLimits(maximumBytes: ByteCount.parse(quarantineLimit) ?? 1 << 30, maximumAge: quarantineDays * 24 * 3600)
         let documentStore: any DocumentStore
         let destination: LogSetup.Destination
@@ -260,6 +271,17 @@ struct MountCommand: ParsableCommand {
         options.logger = logger
         if let file = types.path { logger.info("document types from \(file): \(types.rules.patterns.count) patterns, \(types.commandTypes.count) command types") }
         let mount = DocumentMount(store: documentStore, rules: types.rules, options: options)
+        if let metricsAddress, let registry {
+            DocumentMetrics.register()
+            let lag = (documentStore as? PostgresStore).map { store in
+                PostgresMetrics.register()
+                return (store, Gauge(label: "docfs_change_feed_lag_seconds"))
+            }
+            _ = try MetricsEndpoint(address: metricsAddress, registry: registry, logger: logger) {
+                mount.sampleMetrics()
+                if let (store, gauge) = lag { gauge.record(store.changeFeedLag) }
+            }
+        }
         let readOnly = options.readOnly
         signal(SIGPIPE, SIG_IGN)
         if !parsed.ignored.isEmpty { logger.debug("ignored mount(8) and systemd options: \(parsed.ignored.joined(separator: ","))") }
@@ -324,9 +346,11 @@ struct MountCommand: ParsableCommand {
         if strict { arguments.append("--strict") }
         if let path = typeConfiguration.path { arguments += ["--config", absolutePath(path)] }
         if let cacheTimeout { arguments += ["--cache-timeout", String(cacheTimeout)] }
+        if let metrics { arguments += ["--metrics", metrics] }
         if let cacheDirectory { arguments += ["--cache-directory", cacheDirectory.hasPrefix("/") ? cacheDirectory : FileManager.default.currentDirectoryPath + "/" + cacheDirectory] }
         if let logFile { arguments += ["--log-file", absolutePath(logFile.hasPrefix("/") ? logFile : FileManager.default.currentDirectoryPath + "/" + logFile)] }
-        let cArguments = arguments.map { strdup($0) } + [nil]
+        // The bytes each argument stands for (a path need not be UTF-8; see `FileSystemPath`).
+        let cArguments = arguments.map { FileSystemPath.withCString($0) { strdup($0) } } + [nil]
         defer { cArguments.forEach { free($0) } }
         let pid = docfs_spawn_detached("/proc/self/exe", cArguments, pipeEnds[1])
         close(pipeEnds[1])

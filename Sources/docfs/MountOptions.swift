@@ -15,6 +15,8 @@ struct MountOptions {
     var maxRead: UInt32?
     /// `config=FILE`: the type configuration, for fstab lines (which cannot pass `--config`).
     var configPath: String?
+    /// `metrics=ADDRESS:PORT`: `--metrics`, for fstab lines.
+    var metrics: String?
     /// Passed to FUSE as given.
     var forFUSE: [String] = []
     var ignored: [String] = []
@@ -36,6 +38,9 @@ struct MountOptions {
             case "config":
                 guard let value, !value.isEmpty else { throw ValidationError("-o config: needs a file (config=/etc/docfs/notes.toml)") }
                 configPath = value
+            case "metrics":
+                guard let value, !value.isEmpty else { throw ValidationError("-o metrics: needs an address and port (metrics=127.0.0.1:9464)") }
+                metrics = value
             case "max_read":
                 maxRead = try Self.number(option, value, radix: 10)
                 forFUSE.append(option)
