@@ -150,7 +150,7 @@ final class VersionsView: Sendable {
     /// inside a version can be changed.
     func remove(parent: Inode, name: FileName, directory: Bool, context: RequestContext) throws(FUSEError) {
         guard case .folder(let document) = try resolve(try inodes.path(of: parent)),
-              let version = archive.versions(of: document, measuring: false).first(where: { $0.name == name.string })
+              let version = archive.version(of: document, named: name.string)
         else { throw .readOnlyFileSystem }
         guard version.isPackage == directory else { throw directory ? .notDirectory : .isDirectory }
         guard context.userID == 0 || context.userID == version.status.userID else { throw .notPermitted }

@@ -21,12 +21,15 @@ public final class VersionArchive: Sendable {
 
     /// The documents with versions, and the names in each folder on the way to them: what a view of
     /// the archive lists by path. Read from the archive once, when first asked for, then kept up
-    /// to date as versions are added; a removal, rarer, makes it read again.
+    /// to date as versions are added and as documents lose their last one.
     public struct Index: Sendable {
         public var documents: Set<[UInt8]> = []
         /// The names in each folder, by the folder's bytes: by bytes too, so the NFC and NFD
         /// spellings of a name are two entries.
         public var children: [[UInt8]: Set<PathKey>] = [:]
+        /// How many documents with versions are at or below each folder: a name leaves its folder's
+        /// `children` when the last document below it goes.
+        private var documentsBelow: [[UInt8]: Int] = [:]
 
         mutating func add(_ document: String) {
             guard documents.insert(Array(document.utf8)).inserted else { return }
@@ -34,6 +37,20 @@ public final class VersionArchive: Sendable {
             for component in StorePath.names(document) {
                 children[Array(parent.utf8), default: []].insert(PathKey(component))
                 parent = parent.isEmpty ? component : parent + "/" + component
+                documentsBelow[Array(parent.utf8), default: 0] += 1
+            }
+        }
+
+        /// `document` has no versions left: O(its depth), not a read of the archive.
+        mutating func remove(_ document: String) {
+            guard documents.remove(Array(document.utf8)) != nil else { return }
+            var parent = ""
+            for component in StorePath.names(document) {
+                let path = parent.isEmpty ? component : parent + "/" + component
+                let below = (documentsBelow[Array(path.utf8)] ?? 1) - 1
+                documentsBelow[Array(path.utf8)] = below > 0 ? below : nil
+                if below <= 0 { children[Array(parent.utf8)]?.remove(PathKey(component)) }
+                parent = path
             }
         }
     }
@@ -158,6 +175,15 @@ public final class VersionArchive: Sendable {
         versions(inFolder: folder(for: document), document: document, measuring: measuring)
     }
 
+    /// The version of `document` named `name`, found by its name: one stat, not a listing.
+    public func version(of document: String, named name: String) -> DocumentVersion? {
+        let location = folder(for: document) + "/" + name
+        guard let time = VersionName.savedTime(of: name), let status = try? FileStatus.of(path: location) else { return nil }
+        return DocumentVersion(
+            document: document, name: name, location: location, savedAt: time, savedBy: SaveRecord.read(at: location)?.userID, status: status,
+            exclusiveBytes: 0)
+    }
+
     private func versions(inFolder folder: String, document: String, measuring: Bool = true) -> [DocumentVersion] {
         let names = (try? FileIO.directoryEntries(folder)) ?? []
         return names.sorted().compactMap { name -> DocumentVersion? in
@@ -207,7 +233,16 @@ public final class VersionArchive: Sendable {
     public func remove(_ version: DocumentVersion) throws {
         Self.releaseLinks(at: version.location)
         try FileIO.removeItem(version.location)
-        known.withLock { $0 = nil }
+        // Its document leaves the index with its last version (found by the first version entry
+        // of its folder, not a listing of the archive).
+        if !Self.holdsAVersion(folder(for: version.document)) {
+            known.withLock { $0?.remove(version.document) }
+        }
+    }
+
+    /// Whether a document's folder holds any version.
+    private static func holdsAVersion(_ folder: String) -> Bool {
+        ((try? FileIO.directoryEntries(folder)) ?? []).contains { VersionName.savedTime(of: $0) != nil }
     }
 
     // MARK: Names

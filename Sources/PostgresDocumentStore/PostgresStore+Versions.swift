@@ -166,7 +166,7 @@ extension PostgresStore {
     private func removeLocally(_ id: Int64, _ archive: VersionArchive) {
         localVersions.withLock { local in
             guard let entry = local.locations[id] else { return }
-            let version = archive.versions(of: entry.document, measuring: false).first { $0.location == entry.location }
+            let version = archive.version(of: entry.document, named: StorePath.lastComponent(entry.location))
             if let version { try? archive.remove(version) }
             local.locations[id] = nil
         }

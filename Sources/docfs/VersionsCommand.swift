@@ -176,7 +176,7 @@ struct RestoreCommand: ParsableCommand {
     func run() throws {
         let place = try document.place()
         let versions = try ListedVersion.all(at: place)
-        let matching = versions.filter { $0.name.hasPrefix(at) }
+        let matching = versions.filter { $0.name.hasPrefix(Self.namePrefix(at)) }
         guard matching.count == 1, let version = matching.first else {
             let known = versions.map(\.name).joined(separator: "\n  ")
             throw CommandFailure(
@@ -206,6 +206,17 @@ struct RestoreCommand: ParsableCommand {
             }
         }
         print("restored \(document.path) to its version of \(version.savedAt)")
+    }
+
+    /// The start of a version's name that `at` gives: a name's start as it is, or a time as
+    /// `docfs versions` prints it (`2026-11-25T14:08:41.123Z`: the same time, with `-` and `:`).
+    static func namePrefix(_ at: String) -> String {
+        var prefix = at.filter { $0 != "-" && $0 != ":" }
+        // A printed time ends in Z after fewer fraction digits than a name has.
+        if prefix.hasSuffix("Z"), prefix.contains("T"), !prefix.contains(".") || prefix.split(separator: ".").last.map({ $0.count < 7 }) == true {
+            prefix.removeLast()
+        }
+        return prefix
     }
 
     /// Writes the version over the document through the mount: the close answers whether the save
