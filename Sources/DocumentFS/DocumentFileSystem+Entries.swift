@@ -369,7 +369,8 @@ extension DocumentFileSystem {
         }
         // The moving files' writes are held still (the staging lock, taken first in the documented
         // order) while the rename judges them and installs them under their new names.
-        let moving = ([nodes.existingChild(parent: parent, name: name)] + (exchange ? [nodes.existingChild(parent: newParent, name: newName)] : []))
+        // Once each: two names of one file (hard links) exchanged are one node.
+        let moving = Set([nodes.existingChild(parent: parent, name: name)] + (exchange ? [nodes.existingChild(parent: newParent, name: newName)] : []))
             .compactMap { $0 }.sorted().compactMap { nodes.node($0) }
         try holdingWritesStill(moving[...]) { () throws(FUSEError) in
             if movesFolders { try packageLayout.writing(move) } else { try packageLayout.reading(move) }

@@ -54,6 +54,16 @@ struct DocumentNameEntryTests {
         #expect(try mount.read("a.json") == #"{"ok": true}"#)
         #expect(try mount.save("b2.json", Data(#"{"ok": 2}"#.utf8)) == "ok")
         #expect(try mount.read("a.json") == #"{"ok": 2}"#, "one file, two names")
+        // Exchanging, or renaming one over the other, two names of one file: one node, locked once.
+        let exchanged = try mount.python("""
+            import ctypes, os
+            libc = ctypes.CDLL("libc.so.6", use_errno=True)
+            print(libc.renameat2(-100, b"a.json", -100, b"b2.json", 2), ctypes.get_errno())
+            os.rename("a.json", "b2.json")
+            print(sorted(os.listdir(".")))
+            """, timeout: 30)
+        #expect(exchanged.output.hasPrefix("0 0\n"), "\(exchanged.output)\(exchanged.error)")
+        #expect(exchanged.output.contains("'a.json', 'b2.json'"), "rename(2) of a name onto another name of the same file does nothing: \(exchanged.output)")
         // Raw names may link to each other; the linked file may not then take a document name,
         // since its other name would stay raw.
         #expect(try Self.link(mount, "raw1", "raw1-link") == "ok")
