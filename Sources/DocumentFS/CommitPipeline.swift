@@ -59,10 +59,21 @@ struct CommitPipeline: Sendable {
         defer { if !replaced.isEmpty { store.dropPendingVersions(of: replaced.map(\.path)) } }
         for item in replaced {
             do {
-                try store.keepVersion(of: item.path, copying: item.copying)
+                do {
+                    try store.keepVersion(of: item.path, copying: item.copying)
+                } catch let error as SystemCallError where (error.errno == ENOSPC || error.errno == EDQUOT) && store.makeRoom() {
+                    // Older versions made room for this one.
+                    try store.keepVersion(of: item.path, copying: item.copying)
+                }
             } catch {
                 if versionsRequired { throw error }
-                StoreMetrics.versionsNotKept.increment()
+                if let error = error as? SystemCallError, error.errno == ENOSPC || error.errno == EDQUOT {
+                    // The change goes on (a disk of the same size would take it); the user sees why
+                    // there is no version of it in docfs status and docfs versions.
+                    store.versionNotKept(of: item.path)
+                } else {
+                    StoreMetrics.versionsNotKept.increment()
+                }
                 logger.warning("could not keep the version of \(item.path) that this change replaces: \(error)")
             }
         }

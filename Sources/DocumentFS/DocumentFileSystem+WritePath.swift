@@ -131,20 +131,29 @@ extension DocumentFileSystem {
                         source = storedPath.flatMap { try? store.openForReading($0) }
                     }
                 }
-                let file = try storeCall { try store.makeStagingFile(seededFrom: source, for: storedPath ?? "(removed)") }
+                let file = try storeCall { () throws -> StagingFile in
+                    do {
+                        return try store.makeStagingFile(seededFrom: source, for: storedPath ?? "(removed)")
+                    } catch let error as SystemCallError where (error.errno == ENOSPC || error.errno == EDQUOT) && store.makeRoom() {
+                        return try store.makeStagingFile(seededFrom: source, for: storedPath ?? "(removed)")
+                    }
+                }
                 stage = Stage(file: file, isDirty: false)
                 stage.baseSize = source.flatMap { try? $0.status().size }
                 node.state.withLock { $0.stagedFile = file }
             }
             do throws(FUSEError) {
                 let sizeBefore = try? stage.file.status().size
-                do throws(FUSEError) {
-                    try body(&stage)
-                } catch where error.errno == ENOSPC && store.makeRoom() {
-                    // A store that caches content (a shared store's mirror) gave some back. What
-                    // the failed write got down is cut off first: an append would repeat it.
-                    if let sizeBefore { _ = ftruncate(stage.file.descriptor.rawValue, off_t(sizeBefore)) }
-                    try body(&stage)
+                while true {
+                    do throws(FUSEError) {
+                        try body(&stage)
+                        break
+                    } catch where (error.errno == ENOSPC || error.errno == EDQUOT) && store.makeRoom() {
+                        // The store gave back space it holds for itself (versions, a shared store's
+                        // cached content): tried again while it has more to give. What the failed
+                        // write got down is cut off first: an append would repeat it.
+                        if let sizeBefore { _ = ftruncate(stage.file.descriptor.rawValue, off_t(sizeBefore)) }
+                    }
                 }
             } catch {
                 poison(&stage, node: node, path: nodes.path(of: node.inode) ?? "(removed)", errno: error.errno)

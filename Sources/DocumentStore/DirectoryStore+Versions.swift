@@ -221,4 +221,41 @@ extension DirectoryStore {
         StoreMetrics.versionBytes.set(documents.reduce(0) { $0 + $1.versions.reduce(0) { $0 + $1.exclusiveBytes } } - bytes)
         return (count, bytes)
     }
+
+    // MARK: Versions are purgeable space
+
+    /// A write found the store's file system full (of blocks or inodes): versions give their
+    /// space back, as APFS purges its local snapshots — first every version but each document's
+    /// newest, oldest first, then the newest ones, oldest first — until `roomToMake` is free or
+    /// none is left. Each is recorded (`versionsGivenUp`). Whether any went.
+    public func makeRoom() -> Bool {
+        guard keepsVersions, let versions, let versionsGivenUp else { return false }
+        let wanted = roomToMake()
+        let order = versions.allDocuments().flatMap { _, versions in versions.enumerated().map { ($1, $0 == versions.count - 1) } }
+            .sorted { ($0.1 ? 1 : 0, $0.0.savedAt) < ($1.1 ? 1 : 0, $1.0.savedAt) }
+        var freed: Int64 = 0
+        var dropped: [VersionsGivenUp.Event] = []
+        // A version sharing its file with a live document (or another version) frees nothing.
+        for (version, _) in order where freed < wanted && version.exclusiveBytes > 0 {
+            guard (try? versions.remove(version)) != nil else { continue }
+            freed += version.exclusiveBytes
+            dropped.append(.init(kind: .dropped, document: version.document, time: version.savedAt, bytes: version.exclusiveBytes))
+        }
+        StoreMetrics.dropped(dropped.count, .space)
+        StoreMetrics.versionBytes.decrement(by: Double(freed))
+        versionsGivenUp.record(dropped)
+        return !dropped.isEmpty
+    }
+
+    /// How much a full store makes room for at once: 1% of its file system, at least 4 MiB, so a
+    /// stream of writes does not drop one version at a time.
+    private func roomToMake() -> Int64 {
+        let whole = (try? statistics()).map { Int64($0.f_blocks) * Int64($0.f_frsize) } ?? 0
+        return max(4 << 20, whole / 100)
+    }
+
+    public func versionNotKept(of path: String) {
+        StoreMetrics.versionsNotKept.increment()
+        versionsGivenUp?.record([.init(kind: .notKept, document: path, time: Date(), bytes: 0)])
+    }
 }

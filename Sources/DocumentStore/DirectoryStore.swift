@@ -44,6 +44,8 @@ public final class DirectoryStore: DocumentStore {
     let isReadOnly: Bool
     /// The documents' earlier versions (see `VersionArchive`); nil where the store has no private area.
     public let versions: VersionArchive?
+    /// The versions a full store gave up (see `makeRoom`), for `docfs status` and `docfs versions`.
+    public let versionsGivenUp: VersionsGivenUp?
     /// Whether saves and removals keep the version they replace (`--versions off` says no).
     public let keepsVersions: Bool
     /// Where packages' next versions are made ahead (`DirectoryStore+PreparedVersions`), and those made.
@@ -106,6 +108,7 @@ public final class DirectoryStore: DocumentStore {
             ? ItemIdentities(directory: hasPrivateArea ? privateArea : nil, probe: hasPrivateArea ? privateArea : nil, writable: !readOnly)
             : nil
         versions = hasPrivateArea ? VersionArchive(directory: privateArea + "/versions") : nil
+        versionsGivenUp = hasPrivateArea ? VersionsGivenUp(path: privateArea + "/versions-given-up") : nil
         self.keepsVersions = keepsVersions && !readOnly && hasPrivateArea
         if self.keepsVersions {
             let prepared = privateArea + "/versions-pending"

@@ -115,6 +115,9 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// Gives back disk space the store holds only as a cache (content it can fetch again), after a
     /// write found the disk full; whether it gave any.
     func makeRoom() -> Bool
+    /// Records that a change kept no version of `path` (the store had no room for it), where
+    /// `docfs status` and `docfs versions` show it.
+    func versionNotKept(of path: String)
 
     /// The store's earlier versions of its documents; nil for a store that keeps none.
     var versions: VersionArchive? { get }
@@ -151,6 +154,7 @@ extension DocumentStore {
     public func startChangeFeed(_ handler: @escaping @Sendable ([StoreChange]) -> Void) {}
     public func awaitWritable() {}
     public func makeRoom() -> Bool { false }
+    public func versionNotKept(of path: String) {}
     public func status(ofOpen file: OwnedDescriptor) throws -> FileStatus { try file.status() }
     public var versions: VersionArchive? { nil }
     public func keepVersion(of path: String, copying: Bool) throws {}

@@ -21,6 +21,8 @@ public enum StoreMetrics {
         case retention
         /// Removed through the versions view (or `NSFileVersion`).
         case removed
+        /// Dropped to make room for a write on a full store.
+        case space
     }
 
     public static func dropped(_ count: Int, _ cause: DropCause) {

@@ -49,6 +49,9 @@ struct StatusCommand: ParsableCommand {
         let versions: Int
         let versionedDocuments: Int
         let versionBytes: Int64
+        /// Versions a full store gave up: dropped to make room for a write, or never kept.
+        let versionsDroppedForSpace: Int
+        let versionsNotKept: Int
     }
 
     func run() throws {
@@ -80,10 +83,13 @@ struct StatusCommand: ParsableCommand {
             let versioned = directoryStore.versions?.allDocuments().map(\.versions) ?? []
             versions = (versioned.reduce(0) { $0 + $1.count }, versioned.count, versioned.joined().reduce(0) { $0 + $1.exclusiveBytes })
         }
+        let givenUp = directoryStore.versionsGivenUp?.events() ?? []
+        let dropped = givenUp.filter { $0.kind == .dropped }, notKept = givenUp.filter { $0.kind == .notKept }
         let status = Status(
             store: try store.path(), packages: packages, lastRefusals: Array(lastRefusals),
             quarantineItems: items.count, quarantineBytes: items.reduce(0) { $0 + $1.bytes },
-            versions: versions.versions, versionedDocuments: versions.documents, versionBytes: versions.bytes)
+            versions: versions.versions, versionedDocuments: versions.documents, versionBytes: versions.bytes,
+            versionsDroppedForSpace: dropped.count, versionsNotKept: notKept.count)
         if json {
             printJSON(status)
         } else {
@@ -101,6 +107,13 @@ struct StatusCommand: ParsableCommand {
             }
             print("quarantine: \(items.count) item\(items.count == 1 ? "" : "s"), \(ByteCountFormatter.string(fromByteCount: status.quarantineBytes, countStyle: .binary))")
             print("versions: \(status.versions) of \(status.versionedDocuments) document\(status.versionedDocuments == 1 ? "" : "s"), \(ByteCountFormatter.string(fromByteCount: status.versionBytes, countStyle: .binary)) of their own")
+            if !dropped.isEmpty {
+                let bytes = ByteCountFormatter.string(fromByteCount: dropped.reduce(0) { $0 + $1.bytes }, countStyle: .binary)
+                print("versions dropped to make room on a full store: \(dropped.count) (\(bytes)); the last, of \(PrintableText.escaped(dropped[dropped.count - 1].document)) saved \(ListedVersion.format(dropped[dropped.count - 1].time))")
+            }
+            if let last = notKept.last {
+                print("versions not kept, the store being full: \(notKept.count); the last, of \(PrintableText.escaped(last.document)) at \(ListedVersion.format(last.time))")
+            }
         }
         if packages.contains(where: { $0.state == "corrupt" }) { throw ExitCode(1) }
     }

@@ -141,16 +141,41 @@ struct VersionsCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        let versions = try ListedVersion.all(at: try document.place())
+        let place = try document.place()
+        let givenUp = Self.givenUp(at: place)
+        let versions: [ListedVersion]
+        do {
+            versions = try ListedVersion.all(at: place)
+        } catch where !givenUp.isEmpty && !json {
+            versions = []
+        }
         if json {
             printJSON(versions)
             return
         }
-        guard !versions.isEmpty else { throw CommandFailure(message: "\(document.path) has no earlier versions", status: ExitCode(1)) }
+        guard !versions.isEmpty || !givenUp.isEmpty else { throw CommandFailure(message: "\(document.path) has no earlier versions", status: ExitCode(1)) }
         for version in versions {
             let size = ByteCountFormatter.string(fromByteCount: version.size, countStyle: .binary)
             print("\(version.savedAt)  \(size.padding(toLength: 10, withPad: " ", startingAt: 0)) \(ListedVersion.userName(version.savedBy).padding(toLength: 10, withPad: " ", startingAt: 0)) \(PrintableText.escaped(version.path))\(version.package ? "/" : "")")
         }
+        for event in givenUp {
+            switch event.kind {
+            case .dropped: print("version of \(ListedVersion.format(event.time)) dropped to make room on a full store")
+            case .notKept: print("version of \(ListedVersion.format(event.time)) not kept: the store was full")
+            }
+        }
+    }
+
+    /// What a full store gave up of this document's versions, where the store's record can be
+    /// read (by root: it is in the store's private area).
+    private static func givenUp(at place: DocumentPathArgument.Place) -> [VersionsGivenUp.Event] {
+        let root: String?
+        switch place {
+        case .store(let storeRoot, _): root = storeRoot
+        case .mount(let mountPoint, _): root = MountTable.docfsStore(mountedAt: mountPoint).flatMap { $0.hasPrefix("/") ? $0 : nil }
+        }
+        guard let root else { return [] }
+        return VersionsGivenUp(storeRoot: root).events().filter { FileSystemPath.same($0.document, place.document) }
     }
 }
 

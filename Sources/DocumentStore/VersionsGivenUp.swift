@@ -1,0 +1,78 @@
+import Foundation
+import Glibc
+import Synchronization
+import SystemSupport
+
+/// The versions a full store gave up, kept where `docfs status` and `docfs versions` show them
+/// (`.docfs/versions-given-up`, JSON lines): each version dropped to make room for a write, and
+/// each save or removal whose version could not be kept at all. Versions are purgeable space, like
+/// APFS's local snapshots: a save that a plain disk of the same size takes never fails for them,
+/// and nothing is given up without a word.
+public final class VersionsGivenUp: Sendable {
+    public struct Event: Codable, Sendable {
+        public enum Kind: String, Codable, Sendable {
+            /// A kept version was dropped to make room for a write.
+            case dropped
+            /// A save or removal kept no version: the store had no room for it.
+            case notKept = "not-kept"
+        }
+        public let kind: Kind
+        /// The document's store path (in `FileSystemPath`'s encoding).
+        public let document: String
+        /// When the version was saved (dropped), or when the change that could not keep it was made.
+        public let time: Date
+        /// The space it gave back (dropped), 0 otherwise.
+        public let bytes: Int64
+    }
+
+    private let path: String
+    private let lock = Mutex(())
+    /// The record is trimmed to its newer half past this size.
+    static let largest = 1 << 20
+
+    init(path: String) { self.path = path }
+
+    /// The record of the directory store at `root` (readable by root: it is in the private area).
+    public convenience init(storeRoot root: String) {
+        self.init(path: root + "/" + DirectoryStore.privateAreaName + "/versions-given-up")
+    }
+
+    /// Adds `events`. A record that cannot be written (the disk is full to the last block) leaves
+    /// only the log's line.
+    func record(_ events: [Event]) {
+        guard !events.isEmpty else { return }
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        let lines = events.compactMap { try? encoder.encode($0) }.reduce(into: Data()) { $0 += $1 + Data([0x0A]) }
+        lock.withLock { _ in
+            if let size = try? FileStatus.of(path: path).size, size > Self.largest { trimToNewerHalf() }
+            guard let descriptor = try? FileIO.open(path, O_WRONLY | O_CREAT | O_APPEND, mode: 0o600) else { return }
+            defer { FileIO.close(descriptor) }
+            try? FileIO.writeAll(descriptor, lines)
+        }
+    }
+
+    /// Every event recorded, oldest first.
+    public func events() -> [Event] {
+        guard let descriptor = try? FileIO.open(path, O_RDONLY) else { return [] }
+        defer { FileIO.close(descriptor) }
+        let size = Int((try? FileStatus.of(descriptor: descriptor))?.size ?? 0)
+        guard let data = try? FileIO.contents(of: descriptor, size: min(size, Self.largest * 2), mapping: false) else { return [] }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return data.split(separator: 0x0A).compactMap { try? decoder.decode(Event.self, from: Data($0)) }
+    }
+
+    private func trimToNewerHalf() {
+        let all = events()
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        let data = all.suffix(from: all.count / 2).compactMap { try? encoder.encode($0) }.reduce(into: Data()) { $0 += $1 + Data([0x0A]) }
+        let temporary = FileIO.temporarySibling(of: path)
+        guard let descriptor = try? FileIO.open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600) else { return }
+        let written = (try? FileIO.writeAll(descriptor, data)) != nil
+        FileIO.close(descriptor)
+        if written, (try? FileIO.rename(temporary, path)) != nil { return }
+        Paths.remove(temporary)
+    }
+}
