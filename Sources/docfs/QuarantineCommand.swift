@@ -59,10 +59,11 @@ struct QuarantineCommand: ParsableCommand {
 
         var all: [Quarantine.Item] { Quarantine.items(in: items) }
 
-        /// An item named on the command line: its quarantine name, or a unique prefix of it.
+        /// An item named on the command line: its quarantine name, or a unique prefix of it, by
+        /// bytes (an item's name holds its document's, which need not be UTF-8).
         func find(_ name: String) throws -> Quarantine.Item {
-            let matches = all.filter { $0.name == name || $0.name.hasPrefix(name) }
-            if let exact = matches.first(where: { $0.name == name }) { return exact }
+            let matches = all.filter { $0.name.utf8.starts(with: name.utf8) }
+            if let exact = matches.first(where: { FileSystemPath.same($0.name, name) }) { return exact }
             guard matches.count == 1, let item = matches.first else {
                 throw ValidationError(matches.isEmpty ? "no quarantined item named \(name) (see `docfs quarantine list`)" : "\(name) names \(matches.count) items; give more of the name")
             }
