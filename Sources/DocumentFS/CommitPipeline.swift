@@ -59,12 +59,10 @@ struct CommitPipeline: Sendable {
         defer { if !replaced.isEmpty { store.dropPendingVersions(of: replaced.map(\.path)) } }
         for item in replaced {
             do {
-                do {
-                    try store.keepVersion(of: item.path, copying: item.copying)
-                } catch let error as SystemCallError where (error.errno == ENOSPC || error.errno == EDQUOT) && store.makeRoom() {
-                    // Older versions made room for this one.
-                    try store.keepVersion(of: item.path, copying: item.copying)
-                }
+                // No room is made here: a removal or a rename runs this holding the namespace,
+                // which every lookup needs, and making room walks the archive. A version that does
+                // not fit is recorded as not kept; writes make room (see `modifyStage`).
+                try store.keepVersion(of: item.path, copying: item.copying)
             } catch {
                 if versionsRequired { throw error }
                 if let error = error as? SystemCallError, error.errno == ENOSPC || error.errno == EDQUOT {

@@ -400,7 +400,7 @@ extension DocumentFileSystem {
         if sourcePackage != nil || destinationPackage != nil {
             // Inside one package, a rename is a change to it; across a package's boundary it would
             // change two documents at once, so programs copy instead (mv does, on EXDEV).
-            guard let sourcePackage, let destinationPackage, sourcePackage.root == destinationPackage.root else { throw .crossDevice }
+            guard let sourcePackage, let destinationPackage, FileSystemPath.same(sourcePackage.root, destinationPackage.root) else { throw .crossDevice }
             // A member is a document of the type its name claims too, however it got that name.
             try validateRename(of: source, as: destination)
             if exchange { try validateRename(of: destination, as: source) }

@@ -93,6 +93,9 @@ extension DocumentFileSystem {
         return bytes.count
     }
 
+    /// How many times one write makes room on a full store before it fails with ENOSPC.
+    static let roomRounds = 8
+
     /// Runs `body` on a raw handle's store file while its node's writes go there in place, holding
     /// the node's staging lock: a rename that gives the file a document name judges it and marks
     /// its writes staged holding that lock, so no raw write lands between the judgement and the
@@ -144,11 +147,15 @@ extension DocumentFileSystem {
             }
             do throws(FUSEError) {
                 let sizeBefore = try? stage.file.status().size
+                // Rounds of making room, each 1% of the file system or more: a request larger than
+                // all the versions (a huge fallocate) fails after them, not after every version.
+                var rounds = 0
                 while true {
                     do throws(FUSEError) {
                         try body(&stage)
                         break
-                    } catch where (error.errno == ENOSPC || error.errno == EDQUOT) && store.makeRoom() {
+                    } catch where (error.errno == ENOSPC || error.errno == EDQUOT) && rounds < Self.roomRounds && store.makeRoom() {
+                        rounds += 1
                         // The store gave back space it holds for itself (versions, a shared store's
                         // cached content): tried again while it has more to give. What the failed
                         // write got down is cut off first: an append would repeat it.

@@ -227,10 +227,19 @@ extension DirectoryStore {
     /// A write found the store's file system full (of blocks or inodes): versions give their
     /// space back, as APFS purges its local snapshots — first every version but each document's
     /// newest, oldest first, then the newest ones, oldest first — until `roomToMake` is free or
-    /// none is left. Each is recorded (`versionsGivenUp`). Whether any went.
+    /// none is left. Each is recorded (`versionsGivenUp`). One at a time: writers that found the
+    /// disk full together share the room the first made (a version is never dropped twice). Whether
+    /// there is room now that there was not.
     public func makeRoom() -> Bool {
-        guard keepsVersions, let versions, let versionsGivenUp else { return false }
+        guard keepsVersions, versions != nil, versionsGivenUp != nil else { return false }
+        return makingRoom.withLock { _ in makeRoomAlone() }
+    }
+
+    private func makeRoomAlone() -> Bool {
+        guard let versions, let versionsGivenUp else { return false }
         let wanted = roomToMake()
+        // Made by the writer that held this before: tried again without dropping more.
+        if freeBytes() >= wanted { return true }
         let order = versions.allDocuments().flatMap { _, versions in versions.enumerated().map { ($1, $0 == versions.count - 1) } }
             .sorted { ($0.1 ? 1 : 0, $0.0.savedAt) < ($1.1 ? 1 : 0, $1.0.savedAt) }
         var freed: Int64 = 0
@@ -252,6 +261,12 @@ extension DirectoryStore {
     private func roomToMake() -> Int64 {
         let whole = (try? statistics()).map { Int64($0.f_blocks) * Int64($0.f_frsize) } ?? 0
         return max(4 << 20, whole / 100)
+    }
+
+    /// The bytes free for this process's writes, and 0 where no inode is free.
+    private func freeBytes() -> Int64 {
+        guard let statistics = try? statistics(), statistics.f_favail > 0 else { return 0 }
+        return Int64(statistics.f_bavail) * Int64(statistics.f_frsize)
     }
 
     public func versionNotKept(of path: String) {

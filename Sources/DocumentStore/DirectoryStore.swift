@@ -46,6 +46,8 @@ public final class DirectoryStore: DocumentStore {
     public let versions: VersionArchive?
     /// The versions a full store gave up (see `makeRoom`), for `docfs status` and `docfs versions`.
     public let versionsGivenUp: VersionsGivenUp?
+    /// Held while versions make room on a full store (see `makeRoom`).
+    let makingRoom = Mutex(())
     /// Whether saves and removals keep the version they replace (`--versions off` says no).
     public let keepsVersions: Bool
     /// Where packages' next versions are made ahead (`DirectoryStore+PreparedVersions`), and those made.

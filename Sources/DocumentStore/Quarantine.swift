@@ -88,7 +88,8 @@ public enum Quarantine {
 
     /// The items, oldest first. The time is read from the name (it sorts by time), else the file's.
     public static func items(in directory: String) -> [Item] {
-        let names = ((try? FileIO.directoryEntries(directory)) ?? []).filter { !$0.hasSuffix(".reason") }.sorted()
+        // By bytes: a name ending in a prepending character makes `.reason` no suffix by characters.
+        let names = ((try? FileIO.directoryEntries(directory)) ?? []).filter { !$0.utf8.reversed().starts(with: ".reason".utf8.reversed()) }.sorted()
         return names.compactMap { name in
             let path = directory + "/" + name
             guard let status = try? FileStatus.of(path: path) else { return nil }

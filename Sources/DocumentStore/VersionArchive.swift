@@ -66,7 +66,8 @@ public final class VersionArchive: Sendable {
         known.withLock { known in
             if let index = known { return index }
             var built = Index()
-            for document in documentPaths() { built.add(document) }
+            // A folder whose versions all went (removed, dropped for room) lists nothing.
+            for (document, folder) in documentFolders() where Self.holdsAVersion(folder) { built.add(document) }
             known = built
             return built
         }
@@ -233,10 +234,11 @@ public final class VersionArchive: Sendable {
     public func remove(_ version: DocumentVersion) throws {
         Self.releaseLinks(at: version.location)
         try FileIO.removeItem(version.location)
-        // Its document leaves the index with its last version (found by the first version entry
-        // of its folder, not a listing of the archive).
-        if !Self.holdsAVersion(folder(for: version.document)) {
-            known.withLock { $0?.remove(version.document) }
+        // Its document leaves the index with its last version. Looked at holding the index's
+        // lock, which a version added meanwhile takes to enter it (see `added`).
+        let folder = folder(for: version.document)
+        known.withLock { index in
+            if !Self.holdsAVersion(folder) { index?.remove(version.document) }
         }
     }
 

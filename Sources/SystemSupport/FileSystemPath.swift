@@ -77,6 +77,13 @@ public enum FileSystemPath {
         }
     }
 
+    /// `realpath(3)` of the bytes `path` stands for, in this encoding; nil where it fails.
+    public static func resolved(_ path: String) -> String? {
+        guard let pointer = withCString(path, { realpath($0, nil) }) else { return nil }
+        defer { free(pointer) }
+        return string(fromCString: pointer)
+    }
+
     /// Whether two names or paths are the same bytes (not merely canonically equivalent).
     public static func same(_ first: String, _ second: String) -> Bool {
         first.utf8.elementsEqual(second.utf8)

@@ -41,6 +41,7 @@ final class MetricsEndpoint: Sendable {
 
     private let listener: Int32
     let boundAddress: String
+    private let logger: Logger
     private let registry: PrometheusCollectorRegistry
     private let sample: @Sendable () -> Void
 
@@ -68,6 +69,7 @@ final class MetricsEndpoint: Sendable {
     init(address: Address, registry: PrometheusCollectorRegistry, logger: Logger, sample: @escaping @Sendable () -> Void) throws {
         self.registry = registry
         self.sample = sample
+        self.logger = logger
         var hints = addrinfo()
         hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -113,12 +115,20 @@ final class MetricsEndpoint: Sendable {
     }
 
     private func serve() {
+        var failures = 0
         while true {
             let connection = accept(listener, nil, nil)
             guard connection >= 0 else {
-                if errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE { continue }
-                return
+                let cause = errno
+                if cause == EINTR || cause == ECONNABORTED { continue }
+                // Out of descriptors or memory: said once a run of failures, and waited out
+                // rather than spun on; the endpoint never stops.
+                if failures == 0 { logger.warning("metrics: cannot take a connection: \(String(cString: strerror(cause))); trying again each second") }
+                failures += 1
+                sleep(1)
+                continue
             }
+            failures = 0
             // Validators this daemon starts must not hold a scraper's connection open.
             _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
             answer(connection)
@@ -126,29 +136,37 @@ final class MetricsEndpoint: Sendable {
         }
     }
 
-    /// One request, one answer, then the connection closes. A client that sends nothing for five
-    /// seconds (or reads nothing) is dropped: scrapes are served one at a time.
+    /// One request, one answer, then the connection closes. Scrapes are served one at a time, so
+    /// each connection has five seconds in all to send its request and take the answer: a client
+    /// that trickles bytes is dropped then.
     private func answer(_ connection: Int32) {
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        guard let requestLine = Self.readRequestLine(connection) else { return }
+        let deadline = ContinuousClock.now + .seconds(5)
+        guard let requestLine = Self.readRequestLine(connection, until: deadline) else { return }
         let parts = requestLine.split(separator: " ")
         guard parts.count == 3, parts[2].hasPrefix("HTTP/1.") else { return respond(connection, status: "400 Bad Request", body: Array("bad request\n".utf8)) }
         guard parts[0] == "GET" || parts[0] == "HEAD" else { return respond(connection, status: "405 Method Not Allowed", body: Array("GET /metrics\n".utf8)) }
         let target = parts[1].split(separator: "?", maxSplits: 1).first ?? ""
         guard target == "/metrics" else { return respond(connection, status: "404 Not Found", body: Array("GET /metrics\n".utf8)) }
         sample()
-        respond(connection, status: "200 OK", body: registry.emitToBuffer(), type: "text/plain; version=0.0.4; charset=utf-8", headOnly: parts[0] == "HEAD")
+        respond(connection, status: "200 OK", body: registry.emitToBuffer(), type: "text/plain; version=0.0.4; charset=utf-8", headOnly: parts[0] == "HEAD", until: deadline)
+    }
+
+    /// Waits until `connection` is ready for `events` or `deadline` passes; whether it is ready.
+    private static func wait(_ connection: Int32, for events: Int16, until deadline: ContinuousClock.Instant) -> Bool {
+        let left = (deadline - ContinuousClock.now).components
+        let milliseconds = Int32(clamping: max(0, left.seconds * 1000 + left.attoseconds / 1_000_000_000_000_000))
+        var poller = pollfd(fd: connection, events: events, revents: 0)
+        return milliseconds > 0 && poll(&poller, 1, milliseconds) == 1 && poller.revents & events != 0
     }
 
     /// The request's first line; the headers after it are read and ignored (up to 16 KiB in all).
-    private static func readRequestLine(_ connection: Int32) -> String? {
+    private static func readRequestLine(_ connection: Int32, until deadline: ContinuousClock.Instant) -> String? {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         let endOfHeaders: [UInt8] = [13, 10, 13, 10]
         while received.count < 16 * 1024 {
-            let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+            guard wait(connection, for: Int16(POLLIN), until: deadline) else { return nil }
+            let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             if count <= 0 { return nil }
             let searchFrom = max(0, received.count - 3)
             received += buffer[0..<count]
@@ -158,13 +176,17 @@ final class MetricsEndpoint: Sendable {
         return String(decoding: received[..<end], as: UTF8.self)
     }
 
-    private func respond(_ connection: Int32, status: String, body: [UInt8], type: String = "text/plain; charset=utf-8", headOnly: Bool = false) {
+    private func respond(
+        _ connection: Int32, status: String, body: [UInt8], type: String = "text/plain; charset=utf-8", headOnly: Bool = false,
+        until deadline: ContinuousClock.Instant = .now + .seconds(5)
+    ) {
         let head = "HTTP/1.1 \(status)\r\nContent-Type: \(type)\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
         var bytes = Array(head.utf8)
         if !headOnly { bytes += body }
         var sent = 0
         while sent < bytes.count {
-            let count = bytes[sent...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard Self.wait(connection, for: Int16(POLLOUT), until: deadline) else { return }
+            let count = bytes[sent...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
             if count <= 0 { return }
             sent += count
         }

@@ -169,7 +169,7 @@ struct MountCommand: ParsableCommand {
     private func checkedStore() throws -> String {
         if try postgresLocation != nil { return store }
         var status = stat()
-        guard stat(store, &status) == 0 else {
+        guard FileSystemPath.withCString(store, { stat($0, &status) }) == 0 else {
             throw CommandFailure(message: "store \(store): \(String(cString: strerror(errno)))", status: ExitStatus.badStore)
         }
         guard status.st_mode & S_IFMT == S_IFDIR else { throw CommandFailure(message: "store \(store) is not a directory", status: ExitStatus.badStore) }
@@ -178,7 +178,7 @@ struct MountCommand: ParsableCommand {
 
     private func checkedMountPoint() throws -> String {
         var status = stat()
-        if stat(mountPoint, &status) != 0 {
+        if FileSystemPath.withCString(mountPoint, { stat($0, &status) }) != 0 {
             if errno == ENOENT && mkdir {
                 try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
                 return try checkedMountPoint()
@@ -195,16 +195,14 @@ struct MountCommand: ParsableCommand {
         if MountTable.isMountPoint(path) {
             throw CommandFailure(message: "mount point \(mountPoint) is busy: something is already mounted there", status: ExitStatus.badMountPoint)
         }
-        if !PostgresLocation.isPostgresLocation(store), path == absolutePath(store) || path.hasPrefix(absolutePath(store) + "/") {
+        if !PostgresLocation.isPostgresLocation(store), StorePath.isWithin(path, absolutePath(store)) {
             throw CommandFailure(message: "mount point \(mountPoint) is inside the store \(store)", status: ExitStatus.badMountPoint)
         }
         return path
     }
 
     private func absolutePath(_ path: String) -> String {
-        guard let resolved = realpath(path, nil) else { return path }
-        defer { free(resolved) }
-        return String(cString: resolved)
+        FileSystemPath.resolved(path) ?? path
     }
 
     private func serve(storePath: String, mountPath: String, options parsed: MountOptions, types: TypeConfiguration) throws {

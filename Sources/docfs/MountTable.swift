@@ -9,14 +9,14 @@ enum MountTable {
         return table.split(separator: "\n").contains { line in
             // Field 5 is the mount point, with spaces and backslashes octal-escaped.
             let fields = line.split(separator: " ")
-            return fields.count > 4 && unescape(fields[4]) == path
+            return fields.count > 4 && FileSystemPath.same(unescape(fields[4]), path)
         }
     }
 
     /// The store a DocFS mount at `path` serves: the mount's source (its fsname), when the file
     /// system there is `fuse.docfs`.
     static func docfsStore(mountedAt path: String) -> String? {
-        docfsMounts().first { $0.mountPoint == path }?.store
+        docfsMounts().first { FileSystemPath.same($0.mountPoint, path) }?.store
     }
 
     /// The DocFS mount points on this machine serving `store` (its fsname).

@@ -31,10 +31,7 @@ struct QuarantineCommand: ParsableCommand {
                 else { return nil }
                 return Location(items: mountPoint + "/" + Quarantine.relativePath, documents: mountPoint)
             }
-            let named = realpath(store.location, nil).map { pointer in
-                defer { free(pointer) }
-                return String(cString: pointer)
-            }
+            let named = FileSystemPath.resolved(store.location)
             guard let named, MountTable.docfsStore(mountedAt: named) != nil else { return nil }
             return Location(items: named + "/" + Quarantine.relativePath, documents: named)
         }

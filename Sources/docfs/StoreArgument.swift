@@ -2,6 +2,7 @@ import ArgumentParser
 import DocumentFS
 import DocumentStore
 import Foundation
+import SystemSupport
 import Glibc
 import Logging
 import PostgresDocumentStore
@@ -30,10 +31,7 @@ struct StoreArgument: ParsableArguments {
     /// The store's directory.
     func path() throws -> String {
         if PostgresLocation.isPostgresLocation(location) { return location }
-        let absolute = realpath(location, nil).map { pointer in
-            defer { free(pointer) }
-            return String(cString: pointer)
-        } ?? location
+        let absolute = FileSystemPath.resolved(location) ?? location
         if let store = MountTable.docfsStore(mountedAt: absolute) { return store }
         return absolute
     }

@@ -27,7 +27,7 @@ struct DocumentPathArgument: ParsableArguments {
 
     /// Where the document is. Throws, with a message, for a path in neither a mount nor a store.
     func place() throws -> Place {
-        let absolute = Self.resolved(path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path)
+        let absolute = Self.resolved(path.utf8.first == UInt8(ascii: "/") ? path : FileManager.default.currentDirectoryPath + "/" + path)
         if let mount = MountTable.docfsMount(containing: absolute) {
             return .mount(mountPoint: mount.mountPoint, document: Self.relative(absolute, to: mount.mountPoint))
         }
@@ -54,9 +54,7 @@ struct DocumentPathArgument: ParsableArguments {
         var existing = path
         var rest: [String] = []
         while !existing.isEmpty {
-            if let pointer = FileSystemPath.withCString(existing, { realpath($0, nil) }) {
-                defer { free(pointer) }
-                let base = FileSystemPath.string(fromCString: pointer)
+            if let base = FileSystemPath.resolved(existing) {
                 return ([base == "/" ? "" : base] + rest.reversed()).joined(separator: "/")
             }
             guard let slash = existing.utf8.lastIndex(of: UInt8(ascii: "/")) else { break }
