@@ -137,7 +137,7 @@ extension DocumentFileSystem {
                 let file = try storeCall { () throws -> StagingFile in
                     do {
                         return try store.makeStagingFile(seededFrom: source, for: storedPath ?? "(removed)")
-                    } catch let error as SystemCallError where (error.errno == ENOSPC || error.errno == EDQUOT) && store.makeRoom() {
+                    } catch let error as SystemCallError where (error.errno == ENOSPC || error.errno == EDQUOT) && store.makeRoom(bytes: source.flatMap { try? $0.status().size } ?? 0) {
                         return try store.makeStagingFile(seededFrom: source, for: storedPath ?? "(removed)")
                     }
                 }
@@ -147,14 +147,15 @@ extension DocumentFileSystem {
             }
             do throws(FUSEError) {
                 let sizeBefore = try? stage.file.status().size
-                // Rounds of making room, each 1% of the file system or more: a request larger than
-                // all the versions (a huge fallocate) fails after them, not after every version.
+                // Rounds of making room, each twice the last (from 1% of the file system, at least
+                // 4 MiB): a large write gets the room it needs in a few, and a request larger than
+                // all that (a huge fallocate) fails without emptying the archive.
                 var rounds = 0
                 while true {
                     do throws(FUSEError) {
                         try body(&stage)
                         break
-                    } catch where (error.errno == ENOSPC || error.errno == EDQUOT) && rounds < Self.roomRounds && store.makeRoom() {
+                    } catch where (error.errno == ENOSPC || error.errno == EDQUOT) && rounds < Self.roomRounds && store.makeRoom(bytes: Int64(4 << 20) << rounds) {
                         rounds += 1
                         // The store gave back space it holds for itself (versions, a shared store's
                         // cached content): tried again while it has more to give. What the failed

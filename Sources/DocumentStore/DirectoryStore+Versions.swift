@@ -227,17 +227,16 @@ extension DirectoryStore {
     /// A write found the store's file system full (of blocks or inodes): versions give their
     /// space back, as APFS purges its local snapshots — first every version but each document's
     /// newest, oldest first, then the newest ones, oldest first — until `roomToMake` is free or
-    /// none is left. Each is recorded (`versionsGivenUp`). One at a time: writers that found the
-    /// disk full together share the room the first made (a version is never dropped twice). Whether
-    /// there is room now that there was not.
-    public func makeRoom() -> Bool {
+    /// none is left (or `bytes`, where more). Each is recorded (`versionsGivenUp`). One at a time:
+    /// writers that found the disk full together share the room the first made (a version is never
+    /// dropped twice). Whether there is room now that there was not.
+    public func makeRoom(bytes: Int64) -> Bool {
         guard keepsVersions, versions != nil, versionsGivenUp != nil else { return false }
-        return makingRoom.withLock { _ in makeRoomAlone() }
+        return makingRoom.withLock { _ in makeRoomAlone(max(bytes, roomToMake())) }
     }
 
-    private func makeRoomAlone() -> Bool {
+    private func makeRoomAlone(_ wanted: Int64) -> Bool {
         guard let versions, let versionsGivenUp else { return false }
-        let wanted = roomToMake()
         // Made by the writer that held this before: tried again without dropping more.
         if freeBytes() >= wanted { return true }
         let order = versions.allDocuments().flatMap { _, versions in versions.enumerated().map { ($1, $0 == versions.count - 1) } }

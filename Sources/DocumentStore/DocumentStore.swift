@@ -112,9 +112,10 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// would: called before a lock that every lookup needs is taken for a change, so that in an
     /// outage the change waits without that lock.
     func awaitWritable()
-    /// Gives back disk space the store holds only as a cache (content it can fetch again), after a
-    /// write found the disk full; whether it gave any.
-    func makeRoom() -> Bool
+    /// Gives back disk space the store holds for itself (content it can fetch again, versions),
+    /// after a write found the disk full, until at least `bytes` are free (or what the store thinks
+    /// a write needs, where larger); whether there is room now that there was not.
+    func makeRoom(bytes: Int64) -> Bool
     /// Records that a change kept no version of `path` (the store had no room for it), where
     /// `docfs status` and `docfs versions` show it.
     func versionNotKept(of path: String)
@@ -153,7 +154,7 @@ extension DocumentStore {
     public var hasChangeFeed: Bool { false }
     public func startChangeFeed(_ handler: @escaping @Sendable ([StoreChange]) -> Void) {}
     public func awaitWritable() {}
-    public func makeRoom() -> Bool { false }
+    public func makeRoom(bytes: Int64) -> Bool { false }
     public func versionNotKept(of path: String) {}
     public func status(ofOpen file: OwnedDescriptor) throws -> FileStatus { try file.status() }
     public var versions: VersionArchive? { nil }

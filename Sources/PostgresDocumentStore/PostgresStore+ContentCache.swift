@@ -135,8 +135,8 @@ extension PostgresStore {
 
     /// A write to the mirror's disk (a save's staging file) found it full: content used least
     /// recently leaves the mirror, as past --cache-size.
-    public func makeRoom() -> Bool {
-        let made = evictForSpace(Self.roomForWrites, sparing: nil)
+    public func makeRoom(bytes: Int64) -> Bool {
+        let made = evictForSpace(max(Self.roomForWrites, bytes), sparing: nil)
         logger.warning(made
             ? "the mirror's disk was full; content used least recently left it to make room for a write"
             : "the mirror's disk is full, and it holds no content to give back for a write")
