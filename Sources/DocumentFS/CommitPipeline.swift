@@ -65,12 +65,11 @@ struct CommitPipeline: Sendable {
                 try store.keepVersion(of: item.path, copying: item.copying)
             } catch {
                 if versionsRequired { throw error }
-                if let error = error as? SystemCallError, error.errno == ENOSPC || error.errno == EDQUOT {
+                StoreMetrics.versionsNotKept.increment()
+                if let error = error as? SystemCallError, error.isOutOfSpace {
                     // The change goes on (a disk of the same size would take it); the user sees why
                     // there is no version of it in docfs status and docfs versions.
                     store.versionNotKept(of: item.path)
-                } else {
-                    StoreMetrics.versionsNotKept.increment()
                 }
                 logger.warning("could not keep the version of \(item.path) that this change replaces: \(error)")
             }

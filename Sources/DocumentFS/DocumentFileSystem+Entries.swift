@@ -401,9 +401,9 @@ extension DocumentFileSystem {
             // Inside one package, a rename is a change to it; across a package's boundary it would
             // change two documents at once, so programs copy instead (mv does, on EXDEV).
             guard let sourcePackage, let destinationPackage, FileSystemPath.same(sourcePackage.root, destinationPackage.root) else { throw .crossDevice }
-            // A member is a document of the type its name claims too, however it got that name.
-            try validateRename(of: source, as: destination)
-            if exchange { try validateRename(of: destination, as: source) }
+            // A member is a document of the type its name claims too, however it got that name. (A
+            // member has no hard links of its own: its other names are a package clone's.)
+            try validateRenames(of: source, as: destination, exchange: exchange, state: renameState(of: source, destination))
             try packages.withPackage(sourcePackage.root) { () throws(FUSEError) in
                 _ = try packages.commit(
                     .rename(sourcePackage.member, to: destinationPackage.member, flags: flags), root: sourcePackage.root, claim: sourcePackage.claim)
@@ -413,14 +413,13 @@ extension DocumentFileSystem {
             // A file moving under a name that a document type claims becomes that document: its
             // content must decode as one (sed -i, vim, `os.replace` all save this way). Judged
             // before the namespace is held (a decode may take long), and again under it if the file
-            // under either name changed meanwhile; writes through the mount are held still.
-            try refuseLinkedClaimChange(of: source, to: destination, exchange: exchange)
-            let judged = try judgeRename(of: source, as: destination, exchange: exchange)
+            // under either name changed meanwhile (a hard link made changes its file's ctime too);
+            // writes through the mount are held still.
+            let judged = renameState(of: source, destination)
+            try judgeRename(of: source, as: destination, exchange: exchange, state: judged)
             try changeHoldingNamespace { () throws(FUSEError) in
-                if judged != currentRenameState(of: source, destination) {
-                    _ = try judgeRename(of: source, as: destination, exchange: exchange)
-                }
-                try refuseLinkedClaimChange(of: source, to: destination, exchange: exchange)
+                let now = renameState(of: source, destination)
+                if now.versions != judged.versions { try judgeRename(of: source, as: destination, exchange: exchange, state: now) }
                 if !exchange { retainReplaced(parent: newParent, name: newName, path: destination) }
                 let sourceKind = documentKind(source)
                 // A file saved in under a document's name (sed -i's temporary, vim's new file) is a
@@ -508,23 +507,31 @@ extension DocumentFileSystem {
         node.isStaged.store(true, ordering: .releasing)
     }
 
-    /// The files a rename judges, as they are: what `judgeRename` decided on.
-    private struct RenameState: Equatable {
-        var source: FileVersion?
-        var destination: FileVersion?
+    /// The two items a rename moves, as they are: what its judgement is made from, each read once.
+    private struct RenameState {
+        var source: FileStatus?
+        var destination: FileStatus?
+        /// What says whether either changed since (any write, replacement or new link does).
+        var versions: [FileVersion?] { [source?.version, destination?.version] }
     }
 
-    private func currentRenameState(of source: String, _ destination: String) -> RenameState {
-        RenameState(source: (try? store.status(of: source))?.version, destination: (try? store.status(of: destination))?.version)
+    private func renameState(of source: String, _ destination: String) -> RenameState {
+        RenameState(source: try? store.status(of: source), destination: try? store.status(of: destination))
     }
 
-    /// Judges what a rename puts under document names (both ways for an exchange); returns the
-    /// state of the two names it judged.
-    private func judgeRename(of source: String, as destination: String, exchange: Bool) throws(FUSEError) -> RenameState {
-        let state = currentRenameState(of: source, destination)
-        try validateRename(of: source, as: destination)
-        if exchange { try validateRename(of: destination, as: source) }
-        return state
+    /// Judges what a rename puts under document names, both ways for an exchange, from `state`: a
+    /// file with other names moving to a name judged otherwise is refused (EPERM) before any
+    /// content is judged; then content that does not decode under its new name (EIO).
+    private func judgeRename(of source: String, as destination: String, exchange: Bool, state: RenameState) throws(FUSEError) {
+        try refuseLinkedClaimChange(of: source, status: state.source, to: destination)
+        if exchange { try refuseLinkedClaimChange(of: destination, status: state.destination, to: source) }
+        try validateRenames(of: source, as: destination, exchange: exchange, state: state)
+    }
+
+    /// Judges the content a rename puts under document names, both ways for an exchange.
+    private func validateRenames(of source: String, as destination: String, exchange: Bool, state: RenameState) throws(FUSEError) {
+        try validateRename(of: source, status: state.source, as: destination, replacing: state.destination)
+        if exchange { try validateRename(of: destination, status: state.destination, as: source, replacing: state.source) }
     }
 
     /// How content under `path` is judged: the claiming type and content type, or none (raw).
@@ -541,27 +548,19 @@ extension DocumentFileSystem {
     }
 
     /// A file with other names may not move to a name judged otherwise: its other names would
-    /// then change it unjudged (see `link`). Decided holding the namespace, which links take too
-    /// (and first without, so such a rename is refused before its content is judged).
-    private func refuseLinkedClaimChange(of source: String, to destination: String, exchange: Bool) throws(FUSEError) {
-        try refuseLinkedClaimChange(of: source, to: destination)
-        if exchange { try refuseLinkedClaimChange(of: destination, to: source) }
-    }
-
-    private func refuseLinkedClaimChange(of source: String, to destination: String) throws(FUSEError) {
-        guard let status = try? store.status(of: source), status.kind == .regular, status.linkCount > 1, !isJudgedAlike(source, destination) else { return }
+    /// then change it unjudged (see `link`, which makes its link holding the namespace).
+    private func refuseLinkedClaimChange(of source: String, status: FileStatus?, to destination: String) throws(FUSEError) {
+        guard let status, status.kind == .regular, status.linkCount > 1, !isJudgedAlike(source, destination) else { return }
         DocumentMetrics.refused(.link)
         logger.notice("refused to rename \(source) to \(destination): the file has \(status.linkCount) names, and its other names would change it unjudged as \(judgement(of: destination))")
         throw .notPermitted
     }
 
-    private func validateRename(of source: String, as destination: String) throws(FUSEError) {
-        guard let status = try? store.status(of: source), status.kind == .regular,
-              let destinationClaim = classifier.claim(forPath: destination, isDirectory: false)
-        else { return }
+    private func validateRename(of source: String, status: FileStatus?, as destination: String, replacing replaced: FileStatus?) throws(FUSEError) {
+        guard let status, status.kind == .regular, let destinationClaim = classifier.claim(forPath: destination, isDirectory: false) else { return }
         // An empty file is a draft where nothing non-empty is replaced (as `touch` makes one);
         // over a document, it empties it, which must decode as `truncate -s 0` must.
-        if status.size == 0, (try? store.status(of: destination)).map({ $0.kind != .regular || $0.size == 0 }) ?? true { return }
+        if status.size == 0, replaced.map({ $0.kind != .regular || $0.size == 0 }) ?? true { return }
         if status.size > 0, isJudgedAlike(source, destination) {
             return  // Already a valid document of the same type.
         }

@@ -134,15 +134,16 @@ extension DocumentFileSystem {
                         source = storedPath.flatMap { try? store.openForReading($0) }
                     }
                 }
+                let baseSize = source.flatMap { try? $0.status().size }
                 let file = try storeCall { () throws -> StagingFile in
                     do {
                         return try store.makeStagingFile(seededFrom: source, for: storedPath ?? "(removed)")
-                    } catch let error as SystemCallError where (error.errno == ENOSPC || error.errno == EDQUOT) && store.makeRoom(bytes: source.flatMap { try? $0.status().size } ?? 0) {
+                    } catch let error as SystemCallError where error.isOutOfSpace && store.makeRoom(bytes: baseSize ?? 0) {
                         return try store.makeStagingFile(seededFrom: source, for: storedPath ?? "(removed)")
                     }
                 }
                 stage = Stage(file: file, isDirty: false)
-                stage.baseSize = source.flatMap { try? $0.status().size }
+                stage.baseSize = baseSize
                 node.state.withLock { $0.stagedFile = file }
             }
             do throws(FUSEError) {
@@ -155,7 +156,7 @@ extension DocumentFileSystem {
                     do throws(FUSEError) {
                         try body(&stage)
                         break
-                    } catch where (error.errno == ENOSPC || error.errno == EDQUOT) && rounds < Self.roomRounds && store.makeRoom(bytes: Int64(4 << 20) << rounds) {
+                    } catch where SystemCallError.isOutOfSpace(error.errno) && rounds < Self.roomRounds && store.makeRoom(bytes: Int64(4 << 20) << rounds) {
                         rounds += 1
                         // The store gave back space it holds for itself (versions, a shared store's
                         // cached content): tried again while it has more to give. What the failed
@@ -187,7 +188,7 @@ extension DocumentFileSystem {
         stage.failure = errno
         let cause = String(cString: strerror(errno))
         DocumentMetrics.refused(.writeFailed)
-        if errno == ENOSPC || errno == EDQUOT {
+        if SystemCallError.isOutOfSpace(errno) {
             store.releaseSpace(of: stage.file)
             logger.error("a write to \(path) failed (\(cause)): the document keeps its previous version and the partial write is dropped to give its space back; the writer sees the error again at close")
         } else {

@@ -217,8 +217,7 @@ extension DirectoryStore {
             count += 1
             bytes += version.exclusiveBytes
         }
-        StoreMetrics.dropped(count, .retention)
-        StoreMetrics.versionBytes.set(documents.reduce(0) { $0 + $1.versions.reduce(0) { $0 + $1.exclusiveBytes } } - bytes)
+        StoreMetrics.retained(documents.map(\.versions), droppedCount: count, droppedBytes: bytes)
         return (count, bytes)
     }
 
@@ -269,7 +268,6 @@ extension DirectoryStore {
     }
 
     public func versionNotKept(of path: String) {
-        StoreMetrics.versionsNotKept.increment()
         versionsGivenUp?.record([.init(kind: .notKept, document: path, time: Date(), bytes: 0)])
     }
 }

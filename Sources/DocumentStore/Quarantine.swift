@@ -89,7 +89,7 @@ public enum Quarantine {
     /// The items, oldest first. The time is read from the name (it sorts by time), else the file's.
     public static func items(in directory: String) -> [Item] {
         // By bytes: a name ending in a prepending character makes `.reason` no suffix by characters.
-        let names = ((try? FileIO.directoryEntries(directory)) ?? []).filter { !$0.utf8.reversed().starts(with: ".reason".utf8.reversed()) }.sorted()
+        let names = ((try? FileIO.directoryEntries(directory)) ?? []).filter { !$0.utf8.suffix(7).elementsEqual(".reason".utf8) }.sorted()
         return names.compactMap { name in
             let path = directory + "/" + name
             guard let status = try? FileStatus.of(path: path) else { return nil }
@@ -159,8 +159,11 @@ enum StagingName {
         var result = String.UnicodeScalarView()
         var scalars = Substring(parts[3]).unicodeScalars[...]
         while let scalar = scalars.popFirst() {
-            if scalar == "%", scalars.starts(with: "2F".unicodeScalars) || scalars.starts(with: "25".unicodeScalars) {
-                result.append(scalars.first == "2" && scalars.dropFirst().first == "F" ? "/" : "%")
+            if scalar == "%", scalars.starts(with: "2F".unicodeScalars) {
+                result.append("/")
+                scalars = scalars.dropFirst(2)
+            } else if scalar == "%", scalars.starts(with: "25".unicodeScalars) {
+                result.append("%")
                 scalars = scalars.dropFirst(2)
             } else {
                 result.append(scalar)

@@ -29,6 +29,13 @@ public enum StoreMetrics {
         if count > 0 { versionsDropped[cause]?.increment(by: count) }
     }
 
+    /// A retention pass measured `versions` (each document's) and dropped `count` of them, which
+    /// held `bytes`: the space versions take is what it measured, less that.
+    public static func retained(_ versions: [[DocumentVersion]], droppedCount count: Int, droppedBytes bytes: Int64) {
+        dropped(count, .retention)
+        versionBytes.set(versions.joined().reduce(0) { $0 + $1.exclusiveBytes } - bytes)
+    }
+
     /// Makes every metric of the store's now, so a scrape shows each from the start (at 0).
     public static func register() {
         _ = (quarantinedBytes, quarantinedItems, versionsKept, versionsNotKept, versionsDropped, versionBytes)

@@ -178,22 +178,21 @@ public final class VersionArchive: Sendable {
 
     /// The version of `document` named `name`, found by its name: one stat, not a listing.
     public func version(of document: String, named name: String) -> DocumentVersion? {
-        let location = folder(for: document) + "/" + name
-        guard let time = VersionName.savedTime(of: name), let status = try? FileStatus.of(path: location) else { return nil }
-        return DocumentVersion(
-            document: document, name: name, location: location, savedAt: time, savedBy: SaveRecord.read(at: location)?.userID, status: status,
-            exclusiveBytes: 0)
+        version(named: name, inFolder: folder(for: document), document: document, measuring: false)
     }
 
     private func versions(inFolder folder: String, document: String, measuring: Bool = true) -> [DocumentVersion] {
         let names = (try? FileIO.directoryEntries(folder)) ?? []
-        return names.sorted().compactMap { name -> DocumentVersion? in
-            guard let time = VersionName.savedTime(of: name), let status = try? FileStatus.of(path: folder + "/" + name) else { return nil }
-            let record = SaveRecord.read(at: folder + "/" + name)
-            return DocumentVersion(
-                document: document, name: name, location: folder + "/" + name, savedAt: time, savedBy: record?.userID, status: status,
-                exclusiveBytes: measuring ? Self.exclusiveBytes(at: folder + "/" + name, status: status) : 0)
-        }
+        return names.sorted().compactMap { version(named: $0, inFolder: folder, document: document, measuring: measuring) }
+    }
+
+    /// The entry `name` of a document's folder, when it is a version.
+    private func version(named name: String, inFolder folder: String, document: String, measuring: Bool) -> DocumentVersion? {
+        let location = folder + "/" + name
+        guard let time = VersionName.savedTime(of: name), let status = try? FileStatus.of(path: location) else { return nil }
+        return DocumentVersion(
+            document: document, name: name, location: location, savedAt: time, savedBy: SaveRecord.read(at: location)?.userID, status: status,
+            exclusiveBytes: measuring ? Self.exclusiveBytes(at: location, status: status) : 0)
     }
 
     /// Every document that has versions, with its versions; in no particular order.

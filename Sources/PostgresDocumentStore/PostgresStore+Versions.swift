@@ -284,8 +284,7 @@ extension PostgresStore {
         }
         for (id, _) in rows { removeLocally(id, archive) }
         let bytes = rows.reduce(0) { $0 + $1.1.exclusiveBytes }
-        StoreMetrics.dropped(rows.count, .retention)
-        StoreMetrics.versionBytes.set(documents.reduce(0) { $0 + $1.versions.reduce(0) { $0 + $1.exclusiveBytes } } - bytes)
+        StoreMetrics.retained(documents.map(\.versions), droppedCount: rows.count, droppedBytes: bytes)
         return (rows.count, bytes)
     }
 

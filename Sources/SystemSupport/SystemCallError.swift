@@ -13,6 +13,11 @@ public struct SystemCallError: Error, CustomStringConvertible, Sendable {
         self.path = path
     }
 
+    /// The file system had no room for what was asked (ENOSPC), or the caller's quota none (EDQUOT).
+    public var isOutOfSpace: Bool { Self.isOutOfSpace(errno) }
+
+    public static func isOutOfSpace(_ errno: Int32) -> Bool { errno == ENOSPC || errno == EDQUOT }
+
     /// The error for the `errno` the last failed call left.
     public static func last(_ operation: String, path: String? = nil) -> SystemCallError {
         SystemCallError(errno: Glibc.errno, operation: operation, path: path)
