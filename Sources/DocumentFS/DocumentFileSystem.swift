@@ -26,14 +26,14 @@ final class DocumentFileSystem: FileSystemOperations {
     /// Renames and removals take it exclusively; resolving a name to a stored file (lookup, getattr,
     /// open, installing a commit) takes it shared. So a path always names the file it resolved to:
     /// an open racing with a save-by-rename finds the old or the new document, never a third state.
-    let namespace = ReadWriteLock()
+    let namespace = ReadWriteLock(.namespace)
     /// Every change inside a package (a member's commit, a create, a rename within it) holds it
     /// shared from resolving the package's path to storing the change; a rename or exchange of a
     /// folder (a package, or a folder holding packages) holds it exclusively. So a change lands in
     /// the package it was made in, under that package's name at that moment: a package renamed or
     /// exchanged half-way through a commit made the commit replace whatever folder then had the
-    /// old name. Taken before a package's own lock and before `namespace`, never while holding them.
-    let packageLayout = ReadWriteLock()
+    /// old name. Taken before a package's own lock and before `namespace` (see `LockLevel`).
+    let packageLayout = ReadWriteLock(.packageLayout)
     /// Watches the store for changes made beside DocFS; nil where it cannot be watched.
     let watcher: StoreWatcher?
     /// How long the kernel may cache names and attributes (see `DocumentFSOptions.cacheTimeout`).

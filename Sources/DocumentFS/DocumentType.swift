@@ -1,3 +1,4 @@
+import SystemSupport
 import DocumentModel
 import Synchronization
 
@@ -72,7 +73,7 @@ struct DocumentClaim: Sendable {
 final class DocumentTypeRegistry: Sendable {
     let rules: DocumentTypeRules
     var types: [DocumentType] { rules.types }
-    private let claimsByExtension: Mutex<[ExtensionKey: DocumentClaim?]>
+    private let claimsByExtension: OrderedMutex<[ExtensionKey: DocumentClaim?]>
 
     private struct ExtensionKey: Hashable {
         var fileExtension: String
@@ -81,7 +82,7 @@ final class DocumentTypeRegistry: Sendable {
 
     init(rules: DocumentTypeRules) {
         self.rules = rules
-        claimsByExtension = Mutex([:])
+        claimsByExtension = OrderedMutex(.leaf, [:])
     }
 
     /// The claim on a file named `name`; nil for raw data (no extension, or no type reads it).

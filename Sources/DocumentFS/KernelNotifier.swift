@@ -1,3 +1,4 @@
+import SystemSupport
 import Dispatch
 import FUSE
 import Synchronization
@@ -5,7 +6,7 @@ import Synchronization
 /// Sends cache invalidations to the kernel from a queue of its own: an invalidation sent from
 /// inside a request handler for the same inode deadlocks (the kernel waits for the handler).
 final class KernelNotifier: Sendable {
-    private let session = Mutex<FUSESession?>(nil)
+    private let session = OrderedMutex<FUSESession?>(.leaf, nil)
     private let queue = DispatchQueue(label: "docfs.kernel-notifier")
 
     func attach(_ session: FUSESession?) { self.session.withLock { $0 = session } }

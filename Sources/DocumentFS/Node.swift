@@ -8,18 +8,22 @@ import SystemSupport
 /// handle: every writable handle of a document writes the same staged bytes, and the kernel may
 /// send a write through any of them (mmap write-back).
 ///
-/// Two locks, always taken in this order: `staging` is held while a write lands in the stage and
-/// while a commit judges it (decoding may take seconds for a large document); `state` is held only
-/// for short bookkeeping, so `stat`, `lookup` and reads never wait for a decode.
+/// Two locks, at their levels of the hierarchy (`LockLevel`): `staging`, the outermost, is held
+/// while a write lands in the stage and while a commit judges it (decoding may take seconds for a
+/// large document); `state` is held only for short bookkeeping, so `stat`, `lookup` and reads never
+/// wait for a decode.
 final class Node: Sendable {
     let inode: Inode
-    let staging = Mutex(StageSlot())
-    let state = Mutex(NodeState())
+    let staging: OrderedMutex<StageSlot>
+    let state = OrderedMutex(.nodeState, NodeState())
     /// Set when a raw file, open in place, is renamed to a name a document type claims: its
     /// handles' writes are staged and judged from then on.
     let isStaged = Atomic<Bool>(false)
 
-    init(inode: Inode) { self.inode = inode }
+    init(inode: Inode) {
+        self.inode = inode
+        staging = OrderedMutex(.staging, key: inode, StageSlot())
+    }
 }
 
 /// A node known without keeping it (and its open files) alive.

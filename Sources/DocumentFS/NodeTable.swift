@@ -57,14 +57,14 @@ final class NodeTable: Sendable {
         var leftBehind: [ChildKey: [WeakNode]] = [:]
     }
 
-    private let state: Mutex<State>
+    private let state: OrderedMutex<State>
 
     init() {
         var initial = State()
         var root = Record(node: Node(inode: .root), parent: .root, name: FileName(validating: "(root)"))
         root.lookupCount = 1
         initial.records[.root] = root
-        state = Mutex(initial)
+        state = OrderedMutex(.nodeTable, initial)
     }
 
     var count: Int { state.withLock { $0.records.count } }

@@ -36,10 +36,10 @@ final class ReadView: Sendable {
         var commit: UInt64
     }
 
-    private let version: Mutex<Version>
+    private let version: OrderedMutex<Version>
 
     init(_ descriptor: OwnedDescriptor, commit: UInt64) {
-        version = Mutex(Version(descriptor: descriptor, commit: commit))
+        version = OrderedMutex(.leaf, Version(descriptor: descriptor, commit: commit))
     }
 
     /// The descriptor to read from, moved on to the node's current version when every commit since
@@ -69,7 +69,7 @@ struct DirectoryListing: Sendable {
 
 /// Handles by number. Numbers are never reused within a mount.
 final class HandleTable<Value: Sendable>: Sendable {
-    private let handles = Mutex<[UInt64: Value]>([:])
+    private let handles = OrderedMutex<[UInt64: Value]>(.leaf, [:])
     private let nextHandle = Atomic<UInt64>(1)
 
     func insert(_ value: Value) -> UInt64 {

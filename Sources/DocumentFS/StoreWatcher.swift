@@ -23,10 +23,10 @@ final class StoreWatcher: Sendable {
     }
 
     private let descriptor: Int32
-    private let directories = Mutex<[Data: Inode]>([:])
+    private let directories = OrderedMutex<[Data: Inode]>(.leaf, [:])
     /// The stored directory (its inode number) each watched node was marked on: a package commit
     /// swaps a new directory in under the same name, which must be marked anew.
-    private let watched = Mutex<[Inode: UInt64]>([:])
+    private let watched = OrderedMutex<[Inode: UInt64]>(.leaf, [:])
     private let ownProcess = getpid()
     /// How long the watcher lets events gather after draining the queue.
     static let gatheringMicroseconds: UInt32 = 10_000

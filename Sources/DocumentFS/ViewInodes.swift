@@ -1,3 +1,4 @@
+import SystemSupport
 import FUSE
 import Glibc
 import Synchronization
@@ -14,10 +15,10 @@ final class ViewInodes: Sendable {
         var lookups: [Inode: UInt64] = [:]
         var next: Inode
     }
-    private let known: Mutex<Known>
+    private let known: OrderedMutex<Known>
 
     init(first: Inode) {
-        known = Mutex(Known(next: first))
+        known = OrderedMutex(.leaf, Known(next: first))
     }
 
     /// The path of a view inode the kernel holds; ESTALE for one it forgot.

@@ -1,3 +1,4 @@
+import SystemSupport
 import Foundation
 import Synchronization
 
@@ -20,7 +21,7 @@ final class UTTypeRegistry: Sendable {
     }
 
     private let systemDeclarations = DeclarationIndex(SystemTypeTable.declarations)
-    private let state = Mutex(State())
+    private let state = OrderedMutex(.leaf, State())
 
     func register(_ declarations: [UTTypeDeclaration]) {
         state.withLock { state in

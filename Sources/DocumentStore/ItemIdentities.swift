@@ -41,7 +41,7 @@ final class ItemIdentities: Sendable {
         var reservedEnd: UInt64
     }
 
-    private let state: Mutex<State>
+    private let state: OrderedMutex<State>
 
     /// Reads the carried numbers and the counter from `directory` (the private area), made there
     /// when `writable`. `probe` is an item of the store to test the attribute on.
@@ -75,7 +75,7 @@ final class ItemIdentities: Sendable {
         clock_gettime(CLOCK_REALTIME, &now)
         let clock = Self.freshBase + UInt64(max(0, now.tv_sec)) * 1_000_000_000 + UInt64(max(0, now.tv_nsec))
         let start = stored >= Self.freshBase && stored < Self.transientBit ? max(stored, clock) : clock
-        state = Mutex(State(
+        state = OrderedMutex(.identities, State(
             carried: carried, carriedFile: carriedFile, carriedLength: carriedLength, counterFile: counterFile, nextFresh: start, reservedEnd: start))
         attributeName = probe.flatMap { Self.supportedAttribute(on: $0, writable: writable) }
     }

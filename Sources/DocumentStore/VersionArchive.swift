@@ -54,7 +54,7 @@ public final class VersionArchive: Sendable {
             }
         }
     }
-    private let known = Mutex<Index?>(nil)
+    private let known = OrderedMutex<Index?>(.versionIndex, nil)
 
     public init(directory: String) {
         self.directory = directory

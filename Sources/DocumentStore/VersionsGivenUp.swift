@@ -26,7 +26,7 @@ public final class VersionsGivenUp: Sendable {
     }
 
     private let path: String
-    private let lock = Mutex(())
+    private let lock = OrderedMutex(.leaf, ())
     /// The record is trimmed to its newer half past this size.
     static let largest = 1 << 20
 

@@ -1,3 +1,4 @@
+import SystemSupport
 import Synchronization
 
 /// Connections to one database, each used by one thread at a time. A connection that failed is
@@ -5,7 +6,7 @@ import Synchronization
 /// the mount goes on without being remounted.
 final class ConnectionPool: Sendable {
     let parameters: String
-    private let idle = Mutex<[PostgresConnection]>([])
+    private let idle = OrderedMutex<[PostgresConnection]>(.leaf, [])
 
     init(parameters: String) {
         self.parameters = parameters

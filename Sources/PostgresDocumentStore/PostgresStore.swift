@@ -30,11 +30,11 @@ public final class PostgresStore: DocumentStore {
     let queries: StoreQueries
     let rootID: Int64
     let logger: Logger
-    let state = Mutex(MirrorState())
+    let state = OrderedMutex(.mirrorState, MirrorState())
     /// Local changes take it shared; applying another mount's changes to the mirror takes it
     /// exclusively, so the two never interleave on one path.
-    let applying = ReadWriteLock()
-    let changeHandler = Mutex<(@Sendable ([StoreChange]) -> Void)?>(nil)
+    let applying = ReadWriteLock(.mirrorApplying)
+    let changeHandler = OrderedMutex<(@Sendable ([StoreChange]) -> Void)?>(.leaf, nil)
     /// Where other mounts' changes are handed to the mount (see `deliver`).
     let deliveries = DispatchQueue(label: "docfs-store-changes")
     /// Whether new items may be given to their requester (only root may chown).
@@ -47,13 +47,13 @@ public final class PostgresStore: DocumentStore {
     let primaryWait: Duration
     public static let defaultPrimaryWait: Duration = .seconds(30)
     /// When the current outage began, while changes wait for a primary.
-    let outageStart = Mutex<ContinuousClock.Instant?>(nil)
+    let outageStart = OrderedMutex<ContinuousClock.Instant?>(.leaf, nil)
     /// Whether saves keep the versions they replace (`PostgresStore+Versions`).
     let keepsVersions: Bool
     /// The paths whose next change keeps a version, and whether as a copy (see `keepVersion`).
-    let versionWishes = Mutex<[PathKey: Bool]>([:])
+    let versionWishes = OrderedMutex<[PathKey: Bool]>(.leaf, [:])
     /// The versions the mirror's archive holds (see `synchronizeVersions`).
-    let localVersions = Mutex(LocalVersions())
+    let localVersions = OrderedMutex(.mirrorVersions, LocalVersions())
     /// Where savers are recorded, off the save's path (see `recordSave`).
     let saveRecords = DispatchQueue(label: "docfs-save-records")
 

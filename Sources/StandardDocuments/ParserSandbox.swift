@@ -28,7 +28,7 @@ public final class ParserSandbox: Sendable {
 
     /// The sandbox checks run in, when the process has installed one.
     public static var installed: ParserSandbox? { current.withLock { $0 } }
-    private static let current = Mutex<ParserSandbox?>(nil)
+    private static let current = OrderedMutex<ParserSandbox?>(.leaf, nil)
 
     /// Runs every check of this process in helpers started as `command` (whose last arguments the
     /// sandbox adds: the memory limit), from now on.
@@ -39,7 +39,7 @@ public final class ParserSandbox: Sendable {
     public let limits: Limits
     private let command: [String]
     /// Helpers waiting for a check; one is taken per check, so concurrent saves run in parallel.
-    private let idle = Mutex<[Helper]>([])
+    private let idle = OrderedMutex<[Helper]>(.leaf, [])
     /// The most idle helpers kept; more are ended when their check is done.
     private static let idleLimit = 4
 

@@ -107,7 +107,7 @@ public final class ConfinedTree: Sendable {
 
 /// The open trees, longest path first.
 enum ConfinedTrees {
-    private static let trees = Mutex<[ConfinedTree]>([])
+    private static let trees = OrderedMutex<[ConfinedTree]>(.innermost, [])
     /// How many trees are open: paths outside every tree (nearly all in a process without one)
     /// skip the lock.
     private static let count = Atomic<Int>(0)

@@ -5,7 +5,7 @@ import Synchronization
 /// large mapped file once (a validator) can give back the pages it has passed: touched pages of a
 /// mapping count towards the process's resident memory until they are unmapped or released.
 public enum MappedRegions {
-    private static let regions = Mutex<[UInt: Int]>([:])
+    private static let regions = OrderedMutex<[UInt: Int]>(.innermost, [:])
 
     static func register(_ base: UnsafeMutableRawPointer, length: Int) {
         regions.withLock { $0[UInt(bitPattern: base)] = length }

@@ -68,13 +68,13 @@ final class FileLogHandlerOutput: Sendable {
 
     private let path: String
     private let rotatingAt: UInt64?
-    private let state: Mutex<State>
+    private let state: OrderedMutex<State>
 
     init?(path: String, rotatingAt: UInt64?) {
         guard let file = Self.open(path) else { return nil }
         self.path = path
         self.rotatingAt = rotatingAt
-        state = Mutex(State(file: file, size: file.seekToEndOfFile()))
+        state = OrderedMutex(.innermost, State(file: file, size: file.seekToEndOfFile()))
     }
 
     private static func open(_ path: String) -> FileHandle? {

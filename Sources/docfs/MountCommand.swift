@@ -255,6 +255,15 @@ struct MountCommand: ParsableCommand {
             VersionRetentionThread.start(store: documentStore, cap: cap, logger: destination.logger)
         }
         let logger = destination.logger
+        if LockOrder.isChecked {
+            // A debug build checks every lock against the hierarchy (LockLevel): a violation is
+            // logged, then stops the daemon. DOCFS_LOCK_ORDER=report only logs, to list them all.
+            let onlyReport = ProcessInfo.processInfo.environment["DOCFS_LOCK_ORDER"] == "report"
+            LockOrder.report { message in
+                logger.critical("\(message)")
+                if !onlyReport { fatalError(message) }
+            }
+        }
         var options = DocumentFSOptions()
         options.readOnly = parsed.readOnly
         options.allowOther = parsed.allowOther

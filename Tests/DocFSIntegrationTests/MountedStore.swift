@@ -160,6 +160,7 @@ final class MountedStore {
         guard !unmounted else { return true }
         unmounted = true
         _ = try? Self.run(["fusermount3", "-uz", mountPoint], timeout: 10)
+        defer { recordLockOrderViolations() }
         guard let daemon else { return true }
         if !daemon.wait(seconds: 10) {
             kill(daemon.pid, SIGKILL)
@@ -167,6 +168,15 @@ final class MountedStore {
             return false
         }
         return true
+    }
+
+    /// The debug daemon stops at a lock taken out of the hierarchy's order (LockLevel) and logs
+    /// it: that fails the test that got there, whatever else it checked.
+    private func recordLockOrderViolations() {
+        guard let log = try? String(contentsOfFile: logFile, encoding: .utf8) else { return }
+        for line in log.split(separator: "\n") where line.contains("lock order violated") {
+            Issue.record("the daemon took a lock out of order: \(line)")
+        }
     }
 
     /// Kills the daemon with SIGKILL, as a crash would, and detaches the dead mount.

@@ -104,6 +104,20 @@ int docfs_file_handle(int fd, unsigned char *handle, unsigned int *length);
 /// Returns 0, or -1 with errno.
 int docfs_restrict_helper(void);
 
+/// The lock-order check of debug builds (SystemSupport/LockOrder.swift) keeps, per thread, the
+/// levels and keys of the locks held, and where each was taken (`site`, a static string, and `line`).
+/// `docfs_lock_order_acquire` records one more and returns 1 when a held lock forbids it (a later
+/// level, the same level unless `nests_by_key` and a smaller held key), setting the `held_` outputs
+/// to that lock's; else 0.
+int docfs_lock_order_acquire(unsigned int level, unsigned long long key, int nests_by_key, const char *site, unsigned int line,
+                             unsigned int *held_level, unsigned long long *held_key, const char **held_site, unsigned int *held_line);
+/// Forgets the held lock of that level and key.
+void docfs_lock_order_release(unsigned int level, unsigned long long key);
+/// How many locks the calling thread holds.
+int docfs_lock_order_held_count(void);
+/// While set, acquisitions are recorded but not judged (a violation being reported logs).
+void docfs_lock_order_suspend(int suspend);
+
 /// syslog(3) with a fixed "%s" format, so a message is never read as a format string.
 void docfs_syslog(int priority, const char *message);
 
