@@ -83,7 +83,7 @@ let package = Package(
         .executableTarget(
             name: "DocFSFuzz", dependencies: ["DocumentModel", "DocumentStore", "PostgresDocumentStore", "StandardDocuments", "TypeConfiguration"]),
         .testTarget(name: "DocumentModelTests", dependencies: ["DocumentModel", "StandardDocuments", "SwiftUI", "UniformTypeIdentifiers"]),
-        .testTarget(name: "DocumentStoreTests", dependencies: ["DocumentStore", "SystemSupport"]),
+        .testTarget(name: "DocumentStoreTests", dependencies: ["DocumentStore", "DocumentModel", "SystemSupport"]),
         .testTarget(name: "TypeConfigurationTests", dependencies: ["TypeConfiguration", "DocumentFS", "DocumentStore", "StandardDocuments"]),
         // Document types written exactly as for Apple platforms (import SwiftUI, UniformTypeIdentifiers,
         // Combine), with the app's Info.plist as a resource.

@@ -404,11 +404,17 @@ extension DocumentFileSystem {
             // A member is a document of the type its name claims too, however it got that name. (A
             // member has no hard links of its own: its other names are a package clone's.)
             try validateRenames(of: source, as: destination, exchange: exchange, state: renameState(of: source, destination))
+            // Taken before the commit replaces it; kept once the names move.
+            let replaced = exchange ? nil : replacedFile(parent: newParent, name: newName, path: destination)
             try packages.withPackage(sourcePackage.root) { () throws(FUSEError) in
                 _ = try packages.commit(
                     .rename(sourcePackage.member, to: destinationPackage.member, flags: flags), root: sourcePackage.root, claim: sourcePackage.claim)
             }
             rewatchPackage(sourcePackage.root)
+            namespace.writing {
+                replaced?.retain()
+                moveNames(parent: parent, name: name, newParent: newParent, newName: newName, exchange: exchange)
+            }
         } else {
             // A file moving under a name that a document type claims becomes that document: its
             // content must decode as one (sed -i, vim, `os.replace` all save this way). Judged
@@ -420,7 +426,7 @@ extension DocumentFileSystem {
             try changeHoldingNamespace { () throws(FUSEError) in
                 let now = renameState(of: source, destination)
                 if now.versions != judged.versions { try judgeRename(of: source, as: destination, exchange: exchange, state: now) }
-                if !exchange { retainReplaced(parent: newParent, name: newName, path: destination) }
+                if !exchange { replacedFile(parent: newParent, name: newName, path: destination)?.retain() }
                 let sourceKind = documentKind(source)
                 // A file saved in under a document's name (sed -i's temporary, vim's new file) is a
                 // save; a document moved keeps the record of its own save.
@@ -435,9 +441,7 @@ extension DocumentFileSystem {
                 markStagedIfClaimed(parent: newParent, name: newName, was: source, now: destination)
                 if exchange { markStagedIfClaimed(parent: parent, name: name, was: destination, now: source) }
             }
-            return
         }
-        namespace.writing { moveNames(parent: parent, name: name, newParent: newParent, newName: newName, exchange: exchange) }
     }
 
     /// The versions a rename replaces, decided under the namespace lock with the rename: the document
@@ -471,17 +475,27 @@ extension DocumentFileSystem {
         }
     }
 
-    /// The inode a rename is about to replace keeps its file open, so an open the kernel already
-    /// resolved to it reads that old version, whole (as on a local disk), instead of failing.
-    private func retainReplaced(parent: Inode, name: FileName, path: String) {
-        guard let replaced = nodes.existingChild(parent: parent, name: name), let node = nodes.node(replaced) else { return }
-        let live = node.state.withLock { $0.live }
-        let kept = live ?? (try? store.openForReading(path))
-        let identity = (try? store.status(of: path))?.identity
-        node.state.withLock { state in
-            state.retained = kept
-            state.formerIdentity = identity
+    /// The file a rename is about to replace, and the inode that names it.
+    private struct ReplacedFile {
+        let node: Node
+        let file: OwnedDescriptor?
+        let identity: UInt64?
+
+        /// The inode keeps its file open, so an open the kernel already resolved to it reads that
+        /// old version, whole (as on a local disk), instead of failing with ESTALE.
+        func retain() {
+            node.state.withLock { state in
+                state.retained = file
+                state.formerIdentity = identity
+            }
         }
+    }
+
+    /// Taken before the rename replaces it.
+    private func replacedFile(parent: Inode, name: FileName, path: String) -> ReplacedFile? {
+        guard let replaced = nodes.existingChild(parent: parent, name: name), let node = nodes.node(replaced) else { return nil }
+        let live = node.state.withLock { $0.live }
+        return ReplacedFile(node: node, file: live ?? (try? store.openForReading(path)), identity: (try? store.status(of: path))?.identity)
     }
 
     /// An open file that an unlink removes keeps the file it named, for its attributes (fstat,

@@ -24,11 +24,11 @@ final class PackageCoordinator: Sendable {
     private var store: any DocumentStore { pipeline.store }
     private var codec: DocumentCodec { pipeline.codec }
     private var logger: Logger { pipeline.logger }
-    private let locks = Mutex<[PathKey: PackageLock]>([:])
-    private let decodedVersions = Mutex<[PathKey: FileVersion]>([:])
+    private let locks = OrderedMutex<[PathKey: PackageLock]>(.leaf, [:])
+    private let decodedVersions = OrderedMutex<[PathKey: FileVersion]>(.leaf, [:])
 
     private final class PackageLock: Sendable {
-        let mutex = Mutex<Void>(())
+        let mutex = OrderedMutex<Void>(.package, ())
     }
 
     init(pipeline: CommitPipeline) {
@@ -47,19 +47,27 @@ final class PackageCoordinator: Sendable {
     }
 
     /// The package's state now; decodes only when its stored version changed since the last decode.
-    /// A reader holds no package lock: when a commit swapped a new version in while it decoded (the
-    /// listing it read may be of the old folder, emptied as it went), it decodes the new one.
+    /// The folder is read through one descriptor (`withFolderWrapper`), so a package renamed while
+    /// it is decoded is read whole. A reader holds no package lock: when a commit swapped a new
+    /// version in while it decoded (the folder it read was emptied as it went), or the folder it
+    /// read is no longer the one under the name, it decodes what is there now; a name that leads
+    /// nowhere any more holds no package.
     func state(of root: String, claim: DocumentClaim) -> State {
         var attempts = 0
         while true {
             guard let status = try? store.status(of: root) else { return .draft(reason: "it does not exist") }
             if decodedVersions.withLock({ $0[PathKey(root)] }) == status.version { return .valid }
+            var decoded: FileStatus?
             do {
-                _ = try codec.decode(store.fileWrapper(at: root), claim: claim)
+                try store.withFolderWrapper(at: root) { wrapper, folder in
+                    decoded = folder
+                    _ = try codec.decode(wrapper, claim: claim)
+                }
                 break
             } catch {
                 attempts += 1
-                if attempts < 3, let now = try? store.status(of: root), now.version != status.version { continue }
+                guard let now = try? store.status(of: root) else { return .draft(reason: "it does not exist") }
+                if attempts < 8, now.version != (decoded ?? status).version { continue }
                 let reason = describe(error)
                 return PackageMarker.isMarked(root, in: store) ? .corrupt(reason: reason) : .draft(reason: reason)
             }

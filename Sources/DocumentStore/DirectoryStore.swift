@@ -37,7 +37,7 @@ public final class DirectoryStore: DocumentStore {
     /// How much the quarantine may keep before the oldest items are pruned.
     public let quarantineLimits: QuarantineLimits
     /// Serializes pruning, which lists and sizes the whole quarantine.
-    private let pruning = Mutex<Void>(())
+    private let pruning = OrderedMutex<Void>(.pruning, ())
     /// The numbers items are known by in the mount; nil for a store whose numbers are given by
     /// another (a database's mirror).
     let identities: ItemIdentities?
@@ -47,15 +47,15 @@ public final class DirectoryStore: DocumentStore {
     /// The versions a full store gave up (see `makeRoom`), for `docfs status` and `docfs versions`.
     public let versionsGivenUp: VersionsGivenUp?
     /// Held while versions make room on a full store (see `makeRoom`).
-    let makingRoom = Mutex(())
+    let makingRoom = OrderedMutex(.makingRoom, ())
     /// Whether saves and removals keep the version they replace (`--versions off` says no).
     public let keepsVersions: Bool
     /// Where packages' next versions are made ahead (`DirectoryStore+PreparedVersions`), and those made.
     let preparedDirectory: String?
-    let preparedVersions = Mutex<[(path: String, location: String)]>([])
+    let preparedVersions = OrderedMutex<[(path: String, location: String)]>(.leaf, [])
     /// The latest request to prepare each package's version, by a number: an older request still
     /// queued is skipped, and a save waits for the one in hand instead of copying again.
-    let preparationRequests = Mutex<(next: UInt64, latest: [PathKey: UInt64])>((1, [:]))
+    let preparationRequests = OrderedMutex<(next: UInt64, latest: [PathKey: UInt64])>(.leaf, (1, [:]))
     let preparing = DispatchQueue(label: "docfs-package-versions", qos: .utility)
 
     public enum OpenError: Error, CustomStringConvertible {
@@ -263,6 +263,18 @@ public final class DirectoryStore: DocumentStore {
 
     public func fileWrapper(at path: String) throws -> FileWrapper {
         try FileWrapper(url: URL(fileURLWithPath: absolute(path)))
+    }
+
+    /// Read through `/proc/self/fd/N` of the folder, opened beneath the store with no link
+    /// followed: the kernel resolves each member from the open folder, wherever it has moved.
+    public func withFolderWrapper<T>(at path: String, _ body: (FileWrapper, FileStatus) throws -> T) throws -> T {
+        let folder = try openDirectory(path)
+        let status = try folder.status(path: path)
+        // "/." so the magic link is followed: its own status would be a symbolic link's.
+        let wrapper = try FileWrapper(url: URL(fileURLWithPath: "/proc/self/fd/\(folder.rawValue)/."))
+        wrapper.filename = StorePath.lastComponent(path)
+        wrapper.preferredFilename = wrapper.filename
+        return try withExtendedLifetime(folder) { try body(wrapper, status) }
     }
 
     // MARK: Writing

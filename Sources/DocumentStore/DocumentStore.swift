@@ -31,6 +31,12 @@ public protocol DocumentStore: AnyObject, Sendable {
     func openInPlace(_ path: String, flags: Int32, mode: mode_t, owner: Ownership?) throws -> OwnedDescriptor
     /// The stored item as a lazy `FileWrapper`: nothing is read until asked for.
     func fileWrapper(at path: String) throws -> FileWrapper
+    /// The stored folder at `path` as a `FileWrapper` that `body` reads, through a descriptor of
+    /// the folder opened once: every read stays in the folder `path` named when `body` began,
+    /// whatever is renamed meanwhile (a package decoded while it moves is read whole, never half
+    /// from another folder). `body` is also given that folder's status; the wrapper is done with
+    /// when it returns.
+    func withFolderWrapper<T>(at path: String, _ body: (FileWrapper, FileStatus) throws -> T) throws -> T
 
     /// A private file for a write in progress to `document`, holding a copy of `source`'s content
     /// when given. A copy that fails (a full disk) leaves nothing behind.
@@ -157,6 +163,10 @@ extension DocumentStore {
     public func makeRoom(bytes: Int64) -> Bool { false }
     public func versionNotKept(of path: String) {}
     public func status(ofOpen file: OwnedDescriptor) throws -> FileStatus { try file.status() }
+    public func withFolderWrapper<T>(at path: String, _ body: (FileWrapper, FileStatus) throws -> T) throws -> T {
+        let status = try status(of: path)
+        return try body(try fileWrapper(at: path), status)
+    }
     public var versions: VersionArchive? { nil }
     public func keepVersion(of path: String, copying: Bool) throws {}
     public func keepsWholeVersion(ofPackage path: String) -> Bool { true }

@@ -114,6 +114,66 @@ print("firsts", firsts, "x lines", xs, "modes", [oct(os.stat(p).st_mode & 0o777)
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: mount.inStore(".docfs/staging"))) ?? ["?"]).isEmpty)
     }
 
+    /// Issue 40: read-opens of a member got EIO while packages were renamed back and forth (3 to 7
+    /// of about 22,000 in 10 s here, and the log called the intact package broken: "info.json is
+    /// missing"): the package was decoded by its path, which led into the other folder, or
+    /// nowhere, half-way through. Now and then one got ESTALE: a member replaced by a save by
+    /// rename kept no file for the open the kernel had already resolved to it. On ext4 such an
+    /// open finds the file or ENOENT. `swap` exchanges the two packages' names through a third;
+    /// `pingpong` moves each away and back; `text.md` of both is saved by rename meanwhile.
+    @Test(arguments: ["swap", "pingpong"]) func opensInsideAPackageBeingRenamedFindItOrNothing(mode: String) throws {
+        let mount = try MountedStore(texts: [
+            "P1.textbundle/info.json": Self.textBundleInfo, "P1.textbundle/text.md": "one\n",
+            "P2.textbundle/info.json": Self.textBundleInfo, "P2.textbundle/text.md": "two\n",
+        ])
+        defer { mount.unmount() }
+        let result = try mount.python(#"""
+            import errno, os, sys, threading, time
+            mode = sys.argv[1]
+            done = False
+            opened = 0; missing = 0; others = {}; saves = 0
+            def read():
+                global opened, missing
+                while not done:
+                    for p in ("P1.textbundle/text.md", "P2.textbundle/text.md"):
+                        try:
+                            with open(p) as f: f.read()
+                            opened += 1
+                        except OSError as e:
+                            if e.errno == errno.ENOENT: missing += 1
+                            else:
+                                name = errno.errorcode.get(e.errno, str(e.errno)); others[name] = others.get(name, 0) + 1
+            def save():
+                global saves
+                i = 0
+                while not done:
+                    i += 1
+                    for p in ("P1.textbundle/text.md", "P2.textbundle/text.md"):
+                        try:
+                            with open(p + ".tmp", "w") as f: f.write("save %d\n" % i)
+                            os.rename(p + ".tmp", p)
+                            saves += 1
+                        except OSError:
+                            pass
+            threads = [threading.Thread(target=read), threading.Thread(target=read), threading.Thread(target=save)]
+            for t in threads: t.start()
+            end = time.time() + 12
+            while time.time() < end:
+                if mode == "swap":
+                    os.rename("P1.textbundle", "T.textbundle"); os.rename("P2.textbundle", "P1.textbundle"); os.rename("T.textbundle", "P2.textbundle")
+                else:
+                    os.rename("P1.textbundle", "P3.textbundle"); os.rename("P3.textbundle", "P1.textbundle")
+                    os.rename("P2.textbundle", "P4.textbundle"); os.rename("P4.textbundle", "P2.textbundle")
+            done = True
+            for t in threads: t.join()
+            print("opened", opened, "missing", missing, "saves", saves, "other errors", sorted(others.items()))
+            """#, arguments: [mode], timeout: 120)
+        print("\(mode): \(result.output)", terminator: "")
+        #expect(result.output.contains("other errors []"), "\(result.output)\(result.error)")
+        #expect(!result.output.hasPrefix("opened 0 "), "\(result.output)")
+        #expect(!mount.log.contains("does not decode"), "the log called an intact package broken")
+    }
+
     /// Before the fix, a chmod, a time or an extended attribute set on `assets/` while `sed -i`
     /// saved `text.md` went back to its previous value in about 3 of 100 cases: the save swapped in a
     /// clone of the package taken before. Each change here is checked after a save that began
