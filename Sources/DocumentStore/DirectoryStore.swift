@@ -265,16 +265,18 @@ public final class DirectoryStore: DocumentStore {
         try FileWrapper(url: URL(fileURLWithPath: absolute(path)))
     }
 
-    /// Read through `/proc/self/fd/N` of the folder, opened beneath the store with no link
-    /// followed: the kernel resolves each member from the open folder, wherever it has moved.
+    /// Read through `/proc/self/fd/N/.` of the folder, opened beneath the store with no link
+    /// followed, and confined there as the store is (a `ConfinedTree`): each member is resolved
+    /// beneath the open folder, wherever it has moved, and never through a link.
     public func withFolderWrapper<T>(at path: String, _ body: (FileWrapper, FileStatus) throws -> T) throws -> T {
         let folder = try openDirectory(path)
         let status = try folder.status(path: path)
-        // "/." so the magic link is followed: its own status would be a symbolic link's.
-        let wrapper = try FileWrapper(url: URL(fileURLWithPath: "/proc/self/fd/\(folder.rawValue)/."))
+        // "/." so the magic link is followed to the folder: its own status would be a link's.
+        let tree = ConfinedTree(descriptor: folder, path: "/proc/self/fd/\(folder.rawValue)/.")
+        let wrapper = try FileWrapper(url: URL(fileURLWithPath: tree.path))
         wrapper.filename = StorePath.lastComponent(path)
         wrapper.preferredFilename = wrapper.filename
-        return try withExtendedLifetime(folder) { try body(wrapper, status) }
+        return try withExtendedLifetime(tree) { try body(wrapper, status) }
     }
 
     // MARK: Writing

@@ -41,6 +41,16 @@ public final class ConfinedTree: Sendable {
         ConfinedTrees.register(self)
     }
 
+    /// Confines every path below `path`, a name the caller chose for the directory open as
+    /// `descriptor` (`/proc/self/fd/N/.`, which the kernel resolves to that directory itself): each
+    /// is resolved beneath that directory, wherever it has moved since it was opened.
+    public init(descriptor: OwnedDescriptor, path: String) {
+        self.path = path
+        pathBytes = FileSystemPath.bytes(of: path)
+        self.descriptor = descriptor
+        ConfinedTrees.register(self)
+    }
+
     deinit { ConfinedTrees.unregister(self) }
 
     /// The tree's own status, from its descriptor (the directory opened, wherever it is now).

@@ -31,4 +31,25 @@ import Testing
         }
         #expect(read == ["assets,text.md", "one", "image"])
     }
+
+    /// A root daemon reads packages anyone may write: a folder inside one swapped for a link while
+    /// it is read leads nowhere, as it does for every path in a store.
+    @Test func aFolderSwappedForALinkWhileReadIsNotFollowed() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-folder-\(UUID().uuidString.prefix(8))").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try FileManager.default.createDirectory(atPath: folder + "/store/P.textbundle/assets", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: folder + "/outside", withIntermediateDirectories: true)
+        try Data("image".utf8).write(to: URL(fileURLWithPath: folder + "/store/P.textbundle/assets/a.png"))
+        try Data("secret".utf8).write(to: URL(fileURLWithPath: folder + "/outside/a.png"))
+        let store = try DirectoryStore(path: folder + "/store")
+        let read = try store.withFolderWrapper(at: "P.textbundle") { wrapper, _ -> String in
+            let image = wrapper.fileWrappers?["assets"]?.fileWrappers?["a.png"]
+            #expect(image?.isRegularFile == true)
+            // Listed, not read yet; then a link to a folder outside takes the folder's place.
+            #expect(rename(folder + "/store/P.textbundle/assets", folder + "/store/moved") == 0)
+            #expect(symlink(folder + "/outside", folder + "/store/P.textbundle/assets") == 0)
+            return image?.regularFileContents.map { String(decoding: $0, as: UTF8.self) } ?? "nothing"
+        }
+        #expect(read == "nothing")
+    }
 }
