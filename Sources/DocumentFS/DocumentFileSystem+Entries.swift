@@ -240,6 +240,7 @@ extension DocumentFileSystem {
     func makeNode(parent: Inode, name: FileName, mode: mode_t, device: dev_t, context: RequestContext) throws(FUSEError) -> Entry {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
+        let mode = creationMode(mode, at: path, context)
         let owner = owner(context)
         let isRegular = mode & S_IFMT == S_IFREG
         // FIFOs, sockets and devices are stored as themselves and are always raw: no type reads them.
@@ -275,6 +276,7 @@ extension DocumentFileSystem {
     func makeDirectory(parent: Inode, name: FileName, mode: mode_t, context: RequestContext) throws(FUSEError) -> Entry {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
+        let mode = creationMode(mode, at: path, context)
         let owner = owner(context)
         if try !changeInPackage(parent: parent, name: name, { .makeDirectory($0, mode: mode & 0o7777, owner: owner) }) {
             try storeCall { try store.makeDirectory(path, mode: mode & 0o7777, owner: owner) }

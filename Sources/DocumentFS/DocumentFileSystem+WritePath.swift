@@ -20,6 +20,7 @@ extension DocumentFileSystem {
     func create(parent: Inode, name: FileName, mode: mode_t, flags: Int32, context: RequestContext) throws(FUSEError) -> (Entry, OpenReply) {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
+        let mode = creationMode(mode, at: path, context)
         if classifier.packageMember(of: path) != nil {
             let owner = owner(context)
             do {

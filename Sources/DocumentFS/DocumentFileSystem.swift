@@ -157,6 +157,11 @@ final class DocumentFileSystem: FileSystemOperations {
         // Without this the kernel asks for `security.capability` before every write, a round trip
         // per write; the commit clears set-user-ID and set-group-ID bits itself instead.
         connection.request(Capability.handleKillPrivileges)
+        // POSIX ACLs stored with the store's items are enforced by the kernel, as on a local disk
+        // (with default_permissions, which DocumentMount always gives). The kernel then leaves the
+        // creator's umask to the file system, which a folder's default ACL overrides.
+        connection.request(Capability.posixACL)
+        connection.request(Capability.dontMask)
         // Locks are the kernel's: without FLOCK/POSIX_LOCKS it arbitrates them itself, which is
         // exact for a store that only this mount serves.
         connection.decline(Capability.flockLocks)
@@ -194,6 +199,12 @@ final class DocumentFileSystem: FileSystemOperations {
         if let member = classifier.packageMember(of: path) { return isEditable(member: member, status: status) }
         if status.kind != .regular { return !options.readOnly }
         return isEditable(claim: classifier.claim(forPath: path, isDirectory: false), status: status)
+    }
+
+    /// The mode a new item at `path` is made with: the creator's umask applied, as the kernel would
+    /// without POSIX ACLs, except under a folder's default ACL, which decides instead.
+    func creationMode(_ mode: mode_t, at path: String, _ context: RequestContext) -> mode_t {
+        store.inheritsDefaultACL(path) ? mode : mode & ~(context.umask & 0o777)
     }
 
     func owner(_ context: RequestContext) -> Ownership {

@@ -254,11 +254,26 @@ public final class DirectoryStore: DocumentStore {
 
     /// A file this store just made gets its requester as owner, then exactly the mode asked for:
     /// in that order, so a set-ID bit is not cleared by the chown, and the file is never writable
-    /// by others while it still belongs to the daemon.
+    /// by others while it still belongs to the daemon. Under a folder's default ACL the file
+    /// system gave the permissions (a chmod would overrule the ACL): only set-ID bits a chown
+    /// cleared are given back.
     private func giveNewItem(_ descriptor: Int32, mode: mode_t, owner: Ownership?, at full: String) {
         let newOwner = ownerToSet(for: owner, at: full)
         if let newOwner { fchown(descriptor, newOwner.userID, newOwner.groupID) }
-        if mode & daemonUmask != 0 || (newOwner != nil && mode & (S_ISUID | S_ISGID) != 0) { fchmod(descriptor, mode) }
+        let setID = newOwner != nil && mode & (S_ISUID | S_ISGID) != 0
+        if Self.inheritsDefaultACL(full) {
+            if setID, let made = try? FileStatus.of(descriptor: descriptor) { fchmod(descriptor, made.permissions | (mode & (S_ISUID | S_ISGID))) }
+        } else if mode & daemonUmask != 0 || setID {
+            fchmod(descriptor, mode)
+        }
+    }
+
+    public func inheritsDefaultACL(_ path: String) -> Bool { Self.inheritsDefaultACL(absolute(path)) }
+
+    /// Whether the folder holding `full` has a default ACL (`system.posix_acl_default`).
+    private static func inheritsDefaultACL(_ full: String) -> Bool {
+        let parent = full.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(full[..<$0]) } ?? "."
+        return (try? Paths.extendedAttribute(parent, name: "system.posix_acl_default"))?.isEmpty == false
     }
 
     public func fileWrapper(at path: String) throws -> FileWrapper {
@@ -538,7 +553,7 @@ public final class DirectoryStore: DocumentStore {
     public func makeSpecialFile(_ path: String, mode: mode_t, device: dev_t, owner: Ownership?) throws {
         let full = absolute(path)
         try Paths.makeNode(full, mode: mode, device: device)
-        if mode & daemonUmask != 0 { try? Paths.setPermissions(full, mode & 0o7777) }
+        if mode & daemonUmask != 0, !Self.inheritsDefaultACL(full) { try? Paths.setPermissions(full, mode & 0o7777) }
         if let owner = ownerToSet(for: owner, at: full) { try? Paths.setOwner(full, userID: owner.userID, groupID: owner.groupID) }
     }
 
@@ -546,7 +561,7 @@ public final class DirectoryStore: DocumentStore {
         let full = absolute(path)
         try Paths.makeDirectory(full, mode: mode)
         // A folder made in a set-group-ID folder inherits that bit, which the mode asked for lacks.
-        if mode & daemonUmask != 0, let made = try? FileStatus.of(path: full) {
+        if mode & daemonUmask != 0, !Self.inheritsDefaultACL(full), let made = try? FileStatus.of(path: full) {
             try? Paths.setPermissions(full, (mode | (made.mode & S_ISGID)) & 0o7777)
         }
         if let owner = ownerToSet(for: owner, at: full) { try? Paths.setOwner(full, userID: owner.userID, groupID: owner.groupID) }

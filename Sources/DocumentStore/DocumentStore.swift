@@ -82,6 +82,9 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// reading, so the caller can serve it without opening it again.
     @discardableResult
     func createEmptyFile(_ path: String, mode: mode_t, owner: Ownership?) throws -> OwnedDescriptor
+    /// Whether a new item at `path` takes its permissions from its folder's default POSIX ACL (the
+    /// store's file system gives them, and the creator's umask does not apply, as on a local disk).
+    func inheritsDefaultACL(_ path: String) -> Bool
     /// A FIFO, socket, or character or block device (`mode` carries the type), stored as itself.
     func makeSpecialFile(_ path: String, mode: mode_t, device: dev_t, owner: Ownership?) throws
     func makeDirectory(_ path: String, mode: mode_t, owner: Ownership?) throws
@@ -163,6 +166,7 @@ extension DocumentStore {
     public func makeRoom(bytes: Int64) -> Bool { false }
     public func versionNotKept(of path: String) {}
     public func status(ofOpen file: OwnedDescriptor) throws -> FileStatus { try file.status() }
+    public func inheritsDefaultACL(_ path: String) -> Bool { false }
     public func withFolderWrapper<T>(at path: String, _ body: (FileWrapper, FileStatus) throws -> T) throws -> T {
         let status = try status(of: path)
         return try body(try fileWrapper(at: path), status)

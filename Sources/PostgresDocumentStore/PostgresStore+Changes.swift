@@ -202,6 +202,8 @@ extension PostgresStore {
         return try createItem(path, operation: "create") { try mirror.createEmptyFile(path, mode: mode, owner: owner) }
     }
 
+    public func inheritsDefaultACL(_ path: String) -> Bool { mirror.inheritsDefaultACL(path) }
+
     public func makeSpecialFile(_ path: String, mode: mode_t, device: dev_t, owner: Ownership?) throws {
         if Self.isPrivate(path) { return try mirror.makeSpecialFile(path, mode: mode, device: device, owner: owner) }
         try createItem(path, operation: "mknod") { try mirror.makeSpecialFile(path, mode: mode, device: device, owner: owner) }
