@@ -11,8 +11,9 @@ import SystemSupport
 ///
 /// Who may read what is the kernel's to judge (`default_permissions`) from the attributes shown:
 /// a version keeps the mode and owner its document had when it was saved; a document's folder of
-/// versions shows the mode and owner of the store folder holding the document, a folder those of
-/// the same folder in the store, and one the store no longer has, root's alone.
+/// versions shows the owner of the document now, and lets in (r-x) whom its mode lets read it now
+/// (or, for a removed document, it shows the mode and owner of the store folder that held it); a
+/// folder shows those of the same folder in the store, and one the store no longer has, root's alone.
 /// Version files are numbered apart from documents (`numberBase`), so `cp` of a version over its
 /// document is a copy between two files, and hard links inside a package's versions share a number.
 final class VersionsView: Sendable {
@@ -194,10 +195,19 @@ final class VersionsView: Sendable {
             // itself. A folder that is gone (removed, renamed) shows as root's alone: whoever could
             // not enter it must not see its documents' names now.
             let folder = isDocument ? StorePath.split(document)?.parent ?? "" : document
-            let stored = (try? store.status(of: folder)).flatMap { $0.kind == .directory ? $0 : nil }
+            var stored = (try? store.status(of: folder)).flatMap { $0.kind == .directory ? $0 : nil }
             let root = try storeCall { try store.status(of: "") }
             let status = stored ?? root
             var permissions = stored.map { $0.permissions & 0o555 } ?? 0o500
+            if isDocument, stored != nil, let current = try? store.status(of: document) {
+                // A document that is there now lets into its versions only those who may read it
+                // now (each version then admits those who could read it when it was saved): a
+                // chmod 600 or a chown closes its history to others at once, as on ext4 it closes
+                // the document.
+                stored?.userID = current.userID
+                stored?.groupID = current.groupID
+                permissions = Self.readableAsSearchable(current.permissions)
+            }
             if isDocument {
                 // Writable and sticky, as /tmp: the kernel then lets a version's owner remove it
                 // (and nobody else but the folder's owner); nothing can be made in it.
@@ -227,6 +237,11 @@ final class VersionsView: Sendable {
             result.st_ctim = status.changeTime
         }
         return result
+    }
+
+    /// r-x for each class (owner, group, others) that `permissions` lets read, --- for the others.
+    private static func readableAsSearchable(_ permissions: mode_t) -> mode_t {
+        [6, 3, 0].reduce(0) { result, shift in permissions & (0o4 << shift) != 0 ? result | (0o5 << shift) : result }
     }
 
     /// The number a folder of the view shows, the same in `stat` and `readdir`: from its path.

@@ -245,6 +245,32 @@ import Testing
         #expect(!(try asNobody(["cat", mount.inMount(".versions/private/a.md/") + (try versions(mount, "private/a.md")[0])])).succeeded)
     }
 
+    /// Issue 36, item 4: a document saved at 0644, then made 0600 or given to another owner. On
+    /// ext4 nobody else reads any of its content from then on; through `.versions` every earlier
+    /// version stayed readable by everyone.
+    @Test func aChmodOrAChownClosesADocumentsHistoryAtOnce() throws {
+        let mount = try MountedStore(texts: ["a.md": "one\n"], arguments: ["-o", "allow_other"])
+        defer { mount.unmount() }
+        #expect(try mount.shell("chmod 644 a.md && echo two > a.md && echo three > a.md").succeeded)
+        let saved = try versions(mount, "a.md")
+        #expect(saved.count == 2)
+        func read(as user: String) throws -> [String] {
+            try saved.map { name in
+                let result = try MountedStore.run(["runuser", "-u", user, "--", "cat", mount.inMount(".versions/a.md/" + name)], timeout: 30)
+                return result.succeeded ? result.output : "refused"
+            }.sorted()
+        }
+        #expect(try read(as: "nobody") == ["one\n", "two\n"])
+        #expect(try mount.shell("chmod 600 a.md").succeeded)
+        #expect(try read(as: "nobody") == ["refused", "refused"])
+        // Given to nobody, still 0600: nobody may read it now, and could when each was saved.
+        #expect(try mount.shell("chown nobody a.md").succeeded)
+        #expect(try read(as: "nobody") == ["one\n", "two\n"])
+        #expect(try read(as: "daemon") == ["refused", "refused"])
+        let listing = try MountedStore.run(["runuser", "-u", "daemon", "--", "ls", mount.inMount(".versions/a.md")], timeout: 30)
+        #expect(!listing.succeeded && listing.error.contains("Permission denied"), "\(listing.output)\(listing.error)")
+    }
+
     /// A version is what was saved, whatever happens to the file's other names: a document with a
     /// hard link (raw, written in place) is kept as a copy, not as the file the link still writes to.
     /// The mount refuses such a link (issue 35), so it is made beside it, in the store's directory.
