@@ -433,8 +433,14 @@ extension DocumentFileSystem {
                 // A file saved in under a document's name (sed -i's temporary, vim's new file) is a
                 // save; a document moved keeps the record of its own save.
                 let saved = sourceKind == nil && documentKind(source, named: destination) != nil ? [destination] : []
-                let replaced = versionsReplacedByRename(from: source, kind: sourceKind, to: destination, exchange: exchange)
-                try storeCall { try pipeline.commit(replacing: replaced, saving: saved) { try store.rename(source, to: destination, flags: flags) } }
+                let historyFollows = historyFollowsRename(of: source, kind: sourceKind, to: destination, exchange: exchange)
+                let replaced = historyFollows && exchange ? [] : versionsReplacedByRename(from: source, kind: sourceKind, to: destination, exchange: exchange)
+                try storeCall {
+                    try pipeline.commit(replacing: replaced, saving: saved) {
+                        try store.rename(source, to: destination, flags: flags)
+                        if historyFollows { store.moveVersions(from: source, to: destination, exchanging: exchange) }
+                    }
+                }
                 // A package folder renamed (or a folder renamed to or from a package name) is judged
                 // afresh at its new path.
                 packages.forget(source)
@@ -444,6 +450,22 @@ extension DocumentFileSystem {
                 if exchange { markStagedIfClaimed(parent: parent, name: name, was: destination, now: source) }
             }
         }
+    }
+
+    /// Whether the versions of what a rename moves go with it (issue 36: versions belong to
+    /// documents, not paths): a folder's (a package's, and those of every document below it), and
+    /// a document's that stays a document under its new name, so `mv a.md b.md` carries `a.md`'s
+    /// history and a new `a.md` starts with none. A document moved to a name no type claims keeps
+    /// its history where it was (vim's `a.md~` backup, whose `a.md` is written anew at once). An
+    /// exchange swaps the two histories when both items are folders or both documents under their
+    /// new names. `kind`: the source's, as `documentKind` gives it.
+    private func historyFollowsRename(of source: String, kind: FileStatus.Kind?, to destination: String, exchange: Bool) -> Bool {
+        func follows(_ path: String, _ kind: FileStatus.Kind?, to other: String) -> Bool {
+            let status = kind == nil ? try? store.status(of: path) : nil
+            return status?.kind == .directory || kind == .directory || (kind == .regular && documentKind(path, named: other) != nil)
+        }
+        guard follows(source, kind, to: destination) else { return false }
+        return !exchange || follows(destination, documentKind(destination), to: source)
     }
 
     /// The versions a rename replaces, decided under the namespace lock with the rename: the document

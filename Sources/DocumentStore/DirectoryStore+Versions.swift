@@ -271,3 +271,9 @@ extension DirectoryStore {
         versionsGivenUp?.record([.init(kind: .notKept, document: path, time: Date(), bytes: 0)])
     }
 }
+
+extension DirectoryStore {
+    public func moveVersions(from source: String, to destination: String, exchanging: Bool) {
+        versions?.moveHistory(from: source, to: destination, exchanging: exchanging)
+    }
+}

@@ -148,6 +148,10 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// Forgets what `keepVersion` noted for `paths` and no change took (a store that keeps the
     /// version within the change that replaces it): called at the end of every change.
     func dropPendingVersions(of paths: [String])
+    /// A document (or a folder of them) renamed from `source` to `destination` takes its versions
+    /// along (both ways with `exchanging`); called after the store's rename. Nothing where the
+    /// store keeps them by path (a PostgreSQL store, for now).
+    func moveVersions(from source: String, to destination: String, exchanging: Bool)
     /// Keeps `file`, which DocFS still holds open, as the version of the document at `path` that a
     /// change made beside DocFS replaced or removed.
     func keepReplacedVersion(of path: String, file: OwnedDescriptor) throws
@@ -178,6 +182,7 @@ extension DocumentStore {
     public func recordSave(of path: String, by user: uid_t) {}
     public func keepReplacedVersion(of path: String, file: OwnedDescriptor) throws {}
     public func dropPendingVersions(of paths: [String]) {}
+    public func moveVersions(from source: String, to destination: String, exchanging: Bool) {}
     public func prepareVersion(of path: String) {}
     public func removeVersion(_ version: DocumentVersion) throws {
         try versions?.remove(version)

@@ -65,12 +65,17 @@ public final class VersionArchive: Sendable {
     public var index: Index {
         known.withLock { known in
             if let index = known { return index }
-            var built = Index()
-            // A folder whose versions all went (removed, dropped for room) lists nothing.
-            for (document, folder) in documentFolders() where Self.holdsAVersion(folder) { built.add(document) }
+            let built = Self.buildIndex(from: documentFolders())
             known = built
             return built
         }
+    }
+
+    private static func buildIndex(from folders: [(document: String, folder: String)]) -> Index {
+        var built = Index()
+        // A folder whose versions all went (removed, dropped for room) lists nothing.
+        for (document, folder) in folders where holdsAVersion(folder) { built.add(document) }
+        return built
     }
 
     /// The folder holding the versions of the document at store path `document`.
@@ -125,10 +130,21 @@ public final class VersionArchive: Sendable {
 
     /// The document's folder, with `document` in it naming the document.
     private func makeFolder(_ folder: String, for document: String) throws {
+        try makeShard(of: folder)
+        do { try Paths.makeDirectory(folder, mode: 0o700) } catch let error as SystemCallError where error.errno == EEXIST {}
+        try writeNote(in: folder, naming: document)
+    }
+
+    /// The archive and the shard a document's folder goes in (`versions/AB/`).
+    private func makeShard(of folder: String) throws {
         let shard = String(folder[..<(folder.utf8.lastIndex(of: UInt8(ascii: "/")) ?? folder.endIndex)])
-        for path in [directory, shard, folder] {
+        for path in [directory, shard] {
             do { try Paths.makeDirectory(path, mode: 0o700) } catch let error as SystemCallError where error.errno == EEXIST {}
         }
+    }
+
+    /// `document` in a document's folder: the path of the document whose versions it holds.
+    private func writeNote(in folder: String, naming document: String) throws {
         let note = folder + "/document"
         let descriptor = try FileIO.open(note, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
         defer { FileIO.close(descriptor) }
@@ -164,6 +180,69 @@ public final class VersionArchive: Sendable {
         case .regular: ArchivedLinks.set(path, to: 1)
         case .directory: for name in (try? FileIO.directoryEntries(path)) ?? [] { markArchived(at: path + "/" + name) }
         default: break
+        }
+    }
+
+    // MARK: Moving with their documents
+
+    /// A document renamed, or a folder above documents: their versions go with them, so after
+    /// `mv a.md b.md` the versions of `b.md` are `a.md`'s, and a new `a.md` starts with none. Where
+    /// the new name has versions already (a document renamed over another), both histories are
+    /// listed under it. `exchanging`: RENAME_EXCHANGE, the two names' histories swap.
+    public func moveHistory(from source: String, to destination: String, exchanging: Bool) {
+        known.withLock { index in
+            let built = index ?? Self.buildIndex(from: documentFolders())
+            var moved = built
+            if exchanging {
+                let parked = Self.parkingPrefix + source
+                moveAll(below: source, to: parked, in: &moved)
+                moveAll(below: destination, to: source, in: &moved)
+                moveAll(below: parked, to: destination, in: &moved)
+            } else {
+                moveAll(below: source, to: destination, in: &moved)
+            }
+            index = moved
+        }
+    }
+
+    /// A name no document has (no path begins with NUL): a history on its way in an exchange.
+    private static let parkingPrefix = "\u{0}exchange/"
+
+    /// Moves the history of the document at `source`, and of every document below it, under
+    /// `destination`.
+    private func moveAll(below source: String, to destination: String, in index: inout Index) {
+        let prefix = Array(source.utf8) + [UInt8(ascii: "/")]
+        let documents = index.documents.filter { $0 == Array(source.utf8) || $0.starts(with: prefix) }
+        for bytes in documents {
+            let document = String(decoding: bytes, as: UTF8.self)
+            let target = destination + String(decoding: bytes.dropFirst(source.utf8.count), as: UTF8.self)
+            guard moveDocument(document, to: target) else { continue }
+            index.remove(document)
+            index.add(target)
+        }
+    }
+
+    /// Moves one document's versions to `target`'s folder: the whole folder where `target` has
+    /// none, else each version into it (a name taken there, by a save in the same microsecond,
+    /// keeps the version where it was). Whether any moved.
+    private func moveDocument(_ document: String, to target: String) -> Bool {
+        let from = folder(for: document)
+        let to = folder(for: target)
+        do {
+            if (try? FileStatus.of(path: to)) == nil {
+                try makeShard(of: to)
+                try FileIO.rename(from, to, flags: Self.renameNoReplace)
+                try writeNote(in: to, naming: target)
+                return true
+            }
+            var movedAny = false
+            for name in (try? FileIO.directoryEntries(from)) ?? [] where VersionName.savedTime(of: name) != nil {
+                if (try? FileIO.rename(from + "/" + name, to + "/" + name, flags: Self.renameNoReplace)) != nil { movedAny = true }
+            }
+            if !Self.holdsAVersion(from) { try? FileIO.removeItem(from) }
+            return movedAny && !Self.holdsAVersion(from)
+        } catch {
+            return false
         }
     }
 
