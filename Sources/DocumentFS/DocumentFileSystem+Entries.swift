@@ -321,7 +321,12 @@ extension DocumentFileSystem {
             return
         }
         try changeHoldingNamespace { () throws(FUSEError) in
+            let removed = try? store.status(of: path)
             try storeCall { try store.removeDirectory(path) }
+            // Documents below it have versions: the view shows it as it was (see `VersionsView`).
+            if let removed, let archive = store.versions, archive.index.children[Array(path.utf8)] != nil {
+                archive.recordRemovedFolder(path, as: removed)
+            }
             packages.forget(path)
             nodes.detach(parent: parent, name: name)
         }

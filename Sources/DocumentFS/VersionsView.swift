@@ -13,7 +13,8 @@ import SystemSupport
 /// a version keeps the mode and owner its document had when it was saved; a document's folder of
 /// versions shows the owner of the document now, and lets in (r-x) whom its mode lets read it now
 /// (or, for a removed document, it shows the mode and owner of the store folder that held it); a
-/// folder shows those of the same folder in the store, and one the store no longer has, root's alone.
+/// folder shows those of the same folder in the store; one removed through the mount, those it had
+/// then (`VersionArchive.removedFolder`); any other the store no longer has, root's alone.
 /// Version files are numbered apart from documents (`numberBase`), so `cp` of a version over its
 /// document is a copy between two files, and hard links inside a package's versions share a number.
 final class VersionsView: Sendable {
@@ -199,6 +200,13 @@ final class VersionsView: Sendable {
             let root = try storeCall { try store.status(of: "") }
             let status = stored ?? root
             var permissions = stored.map { $0.permissions & 0o555 } ?? 0o500
+            // A folder removed through the mount shows as it was then: its owner keeps their undo.
+            if stored == nil, let removed = archive.removedFolder(folder) {
+                stored = root
+                stored?.userID = removed.userID
+                stored?.groupID = removed.groupID
+                permissions = removed.permissions & 0o555
+            }
             if isDocument, stored != nil, let current = try? store.status(of: document) {
                 // A document that is there now lets into its versions only those who may read it
                 // now (each version then admits those who could read it when it was saved): a

@@ -80,8 +80,14 @@ public final class VersionArchive: Sendable {
 
     /// The folder holding the versions of the document at store path `document`.
     public func folder(for document: String) -> String {
+        let key = Self.key(for: document)
+        return directory + "/" + String(key.prefix(2)) + "/" + key
+    }
+
+    /// The SHA-256 of a path's bytes, in hex: one short name for a path of any length or bytes.
+    private static func key(for path: String) -> String {
         var digest = [UInt8](repeating: 0, count: 32)
-        let bytes = FileSystemPath.bytes(of: document)
+        let bytes = FileSystemPath.bytes(of: path)
         _ = bytes.withUnsafeBytes { docfs_sha256($0.baseAddress, $0.count, &digest) }
         // On every save: hex digits by table (String(format:) per byte cost more than the hash).
         let digits = Array("0123456789abcdef".utf8)
@@ -90,8 +96,7 @@ public final class VersionArchive: Sendable {
             hex[2 * index] = digits[Int(byte >> 4)]
             hex[2 * index + 1] = digits[Int(byte & 0x0f)]
         }
-        let key = String(decoding: hex, as: UTF8.self)
-        return directory + "/" + String(key.prefix(2)) + "/" + key
+        return String(decoding: hex, as: UTF8.self)
     }
 
     // MARK: Keeping
@@ -181,6 +186,40 @@ public final class VersionArchive: Sendable {
         case .directory: for name in (try? FileIO.directoryEntries(path)) ?? [] { markArchived(at: path + "/" + name) }
         default: break
         }
+    }
+
+    // MARK: Folders that are gone
+
+    /// The owner and permissions a folder had when it was removed.
+    public struct RemovedFolder: Sendable {
+        public var userID: uid_t
+        public var groupID: gid_t
+        public var permissions: mode_t
+    }
+
+    /// Where what a removed folder was is kept: `versions/folders/KEY` (no shard is 7 letters long).
+    private func removedFolderRecord(_ path: String) -> String { directory + "/folders/" + Self.key(for: path) }
+
+    /// Records what `path`, a folder with documents with versions below it, was when it was
+    /// removed, so the view shows it as it was: who could enter it may still reach their documents'
+    /// versions (a user's own `rm -r` leaves their undo to them), and nobody else.
+    public func recordRemovedFolder(_ path: String, as status: FileStatus) {
+        let record = removedFolderRecord(path)
+        try? Paths.makeDirectory(directory, mode: 0o700)
+        try? Paths.makeDirectory(directory + "/folders", mode: 0o700)
+        guard let descriptor = try? FileIO.open(record, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600) else { return }
+        defer { FileIO.close(descriptor) }
+        try? FileIO.writeAll(descriptor, Data("\(status.userID) \(status.groupID) \(String(status.permissions, radix: 8))\n".utf8), path: record)
+    }
+
+    /// What the folder at `path` was when it was removed, if it held documents with versions.
+    public func removedFolder(_ path: String) -> RemovedFolder? {
+        guard let descriptor = try? FileIO.open(removedFolderRecord(path), O_RDONLY | O_NOFOLLOW | O_NONBLOCK) else { return nil }
+        defer { FileIO.close(descriptor) }
+        guard let data = try? FileIO.contents(of: descriptor, size: 64, mapping: false) else { return nil }
+        let fields = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isWhitespace)
+        guard fields.count == 3, let user = uid_t(fields[0]), let group = gid_t(fields[1]), let mode = mode_t(fields[2], radix: 8) else { return nil }
+        return RemovedFolder(userID: user, groupID: group, permissions: mode & 0o7777)
     }
 
     // MARK: Moving with their documents

@@ -271,6 +271,26 @@ import Testing
         #expect(!listing.succeeded && listing.error.contains("Permission denied"), "\(listing.output)\(listing.error)")
     }
 
+    /// Issue 36, item 2: a user who removed their own folder (`rm -r`) lost their undo: the view
+    /// showed the gone folder as root's, mode 0500, and `docfs versions` said "not yours to read".
+    /// Now it shows as it was when removed: theirs, and still closed to others.
+    @Test func aUserWhoRemovesTheirOwnFolderKeepsTheirUndo() throws {
+        let mount = try MountedStore(texts: [:], arguments: ["-o", "allow_other"])
+        defer { mount.unmount() }
+        #expect(try mount.shell("mkdir -m 1777 shared").succeeded)
+        func run(as user: String, _ script: String) throws -> MountedStore.Result {
+            try MountedStore.run(["runuser", "-u", user, "--", "sh", "-c", "cd \(mount.mountPoint) && " + script], timeout: 30)
+        }
+        let removed = try run(as: "nobody", "mkdir -m 700 shared/mine && mkdir shared/mine/sub && echo one > shared/mine/sub/a.md && echo two > shared/mine/sub/a.md && rm -r shared/mine")
+        #expect(removed.succeeded, "\(removed.error)")
+        let undo = try run(as: "nobody", "cat .versions/shared/mine/sub/a.md/*")
+        #expect(undo.succeeded && undo.output == "one\ntwo\n", "\(undo.output)\(undo.error)")
+        let listed = try run(as: "nobody", "'\(MountedStore.binary)' versions shared/mine/sub/a.md")
+        #expect(listed.succeeded && listed.output.split(separator: "\n").count == 2, "\(listed.output)\(listed.error)")
+        let other = try run(as: "daemon", "ls .versions/shared/mine")
+        #expect(!other.succeeded && other.error.contains("Permission denied"), "\(other.output)\(other.error)")
+    }
+
     /// A version is what was saved, whatever happens to the file's other names: a document with a
     /// hard link (raw, written in place) is kept as a copy, not as the file the link still writes to.
     /// The mount refuses such a link (issue 35), so it is made beside it, in the store's directory.
