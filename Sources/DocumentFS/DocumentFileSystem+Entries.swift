@@ -308,7 +308,10 @@ extension DocumentFileSystem {
             retainIfOpen(parent: parent, name: name, path: path)
             // `rm` of a document can be undone: its last version stays among its versions.
             let replaced: [CommitPipeline.Replaced] = classifier.claim(forPath: path, isDirectory: false) != nil ? [.init(path: path)] : []
+            let folder = replaced.isEmpty ? nil : try? store.status(of: StorePath.split(path)?.parent ?? "")
             try storeCall { try pipeline.commit(replacing: replaced, saving: []) { try store.removeFile(path) } }
+            // Its versions stay as reachable as the document was: through its folder as it is now.
+            if let folder { store.versions?.recordRemovedDocument(path, heldBy: folder) }
             nodes.detach(parent: parent, name: name)
         }
     }

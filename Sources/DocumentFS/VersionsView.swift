@@ -12,7 +12,8 @@ import SystemSupport
 /// Who may read what is the kernel's to judge (`default_permissions`) from the attributes shown:
 /// a version keeps the mode and owner its document had when it was saved; a document's folder of
 /// versions shows the owner of the document now, and lets in (r-x) whom its mode lets read it now
-/// (or, for a removed document, it shows the mode and owner of the store folder that held it); a
+/// (for a document removed through the mount, the mode and owner its folder had then; for one
+/// removed beside DocFS, those of the store folder that held it); a
 /// folder shows those of the same folder in the store; one removed through the mount, those it had
 /// then (`VersionArchive.removedFolder`); any other the store no longer has, root's alone.
 /// Version files are numbered apart from documents (`numberBase`), so `cp` of a version over its
@@ -215,6 +216,13 @@ final class VersionsView: Sendable {
                 stored?.userID = current.userID
                 stored?.groupID = current.groupID
                 permissions = Self.readableAsSearchable(current.permissions)
+            } else if isDocument, let held = archive.folderOfRemovedDocument(document) {
+                // A document removed through the mount: as its folder was then, so a folder opened
+                // to others later, or made anew by another user, does not open its history.
+                stored = stored ?? root
+                stored?.userID = held.userID
+                stored?.groupID = held.groupID
+                permissions = held.permissions & 0o555
             }
             if isDocument {
                 // Writable and sticky, as /tmp: the kernel then lets a version's owner remove it

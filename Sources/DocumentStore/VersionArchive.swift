@@ -212,6 +212,20 @@ public final class VersionArchive: Sendable {
         try? FileIO.writeAll(descriptor, Data("\(status.userID) \(status.groupID) \(String(status.permissions, radix: 8))\n".utf8), path: record)
     }
 
+    /// Records what the folder holding `document` was when the document was removed through the
+    /// mount, so its versions are never easier to reach than the document was: a folder opened to
+    /// others later (`chmod 755`), or made anew under its name by someone else, does not open them.
+    public func recordRemovedDocument(_ document: String, heldBy folder: FileStatus) {
+        recordRemovedFolder(Self.removedDocumentKey + document, as: folder)
+    }
+
+    /// What the folder holding `document` was when the document was removed, if it was.
+    public func folderOfRemovedDocument(_ document: String) -> RemovedFolder? { removedFolder(Self.removedDocumentKey + document) }
+
+    /// Records of removed documents' folders are kept apart from removed folders' by this start
+    /// (no path begins with NUL).
+    private static let removedDocumentKey = "\u{0}document/"
+
     /// What the folder at `path` was when it was removed, if it held documents with versions.
     public func removedFolder(_ path: String) -> RemovedFolder? {
         guard let descriptor = try? FileIO.open(removedFolderRecord(path), O_RDONLY | O_NOFOLLOW | O_NONBLOCK) else { return nil }

@@ -291,6 +291,30 @@ import Testing
         #expect(!other.succeeded && other.error.contains("Permission denied"), "\(other.output)\(other.error)")
     }
 
+    /// Issue 36, item 3: history leaked to whoever got the path next. (a) The owner of a 0700
+    /// folder removed a secret, then opened the folder to share the rest: the secret's versions
+    /// were readable by everyone. (b) A private folder in a shared folder was removed, another user
+    /// made one of the same name, and read the previous owner's versions. A removed document's
+    /// versions now stay as reachable as the document was when it went.
+    @Test func aRemovedDocumentsHistoryGoesToNobodyWhoGetsThePathNext() throws {
+        let mount = try MountedStore(texts: [:], arguments: ["-o", "allow_other"])
+        defer { mount.unmount() }
+        func run(as user: String, _ script: String) throws -> MountedStore.Result {
+            try MountedStore.run(["runuser", "-u", user, "--", "sh", "-c", "cd \(mount.mountPoint) && " + script], timeout: 30)
+        }
+        #expect(try mount.shell(
+            "mkdir -m 700 private && echo s1 > private/secret.md && echo s2 > private/secret.md && echo ours > private/keep.md && rm private/secret.md && chmod 755 private && mkdir -m 1777 shared"
+        ).succeeded)
+        #expect(try run(as: "nobody", "cat private/keep.md").output == "ours\n", "the folder is open now")
+        let secret = try run(as: "nobody", "cat .versions/private/secret.md/*")
+        #expect(!secret.succeeded && secret.error.contains("Permission denied"), "\(secret.output)\(secret.error)")
+        #expect(try run(as: "nobody", "mkdir -m 700 shared/p && echo a > shared/p/x.md && echo b > shared/p/x.md && rm -r shared/p").succeeded)
+        #expect(try run(as: "daemon", "mkdir -m 755 shared/p").succeeded)
+        let taken = try run(as: "daemon", "cat .versions/shared/p/x.md/*")
+        #expect(!taken.succeeded && taken.error.contains("Permission denied"), "\(taken.output)\(taken.error)")
+        #expect(try run(as: "nobody", "cat .versions/shared/p/x.md/*").output == "a\nb\n", "still the owner's undo")
+    }
+
     /// A version is what was saved, whatever happens to the file's other names: a document with a
     /// hard link (raw, written in place) is kept as a copy, not as the file the link still writes to.
     /// The mount refuses such a link (issue 35), so it is made beside it, in the store's directory.
