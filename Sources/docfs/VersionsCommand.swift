@@ -130,7 +130,9 @@ struct VersionsCommand: ParsableCommand {
         discussion: """
             PATH is the document in a DocFS mount (read through MOUNT/.versions, with your rights) or \
             in a store no mount serves. A removed document's versions are listed under its old path. \
-            Exits 1 when the document has none.
+            Exits 1 when the document has none. With --prune, removes the document's versions but the \
+            newest --keep (of every document below PATH, for a folder), giving their space back at \
+            once: in a mount, those you may remove (your own; root, all).
             """)
 
     @OptionGroup var document: DocumentPathArgument
@@ -138,8 +140,19 @@ struct VersionsCommand: ParsableCommand {
     @Flag(help: "Print the versions as JSON.")
     var json = false
 
+    @Flag(help: "Remove the versions (of every document below a folder) but the newest --keep.")
+    var prune = false
+
+    @Option(help: ArgumentHelp("With --prune: how many of each document's newest versions stay.", valueName: "n"))
+    var keep = 1
+
+    func validate() throws {
+        guard keep >= 0 else { throw ValidationError("--keep takes 0 or more") }
+    }
+
     func run() throws {
         let place = try document.place()
+        if prune { return try VersionPruning(keep: keep).prune(at: place) }
         let givenUp = Self.givenUp(at: place)
         let versions: [ListedVersion]
         do {

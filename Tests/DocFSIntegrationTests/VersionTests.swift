@@ -402,6 +402,40 @@ import Testing
         #expect(try versions(mount, "a.md").isEmpty)
     }
 
+    /// Issue 36, items 6 and 8: nothing let a user make room now (retention runs every ten
+    /// minutes). `docfs versions --prune` removes a document's versions but the newest (`--keep`),
+    /// or those of every document below a folder, and the space comes back at once.
+    @Test func pruningGivesTheSpaceBackAtOnce() throws {
+        let mount = try MountedStore(texts: ["a.md": "a0\n", "notes/b.md": "b0\n"], arguments: ["-o", "allow_other"])
+        defer { mount.unmount() }
+        #expect(try mount.shell("for i in 1 2 3; do echo a$i > a.md; echo b$i > notes/b.md; (echo $i; head -c 1048576 /dev/zero | tr '\\\\0' x) > big.txt; done").succeeded)
+        func archiveBytes() throws -> Int {
+            Int(try MountedStore.run(["du", "-sb", mount.inStore(".docfs/versions")], timeout: 30).output.split(separator: "\t").first ?? "") ?? -1
+        }
+        let before = try archiveBytes()
+        #expect(try versions(mount, "a.md").count == 3)
+        // Another user may remove only their own versions: root's stay.
+        let refused = try MountedStore.run(["runuser", "-u", "nobody", "--", MountedStore.binary, "versions", "--prune", mount.inMount("a.md")], timeout: 30)
+        #expect(!refused.succeeded && refused.output.contains("removed 0 versions") && refused.output.contains("2 could not be removed"), "\(refused.output)\(refused.error)")
+        let one = try MountedStore.run([MountedStore.binary, "versions", "--prune", mount.inMount("a.md")], timeout: 30)
+        #expect(one.succeeded && one.output.hasPrefix("removed 2 versions"), "\(one.output)\(one.error)")
+        #expect(try contents(mount, "a.md") == ["a2\n"], "the newest stays")
+        let all = try MountedStore.run([MountedStore.binary, "versions", "--prune", "--keep", "0", mount.mountPoint], timeout: 30)
+        // a.md's newest, notes/b.md's three, big.txt's two (its first write made it).
+        #expect(all.succeeded && all.output.hasPrefix("removed 6 versions"), "\(all.output)\(all.error)")
+        #expect(try versions(mount, "a.md").isEmpty && versions(mount, "notes/b.md").isEmpty && versions(mount, "big.txt").isEmpty)
+        let after = try archiveBytes()
+        #expect(before - after >= 2 << 20, "the archive held \(before) bytes, now \(after)")
+        guard !MountedStore.backendIsPostgres else { return }
+        // On a store no mount serves, root prunes its archive directly.
+        #expect(try mount.shell("echo a3 > a.md && echo a4 > a.md").succeeded)
+        mount.unmount()
+        let offline = try MountedStore.run([MountedStore.binary, "versions", "--prune", mount.inStore("a.md")], timeout: 30)
+        #expect(offline.succeeded && offline.output.hasPrefix("removed 1 version "), "\(offline.output)\(offline.error)")
+        let left = try MountedStore.run([MountedStore.binary, "versions", mount.inStore("a.md")], timeout: 30)
+        #expect(left.output.split(separator: "\n").count == 1, "\(left.output)")
+    }
+
     @Test func versionsSurviveARemount() throws {
         let mount = try MountedStore(texts: ["a.md": "first\n"])
         defer { mount.unmount() }
