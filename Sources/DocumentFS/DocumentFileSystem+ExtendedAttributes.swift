@@ -66,6 +66,9 @@ extension DocumentFileSystem {
 
     func setExtendedAttribute(inode: Inode, name: String, value: UnsafeRawBufferPointer, flags: Int32, context: RequestContext) throws(FUSEError) {
         try requireWritable()
+        if name == Self.restoreAttribute {
+            return try restoreVersion(named: String(decoding: value, as: UTF8.self), ofPackage: inode, context: context)
+        }
         if Self.isVirtual(name) {
             let current = try? extendedAttribute(inode: inode, name: name, context: context)
             // XATTR_CREATE (1) fails on an attribute that exists, as these always do.

@@ -221,12 +221,11 @@ struct RestoreCommand: ParsableCommand {
         }
         switch place {
         case .mount(let mountPoint, let path):
-            guard !version.package else {
-                throw CommandFailure(
-                    message: "a package's version is restored with rsync: rsync -a --delete '\(version.path)/' '\(mountPoint)/\(path)/'",
-                    status: ExitCode(1))
+            if version.package {
+                try restorePackage(at: mountPoint + "/" + path, to: version)
+            } else {
+                try copy(version.path, to: mountPoint + "/" + path)
             }
-            try copy(version.path, to: mountPoint + "/" + path)
         case .store(let root, let path):
             let store: DirectoryStore
             do {
@@ -253,6 +252,25 @@ struct RestoreCommand: ParsableCommand {
             prefix.removeLast()
         }
         return prefix
+    }
+
+    /// Asks the mount to put the package's version back whole (`user.docfs.restore`): one
+    /// validated commit, the replaced package kept as a version.
+    private func restorePackage(at package: String, to version: ListedVersion) throws {
+        do {
+            try Array(version.name.utf8).withUnsafeBytes { value in
+                try Paths.setExtendedAttribute(package, name: "user.docfs.restore", value: value, flags: 0)
+            }
+        } catch let error as SystemCallError {
+            let why = switch error.errno {
+            case EACCES, EPERM: "you may not write the package, or not read that version"
+            case EIO: "the version does not decode as the package's type now (the mount's log says why)"
+            case ENOENT: "the mount has no such version"
+            case EINVAL: "it is not a package"
+            default: "\(error)"
+            }
+            throw CommandFailure(message: "could not restore \(PrintableText.escaped(package)): \(why)", status: ExitCode(1))
+        }
     }
 
     /// Writes the version over the document through the mount: the close answers whether the save

@@ -175,6 +175,32 @@ import Testing
         }
     }
 
+    /// Issue 36, item 7: `docfs restore PKG --at V` in a mount printed an `rsync -a --delete` for
+    /// the user to run, whose quick check skips a member of the same size and second: a `text.md`
+    /// edited to the same length within the second stayed, mixed with the version's assets. DocFS
+    /// now puts the version back itself, whole, validated, keeping the package it replaces.
+    @Test func aPackageIsRestoredWholeByDocFSThroughTheMount() throws {
+        let mount = try MountedStore(
+            texts: Self.textBundle("Trip.textbundle", text: "one\n").merging(["Trip.textbundle/assets/a.txt": "a\n"]) { $1 }, arguments: ["-o", "allow_other"])
+        defer { mount.unmount() }
+        #expect(try mount.shell("echo two > Trip.textbundle/text.md && echo b > Trip.textbundle/assets/b.txt").succeeded)
+        let first = try #require(try versions(mount, "Trip.textbundle").first)
+        // The same length, within the same second: what rsync's quick check takes for unchanged.
+        #expect(try mount.shell("echo six > Trip.textbundle/text.md").succeeded)
+        let kept = try versions(mount, "Trip.textbundle").count
+        let restored = try MountedStore.run([MountedStore.binary, "restore", mount.inMount("Trip.textbundle"), "--at", first], timeout: 60)
+        #expect(restored.succeeded, "\(restored.output)\(restored.error)\n\(mount.log.suffix(1500))")
+        #expect(try mount.read("Trip.textbundle/text.md") == "one\n")
+        #expect(try mount.run(["find", ".", "-type", "f"], in: mount.inMount("Trip.textbundle")).output.split(separator: "\n").sorted()
+            == ["./assets/a.txt", "./info.json", "./text.md"])
+        #expect(try versions(mount, "Trip.textbundle").count == kept + 1, "the package it replaced is kept")
+        #expect(try mount.read(".versions/Trip.textbundle/" + (try versions(mount, "Trip.textbundle").last ?? "") + "/text.md") == "six\n")
+        // Only who may write the package may put a version back.
+        let other = try MountedStore.run(["runuser", "-u", "nobody", "--", MountedStore.binary, "restore", mount.inMount("Trip.textbundle"), "--at", first], timeout: 60)
+        #expect(!other.succeeded && other.error.contains("could not restore"), "\(other.output)\(other.error)")
+        #expect(try mount.read("Trip.textbundle/text.md") == "one\n")
+    }
+
     /// A package's next version is made ahead after each save, and used by the next save only if
     /// it is still exactly the package: a member replaced beside DocFS in between makes the save
     /// copy the package as it is instead.
