@@ -128,11 +128,19 @@ final class VersionsView: Sendable {
     // MARK: Who saved it
 
     /// `user.docfs.saved-by` of a version (`VersionName.savedByAttribute`): the uid that saved it,
-    /// in decimal, where DocFS saw the save (`docfs versions` shows it).
+    /// in decimal, where DocFS saw the save (`docfs versions` shows it). And a version's POSIX ACL,
+    /// the one its document had when it was saved (the version is the document's replaced file),
+    /// which the kernel judges with its mode.
     func extendedAttribute(of inode: Inode, name: String) throws(FUSEError) -> [UInt8] {
+        if name == Self.accessACL {
+            guard case .stored(let location) = try resolve(try inodes.path(of: inode)) else { throw .noAttribute }
+            return try storeCall { try Paths.extendedAttribute(location, name: name) }
+        }
         guard name == VersionName.savedByAttribute, let user = try savedBy(inode) else { throw .noAttribute }
         return Array(String(user).utf8)
     }
+
+    private static let accessACL = "system.posix_acl_access"
 
     /// None listed: DocFS's attributes are answered by name only, so `cp --preserve=xattr` and
     /// `rsync -X` of a version back into the mount do not try to set one.

@@ -54,4 +54,20 @@ struct AccessControlListTests {
         #expect(docfs == local, "DocFS:\n\(docfs)\nlocal disk:\n\(local)")
         #expect(local.contains("user:nobody:---") && local.contains("nobody cannot read it") && local.contains("600 plain077.json"), "\(local)")
     }
+
+    /// A version keeps the ACL its document had when it was saved, and the kernel judges it: a user
+    /// the ACL kept out of the document cannot read its versions either (the view showed none).
+    @Test func aVersionKeepsItsDocumentsACL() throws {
+        let mount = try MountedStore(texts: [:], arguments: ["-o", "allow_other"])
+        defer { mount.unmount() }
+        chmod(mount.mountPoint, 0o755)
+        #expect(try mount.shell("umask 022 && echo one > a.md && setfacl -m u:nobody:--- a.md && echo two > a.md && echo three > a.md").succeeded)
+        let versions = try mount.run(["ls", mount.inMount(".versions/a.md")]).output.split(separator: "\n").map(String.init)
+        #expect(versions.count == 2)
+        for version in versions {
+            let read = try MountedStore.run(["runuser", "-u", "nobody", "--", "cat", mount.inMount(".versions/a.md/" + version)], timeout: 30)
+            #expect(!read.succeeded && read.error.contains("Permission denied"), "\(version): \(read.output)\(read.error)")
+            #expect(try MountedStore.run(["runuser", "-u", "daemon", "--", "cat", mount.inMount(".versions/a.md/" + version)], timeout: 30).succeeded)
+        }
+    }
 }
