@@ -308,10 +308,11 @@ extension DocumentFileSystem {
             retainIfOpen(parent: parent, name: name, path: path)
             // `rm` of a document can be undone: its last version stays among its versions.
             let replaced: [CommitPipeline.Replaced] = classifier.claim(forPath: path, isDirectory: false) != nil ? [.init(path: path)] : []
-            let folder = replaced.isEmpty ? nil : try? store.status(of: StorePath.split(path)?.parent ?? "")
+            let removed = replaced.isEmpty ? nil : try? store.status(of: path)
+            let folder = try? store.status(of: StorePath.split(path)?.parent ?? "")
             try storeCall { try pipeline.commit(replacing: replaced, saving: []) { try store.removeFile(path) } }
-            // Its versions stay as reachable as the document was: through its folder as it is now.
-            if let folder { store.versions?.recordRemovedDocument(path, heldBy: folder) }
+            // Its versions stay as reachable as the document was (see `VersionsView`).
+            if let removed, let folder { store.versions?.recordRemovedDocument(path, status: removed, heldBy: folder) }
             nodes.detach(parent: parent, name: name)
         }
     }
@@ -325,10 +326,14 @@ extension DocumentFileSystem {
         }
         try changeHoldingNamespace { () throws(FUSEError) in
             let removed = try? store.status(of: path)
+            let folder = try? store.status(of: StorePath.split(path)?.parent ?? "")
             try storeCall { try store.removeDirectory(path) }
-            // Documents below it have versions: the view shows it as it was (see `VersionsView`).
-            if let removed, let archive = store.versions, archive.index.children[Array(path.utf8)] != nil {
-                archive.recordRemovedFolder(path, as: removed)
+            // Documents below it have versions, or it is a package that has: the view shows it as
+            // it was (see `VersionsView`).
+            if let removed, let archive = store.versions {
+                let index = archive.index
+                if index.children[Array(path.utf8)] != nil { archive.recordRemovedFolder(path, as: removed) }
+                if index.documents.contains(Array(path.utf8)), let folder { archive.recordRemovedDocument(path, status: removed, heldBy: folder) }
             }
             packages.forget(path)
             nodes.detach(parent: parent, name: name)

@@ -22,6 +22,8 @@ extension DocumentFileSystem {
                 logger.notice("refused to restore \(root): it is not a package (a document is restored by copying its version over it)")
                 throw .invalid
             }
+            // A version's own name: no path into one, nor out of the archive.
+            guard (try? FileName(name)) != nil, VersionName.savedTime(of: name) != nil else { throw .invalid }
             guard let archive = store.versions, let version = archive.version(of: root, named: name), version.isPackage else { throw .noEntry }
             guard mayRead(version.status, context) else { throw .accessDenied }
             let wrapper: FileWrapper
@@ -41,6 +43,7 @@ extension DocumentFileSystem {
                 try storeCall {
                     try pipeline.commit(replacing: [.init(path: root)], saving: [root], by: context.userID, package: root) {
                         _ = try store.persist(wrapper, at: root, durable: true)
+                        store.restoreMetadata(fromVersionAt: version.location, to: root)
                     }
                 }
                 try? PackageMarker.mark(root, in: store)

@@ -70,6 +70,7 @@ public final class DocumentLibrary: Sendable {
         if version.isDirectory {
             try pipeline.commit(replacing: [.init(path: path)], saving: [path], by: user, versionsRequired: true) {
                 _ = try store.persist(version, at: path, durable: true)
+                store.restoreMetadata(fromVersionAt: location, to: path)
             }
             if classifier.claim(forPath: path, isDirectory: true) != nil { try PackageMarker.mark(path, in: store) }
             return

@@ -63,7 +63,12 @@ final class PackageCoordinator: Sendable {
                     decoded = folder
                     _ = try codec.decode(wrapper, claim: claim)
                 }
-                break
+                // Marked and remembered only as the folder under the name: one swapped in while
+                // this one was read is decoded in its turn.
+                guard let decoded, let now = try? store.status(of: root), now.inode != decoded.inode else { break }
+                attempts += 1
+                if attempts < 8 { continue }
+                return .draft(reason: "it was replaced again and again while it was read")
             } catch {
                 attempts += 1
                 guard let now = try? store.status(of: root) else { return .draft(reason: "it does not exist") }

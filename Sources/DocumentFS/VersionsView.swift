@@ -216,21 +216,11 @@ final class VersionsView: Sendable {
                 stored?.groupID = removed.groupID
                 permissions = removed.permissions & 0o555
             }
-            if isDocument, stored != nil, let current = try? store.status(of: document) {
-                // A document that is there now lets into its versions only those who may read it
-                // now (each version then admits those who could read it when it was saved): a
-                // chmod 600 or a chown closes its history to others at once, as on ext4 it closes
-                // the document.
-                stored?.userID = current.userID
-                stored?.groupID = current.groupID
-                permissions = Self.readableAsSearchable(current.permissions)
-            } else if isDocument, let held = archive.folderOfRemovedDocument(document) {
-                // A document removed through the mount: as its folder was then, so a folder opened
-                // to others later, or made anew by another user, does not open its history.
+            if isDocument, let gate = documentGate(document) {
                 stored = stored ?? root
-                stored?.userID = held.userID
-                stored?.groupID = held.groupID
-                permissions = held.permissions & 0o555
+                stored?.userID = gate.userID
+                stored?.groupID = gate.groupID
+                permissions = gate.permissions
             }
             if isDocument {
                 // Writable and sticky, as /tmp: the kernel then lets a version's owner remove it
@@ -261,6 +251,23 @@ final class VersionsView: Sendable {
             result.st_ctim = status.changeTime
         }
         return result
+    }
+
+    /// Who may enter a document's versions: those who may read the document now (a `chmod 600`
+    /// or a `chown` closes its history to others at once, as on ext4 it closes the document) and,
+    /// where it was removed through the mount, who could read it then (a folder opened later, or
+    /// made anew by another user, opens nothing). A document both removed and made anew under
+    /// its name by someone else is root's alone. Nil where neither is known: the store folder
+    /// holding it decides, as it is now.
+    private func documentGate(_ document: String) -> VersionArchive.RemovedFolder? {
+        let current = (try? store.status(of: document)).flatMap { $0.kind == .regular || $0.kind == .directory ? $0 : nil }
+        let now = current.map { status -> VersionArchive.RemovedFolder in
+            var gate = VersionArchive.RemovedFolder(status)
+            gate.permissions = Self.readableAsSearchable(status.permissions)
+            return gate
+        }
+        guard let then = archive.readersOfRemovedDocument(document) else { return now }
+        return now.map { $0.narrowed(by: then) } ?? then
     }
 
     /// r-x for each class (owner, group, others) that `permissions` lets read, --- for the others.

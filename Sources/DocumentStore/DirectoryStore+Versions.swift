@@ -277,3 +277,25 @@ extension DirectoryStore {
         versions?.moveHistory(from: source, to: destination, exchanging: exchanging)
     }
 }
+
+extension DirectoryStore {
+    /// A package put back from its version at `location` (written anew by the daemon, so root's,
+    /// with no attributes) gets what each of its items had in the version: owner, group, mode and
+    /// extended attributes (its ACLs among them), as a save keeps them.
+    public func restoreMetadata(fromVersionAt location: String, to path: String) {
+        giveMetadata(from: location, to: absolute(path))
+    }
+
+    private func giveMetadata(from source: String, to target: String) {
+        guard let status = try? FileStatus.of(path: source), let made = try? FileStatus.of(path: target), made.kind == status.kind else { return }
+        if canChangeOwner { try? Paths.setOwner(target, userID: status.userID, groupID: status.groupID) }
+        if status.kind != .symbolicLink { try? Paths.setPermissions(target, status.permissions) }
+        for name in (try? Paths.extendedAttributeNames(source)) ?? []
+        where name != identities?.attributeName && name != SaveRecord.attributeName && name != ArchivedLinks.attributeName {
+            guard let value = try? Paths.extendedAttribute(source, name: name) else { continue }
+            _ = try? value.withUnsafeBytes { try Paths.setExtendedAttribute(target, name: name, value: $0, flags: 0) }
+        }
+        guard status.kind == .directory else { return }
+        for name in (try? FileIO.directoryEntries(source)) ?? [] { giveMetadata(from: source + "/" + name, to: target + "/" + name) }
+    }
+}

@@ -27,7 +27,7 @@ public final class DirectoryStore: DocumentStore {
     public let quarantineDirectory: String
     private let counter = Atomic<UInt64>(0)
     /// Whether new items may be given to their requester (only root may chown).
-    private let canChangeOwner = geteuid() == 0
+    let canChangeOwner = geteuid() == 0
     /// Who the daemon is: what the kernel makes a new item's owner without being asked.
     private let daemonIdentity = Ownership(userID: geteuid(), groupID: getegid())
     /// The daemon's own umask, which every create it makes goes through. The kernel has already
@@ -288,10 +288,11 @@ public final class DirectoryStore: DocumentStore {
         let status = try folder.status(path: path)
         // "/." so the magic link is followed to the folder: its own status would be a link's.
         let tree = ConfinedTree(descriptor: folder, path: "/proc/self/fd/\(folder.rawValue)/.")
+        defer { tree.release() }
         let wrapper = try FileWrapper(url: URL(fileURLWithPath: tree.path))
         wrapper.filename = StorePath.lastComponent(path)
         wrapper.preferredFilename = wrapper.filename
-        return try withExtendedLifetime(tree) { try body(wrapper, status) }
+        return try body(wrapper, status)
     }
 
     // MARK: Writing

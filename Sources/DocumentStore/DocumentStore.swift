@@ -152,6 +152,9 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// along (both ways with `exchanging`); called after the store's rename. Nothing where the
     /// store keeps them by path (a PostgreSQL store, for now).
     func moveVersions(from source: String, to destination: String, exchanging: Bool)
+    /// A package just put back whole from its version at `location` gets each item's owner, mode
+    /// and extended attributes from the version. Nothing where the store keeps them otherwise.
+    func restoreMetadata(fromVersionAt location: String, to path: String)
     /// Keeps `file`, which DocFS still holds open, as the version of the document at `path` that a
     /// change made beside DocFS replaced or removed.
     func keepReplacedVersion(of path: String, file: OwnedDescriptor) throws
@@ -183,6 +186,7 @@ extension DocumentStore {
     public func keepReplacedVersion(of path: String, file: OwnedDescriptor) throws {}
     public func dropPendingVersions(of paths: [String]) {}
     public func moveVersions(from source: String, to destination: String, exchanging: Bool) {}
+    public func restoreMetadata(fromVersionAt location: String, to path: String) {}
     public func prepareVersion(of path: String) {}
     public func removeVersion(_ version: DocumentVersion) throws {
         try versions?.remove(version)

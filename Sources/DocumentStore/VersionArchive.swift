@@ -190,11 +190,42 @@ public final class VersionArchive: Sendable {
 
     // MARK: Folders that are gone
 
-    /// The owner and permissions a folder had when it was removed.
+    /// The owner and permissions a folder had when it was removed, or when a document in it was.
     public struct RemovedFolder: Sendable {
         public var userID: uid_t
         public var groupID: gid_t
         public var permissions: mode_t
+
+        public init(_ status: FileStatus) {
+            userID = status.userID
+            groupID = status.groupID
+            permissions = status.permissions
+        }
+
+        /// Those both let in: the same owner and group with the permissions both give, else root
+        /// alone (mode 0500).
+        public func narrowed(by other: RemovedFolder) -> RemovedFolder {
+            var both = self
+            if userID == other.userID && groupID == other.groupID {
+                both.permissions &= other.permissions
+            } else {
+                both.userID = 0
+                both.groupID = 0
+                both.permissions = 0o500
+            }
+            return both
+        }
+
+        /// "UID GID MODE" (the mode in octal), as kept.
+        var text: String { "\(userID) \(groupID) \(String(permissions, radix: 8))" }
+
+        init?(text bytes: [UInt8]) {
+            let fields = String(decoding: bytes.prefix(64), as: UTF8.self).split(whereSeparator: \.isWhitespace)
+            guard fields.count == 3, let user = uid_t(fields[0]), let group = gid_t(fields[1]), let mode = mode_t(fields[2], radix: 8) else { return nil }
+            userID = user
+            groupID = group
+            permissions = mode & 0o7777
+        }
     }
 
     /// Where what a removed folder was is kept: `versions/folders/KEY` (no shard is 7 letters long).
@@ -209,32 +240,58 @@ public final class VersionArchive: Sendable {
         try? Paths.makeDirectory(directory + "/folders", mode: 0o700)
         guard let descriptor = try? FileIO.open(record, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600) else { return }
         defer { FileIO.close(descriptor) }
-        try? FileIO.writeAll(descriptor, Data("\(status.userID) \(status.groupID) \(String(status.permissions, radix: 8))\n".utf8), path: record)
+        try? FileIO.writeAll(descriptor, Data((RemovedFolder(status).text + "\n").utf8), path: record)
     }
-
-    /// Records what the folder holding `document` was when the document was removed through the
-    /// mount, so its versions are never easier to reach than the document was: a folder opened to
-    /// others later (`chmod 755`), or made anew under its name by someone else, does not open them.
-    public func recordRemovedDocument(_ document: String, heldBy folder: FileStatus) {
-        recordRemovedFolder(Self.removedDocumentKey + document, as: folder)
-    }
-
-    /// What the folder holding `document` was when the document was removed, if it was.
-    public func folderOfRemovedDocument(_ document: String) -> RemovedFolder? { removedFolder(Self.removedDocumentKey + document) }
-
-    /// Records of removed documents' folders are kept apart from removed folders' by this start
-    /// (no path begins with NUL).
-    private static let removedDocumentKey = "\u{0}document/"
 
     /// What the folder at `path` was when it was removed, if it held documents with versions.
     public func removedFolder(_ path: String) -> RemovedFolder? {
         guard let descriptor = try? FileIO.open(removedFolderRecord(path), O_RDONLY | O_NOFOLLOW | O_NONBLOCK) else { return nil }
         defer { FileIO.close(descriptor) }
         guard let data = try? FileIO.contents(of: descriptor, size: 64, mapping: false) else { return nil }
-        let fields = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isWhitespace)
-        guard fields.count == 3, let user = uid_t(fields[0]), let group = gid_t(fields[1]), let mode = mode_t(fields[2], radix: 8) else { return nil }
-        return RemovedFolder(userID: user, groupID: group, permissions: mode & 0o7777)
+        return RemovedFolder(text: [UInt8](data))
     }
+
+    /// Records who could read `document` (of `status`, in a folder of `folder`) when it was removed
+    /// through the mount, so its versions are never easier to reach than the document was: a
+    /// `chmod 600` before the `rm`, a folder opened to others later (`chmod 755`), or one made anew
+    /// under its name by someone else, opens none of them. Kept on the document's folder in the
+    /// archive (one attribute, no file of its own), which goes where its history goes.
+    /// A record only ever narrows: the versions under a name may be several documents' (one
+    /// removed, another made there), and each keeps out whom it kept out; where their owners
+    /// differ, they are root's alone.
+    public func recordRemovedDocument(_ document: String, status: FileStatus, heldBy folder: FileStatus) {
+        var readers = Self.readers(of: status, in: folder)
+        if let earlier = readersOfRemovedDocument(document) { readers = readers.narrowed(by: earlier) }
+        let text = Array(readers.text.utf8)
+        _ = try? text.withUnsafeBytes { value in
+            try Paths.setExtendedAttribute(self.folder(for: document), name: Self.heldByAttribute, value: value, flags: 0)
+        }
+    }
+
+    /// Who could read `document` when it was last removed, if it was: its owner and group, and r-x
+    /// for each class that could.
+    public func readersOfRemovedDocument(_ document: String) -> RemovedFolder? {
+        (try? Paths.extendedAttribute(folder(for: document), name: Self.heldByAttribute)).flatMap(RemovedFolder.init(text:))
+    }
+
+    /// The document's owner and group, and r-x for each class of them that could read it through
+    /// its folder: that may search the folder and read the document. Supplementary groups are not
+    /// known here: a class counts only by the owner and group both share, else as others.
+    static func readers(of document: FileStatus, in folder: FileStatus) -> RemovedFolder {
+        func bits(_ mode: mode_t, _ shift: mode_t) -> mode_t { (mode >> shift) & 0o7 }
+        let folderForOwner = folder.userID == document.userID ? bits(folder.permissions, 6)
+            : folder.groupID == document.groupID ? bits(folder.permissions, 3) : bits(folder.permissions, 0)
+        let folderForGroup = folder.groupID == document.groupID ? bits(folder.permissions, 3) : bits(folder.permissions, 0)
+        func reads(_ documentBits: mode_t, _ folderBits: mode_t) -> mode_t { documentBits & 0o4 != 0 && folderBits & 0o1 != 0 ? 0o5 : 0 }
+        var readers = RemovedFolder(document)
+        readers.permissions = reads(bits(document.permissions, 6), folderForOwner) << 6
+            | reads(bits(document.permissions, 3), folderForGroup) << 3
+            | reads(bits(document.permissions, 0), bits(folder.permissions, 0))
+        return readers
+    }
+
+    /// On a document's folder in the archive (the private area, which the mount never shows).
+    private static let heldByAttribute = "user.docfs.removed-from"
 
     // MARK: Moving with their documents
 

@@ -43,7 +43,8 @@ public final class ConfinedTree: Sendable {
 
     /// Confines every path below `path`, a name the caller chose for the directory open as
     /// `descriptor` (`/proc/self/fd/N/.`, which the kernel resolves to that directory itself): each
-    /// is resolved beneath that directory, wherever it has moved since it was opened.
+    /// is resolved beneath that directory, wherever it has moved since it was opened. The caller
+    /// ends it with `release()`: the table holds every tree until then.
     public init(descriptor: OwnedDescriptor, path: String) {
         self.path = path
         pathBytes = FileSystemPath.bytes(of: path)
@@ -51,7 +52,9 @@ public final class ConfinedTree: Sendable {
         ConfinedTrees.register(self)
     }
 
-    deinit { ConfinedTrees.unregister(self) }
+    /// Leaves the process's table of trees (which holds each tree, so a tree never ends by
+    /// itself): paths below it are resolved as any path again, and its descriptor closes with it.
+    public func release() { ConfinedTrees.unregister(self) }
 
     /// The tree's own status, from its descriptor (the directory opened, wherever it is now).
     public func status() throws -> FileStatus { try FileStatus.of(descriptor: descriptor.rawValue, path: path) }

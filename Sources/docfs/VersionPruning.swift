@@ -56,15 +56,23 @@ struct VersionPruning {
     /// Prunes the view's folder `folder`: its versions (entries named by a save time) but the
     /// newest `keep`, then every folder in it.
     private func pruneView(_ folder: String, _ tally: inout Tally) {
-        let names = ((try? FileIO.directoryEntries(folder)) ?? []).sorted()
+        let names: [String]
+        do {
+            names = try FileIO.directoryEntries(folder).sorted()
+        } catch {
+            // A folder of another's the caller may not list: what is in it is not theirs to remove.
+            tally.refused += 1
+            return
+        }
         let versions = names.filter { VersionName.savedTime(of: $0) != nil }
         for name in versions.dropLast(keep) {
             let path = folder + "/" + name
             guard let status = try? FileStatus.of(path: path) else { continue }
             do {
+                let bytes = Self.bytes(at: path, status: status)
                 if status.kind == .directory { try Paths.removeDirectory(path) } else { try Paths.removeFile(path) }
                 tally.removed += 1
-                tally.bytes += status.kind == .directory ? 0 : status.blocks * 512
+                tally.bytes += bytes
             } catch let error as SystemCallError where error.errno == EPERM || error.errno == EACCES {
                 // Another user's version: theirs to remove.
                 tally.refused += 1
@@ -76,6 +84,15 @@ struct VersionPruning {
         for name in names where VersionName.savedTime(of: name) == nil {
             let path = folder + "/" + name
             if (try? FileStatus.of(path: path))?.kind == .directory { pruneView(path, &tally) }
+        }
+    }
+
+    /// The space a version in the view takes: a package's, its files'.
+    private static func bytes(at path: String, status: FileStatus) -> Int64 {
+        guard status.kind == .directory else { return status.blocks * 512 }
+        return ((try? FileIO.directoryEntries(path)) ?? []).reduce(status.blocks * 512) { total, name in
+            guard let child = try? FileStatus.of(path: path + "/" + name) else { return total }
+            return total + bytes(at: path + "/" + name, status: child)
         }
     }
 

@@ -199,6 +199,17 @@ import Testing
         let other = try MountedStore.run(["runuser", "-u", "nobody", "--", MountedStore.binary, "restore", mount.inMount("Trip.textbundle"), "--at", first], timeout: 60)
         #expect(!other.succeeded && other.error.contains("could not restore"), "\(other.output)\(other.error)")
         #expect(try mount.read("Trip.textbundle/text.md") == "one\n")
+        guard !MountedStore.backendIsPostgres else { return }
+        // A package of another user's, restored by them, stays theirs, with its ACL.
+        #expect(try mount.shell("chown -R nobody Trip.textbundle && setfacl -m u:daemon:--- Trip.textbundle/text.md && echo seven > Trip.textbundle/text.md").succeeded)
+        #expect(try mount.shell("echo eight > Trip.textbundle/text.md").succeeded)
+        let theirs = try #require(try versions(mount, "Trip.textbundle").last, "the package as it was with seven")
+        let byOwner = try MountedStore.run(["runuser", "-u", "nobody", "--", MountedStore.binary, "restore", mount.inMount("Trip.textbundle"), "--at", theirs], timeout: 60)
+        #expect(byOwner.succeeded, "\(byOwner.output)\(byOwner.error)\n\(mount.log.suffix(1500))")
+        #expect(try mount.read("Trip.textbundle/text.md") == "seven\n")
+        let owners = try mount.shell("stat -c '%U %a %n' Trip.textbundle Trip.textbundle/assets Trip.textbundle/text.md; getfacl -c Trip.textbundle/text.md | grep daemon")
+        #expect(owners.output == "nobody 755 Trip.textbundle\nnobody 755 Trip.textbundle/assets\nnobody 644 Trip.textbundle/text.md\nuser:daemon:---\n", "\(owners.output)\(owners.error)")
+        #expect(try MountedStore.run(["runuser", "-u", "nobody", "--", "sh", "-c", "echo nine > \(mount.inMount("Trip.textbundle/text.md"))"], timeout: 30).succeeded)
     }
 
     /// A package's next version is made ahead after each save, and used by the next save only if
@@ -339,6 +350,21 @@ import Testing
         let taken = try run(as: "daemon", "cat .versions/shared/p/x.md/*")
         #expect(!taken.succeeded && taken.error.contains("Permission denied"), "\(taken.output)\(taken.error)")
         #expect(try run(as: "nobody", "cat .versions/shared/p/x.md/*").output == "a\nb\n", "still the owner's undo")
+        // A document made anew under the name by the new folder's owner, or a link there, opens nothing.
+        #expect(try run(as: "daemon", "touch shared/p/x.md").succeeded)
+        let remade = try run(as: "daemon", "cat .versions/shared/p/x.md/*")
+        #expect(!remade.succeeded && remade.error.contains("Permission denied"), "\(remade.output)\(remade.error)")
+        #expect(try run(as: "daemon", "rm shared/p/x.md && ln -s / shared/p/x.md").succeeded)
+        let linked = try run(as: "daemon", "cat .versions/shared/p/x.md/*")
+        #expect(!linked.succeeded && linked.error.contains("Permission denied"), "\(linked.output)\(linked.error)")
+        // A document closed (chmod 600) before its rm stays closed, and so does a removed package.
+        #expect(try mount.shell(
+            "echo c1 > c.md && echo c2 > c.md && chmod 600 c.md && rm c.md && mkdir -m 700 box && mkdir box/P.textbundle && echo '{\"version\": 2}' > box/P.textbundle/info.json && echo t1 > box/P.textbundle/text.md && echo t2 > box/P.textbundle/text.md && rm -r box/P.textbundle && chmod 755 box"
+        ).succeeded)
+        let closed = try run(as: "nobody", "cat .versions/c.md/*")
+        #expect(!closed.succeeded && closed.error.contains("Permission denied"), "\(closed.output)\(closed.error)")
+        let package = try run(as: "nobody", "cat .versions/box/P.textbundle/*/text.md")
+        #expect(!package.succeeded && package.error.contains("Permission denied"), "\(package.output)\(package.error)")
     }
 
     /// A version is what was saved, whatever happens to the file's other names: a document with a
