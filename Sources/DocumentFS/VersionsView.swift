@@ -133,14 +133,36 @@ final class VersionsView: Sendable {
     /// which the kernel judges with its mode.
     func extendedAttribute(of inode: Inode, name: String) throws(FUSEError) -> [UInt8] {
         if name == Self.accessACL {
-            guard case .stored(let location) = try resolve(try inodes.path(of: inode)) else { throw .noAttribute }
-            return try storeCall { try Paths.extendedAttribute(location, name: name) }
+            switch try resolve(try inodes.path(of: inode)) {
+            case .stored(let location):
+                return try storeCall { try Paths.extendedAttribute(location, name: name) }
+            case .folder(let document):
+                return try documentACLAsFolder(document)
+            }
         }
         guard name == VersionName.savedByAttribute, let user = try savedBy(inode) else { throw .noAttribute }
         return Array(String(user).utf8)
     }
 
     private static let accessACL = "system.posix_acl_access"
+
+    /// A document's folder of versions admits whom the document's ACL lets read it now, as its
+    /// mode does (`documentGate`): the ACL with each entry that may read given rwx (enter, list,
+    /// and remove one's own versions under the sticky bit), every other ---. None for a folder, a
+    /// document without an ACL, or one removed through the mount (then its record decides).
+    private func documentACLAsFolder(_ document: String) throws(FUSEError) -> [UInt8] {
+        guard archive.index.documents.contains(Array(document.utf8)), archive.readersOfRemovedDocument(document) == nil,
+              let acl = try? store.extendedAttribute(document, name: Self.accessACL), acl.count >= 4, (acl.count - 4) % 8 == 0
+        else { throw .noAttribute }
+        // posix_acl_xattr: a 4-byte version, then entries of a 2-byte tag, a 2-byte permission
+        // (little-endian) and a 4-byte id.
+        var folder = acl
+        for entry in stride(from: 4, to: acl.count, by: 8) {
+            folder[entry + 2] = acl[entry + 2] & 0o4 != 0 ? 0o7 : 0
+            folder[entry + 3] = 0
+        }
+        return folder
+    }
 
     /// None listed: DocFS's attributes are answered by name only, so `cp --preserve=xattr` and
     /// `rsync -X` of a version back into the mount do not try to set one.

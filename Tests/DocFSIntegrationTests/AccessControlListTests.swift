@@ -69,5 +69,10 @@ struct AccessControlListTests {
             #expect(!read.succeeded && read.error.contains("Permission denied"), "\(version): \(read.output)\(read.error)")
             #expect(try MountedStore.run(["runuser", "-u", "daemon", "--", "cat", mount.inMount(".versions/a.md/" + version)], timeout: 30).succeeded)
         }
+        // An ACL set now closes the versions saved before it too: who may read the document now.
+        #expect(try mount.shell("umask 022 && echo one > b.md && echo two > b.md && echo three > b.md && setfacl -m u:nobody:--- b.md").succeeded)
+        let earlier = try MountedStore.run(["runuser", "-u", "nobody", "--", "sh", "-c", "cat \(mount.inMount(".versions/b.md"))/*"], timeout: 30)
+        #expect(!earlier.succeeded && earlier.error.contains("Permission denied"), "\(earlier.output)\(earlier.error)")
+        #expect(try MountedStore.run(["runuser", "-u", "daemon", "--", "sh", "-c", "cat \(mount.inMount(".versions/b.md"))/*"], timeout: 30).output == "one\ntwo\n")
     }
 }
