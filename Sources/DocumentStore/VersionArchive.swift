@@ -326,34 +326,35 @@ public final class VersionArchive: Sendable {
         for bytes in documents {
             let document = String(decoding: bytes, as: UTF8.self)
             let target = destination + String(decoding: bytes.dropFirst(source.utf8.count), as: UTF8.self)
-            guard moveDocument(document, to: target) else { continue }
-            index.remove(document)
-            index.add(target)
+            let (moved, emptied) = moveDocument(document, to: target)
+            if moved { index.add(target) }
+            if emptied { index.remove(document) }
         }
     }
 
     /// Moves one document's versions to `target`'s folder: the whole folder where `target` has
     /// none, else each version into it (a name taken there, by a save in the same microsecond,
-    /// keeps the version where it was). Whether any moved.
-    private func moveDocument(_ document: String, to target: String) -> Bool {
+    /// keeps the version where it was). Whether any moved, and whether none is left behind.
+    private func moveDocument(_ document: String, to target: String) -> (moved: Bool, emptied: Bool) {
         let from = folder(for: document)
         let to = folder(for: target)
-        do {
-            if (try? FileStatus.of(path: to)) == nil {
-                try makeShard(of: to)
-                try FileIO.rename(from, to, flags: Self.renameNoReplace)
-                try writeNote(in: to, naming: target)
-                return true
+        if (try? FileStatus.of(path: to)) == nil {
+            // The note first: a crash between the two leaves the history under its old key, named
+            // for the new path, and the next reading of the archive finishes the move.
+            guard (try? makeShard(of: to)) != nil, (try? writeNote(in: from, naming: target)) != nil else { return (false, false) }
+            guard (try? FileIO.rename(from, to, flags: Self.renameNoReplace)) != nil else {
+                try? writeNote(in: from, naming: document)
+                return (false, false)
             }
-            var movedAny = false
-            for name in (try? FileIO.directoryEntries(from)) ?? [] where VersionName.savedTime(of: name) != nil {
-                if (try? FileIO.rename(from + "/" + name, to + "/" + name, flags: Self.renameNoReplace)) != nil { movedAny = true }
-            }
-            if !Self.holdsAVersion(from) { try? FileIO.removeItem(from) }
-            return movedAny && !Self.holdsAVersion(from)
-        } catch {
-            return false
+            return (true, true)
         }
+        var moved = false
+        for name in (try? FileIO.directoryEntries(from)) ?? [] where VersionName.savedTime(of: name) != nil {
+            if (try? FileIO.rename(from + "/" + name, to + "/" + name, flags: Self.renameNoReplace)) != nil { moved = true }
+        }
+        let emptied = !Self.holdsAVersion(from)
+        if emptied { try? FileIO.removeItem(from) }
+        return (moved, emptied)
     }
 
     // MARK: Reading
@@ -405,7 +406,18 @@ public final class VersionArchive: Sendable {
         for shard in (try? FileIO.directoryEntries(directory)) ?? [] {
             for key in (try? FileIO.directoryEntries(directory + "/" + shard)) ?? [] {
                 let folder = directory + "/" + shard + "/" + key
-                if let document = Self.document(inFolder: folder) { result.append((document, folder)) }
+                // A history an exchange parked when a crash came is no document's name: left be.
+                guard let document = Self.document(inFolder: folder), !document.hasPrefix("\u{0}") else { continue }
+                // A move a crash cut short (see `moveDocument`): the note names the new path, the
+                // folder is still under the old one's key. Finished now.
+                if Self.key(for: document) != key {
+                    let moved = self.folder(for: document)
+                    if (try? makeShard(of: moved)) != nil, (try? FileIO.rename(folder, moved, flags: Self.renameNoReplace)) != nil {
+                        result.append((document, moved))
+                    }
+                    continue
+                }
+                result.append((document, folder))
             }
         }
         return result
