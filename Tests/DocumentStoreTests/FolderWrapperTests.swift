@@ -8,14 +8,20 @@ import Testing
 /// a package decoded while it is renamed is read whole (issue 40, EIO on opens inside a package
 /// renamed back and forth).
 @Suite struct FolderWrapperTests {
-    @Test func aFolderRenamedWhileReadIsReadWholeFromWhereItWent() throws {
+    /// A temporary folder holding `files` (path → text), removed by the caller.
+    private func folder(with files: [String: String]) throws -> String {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-folder-\(UUID().uuidString.prefix(8))").path
+        for (path, text) in files {
+            let url = URL(fileURLWithPath: folder + "/" + path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(text.utf8).write(to: url)
+        }
+        return folder
+    }
+
+    @Test func aFolderRenamedWhileReadIsReadWholeFromWhereItWent() throws {
+        let folder = try folder(with: ["P1.textbundle/text.md": "one", "P1.textbundle/assets/a.png": "image", "P2.textbundle/text.md": "two"])
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        try FileManager.default.createDirectory(atPath: folder + "/P1.textbundle/assets", withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: folder + "/P2.textbundle", withIntermediateDirectories: true)
-        try Data("one".utf8).write(to: URL(fileURLWithPath: folder + "/P1.textbundle/text.md"))
-        try Data("image".utf8).write(to: URL(fileURLWithPath: folder + "/P1.textbundle/assets/a.png"))
-        try Data("two".utf8).write(to: URL(fileURLWithPath: folder + "/P2.textbundle/text.md"))
         let store = try DirectoryStore(path: folder)
         let read = try store.withFolderWrapper(at: "P1.textbundle") { wrapper, status -> [String] in
             // The names swap before anything of the folder is read.
@@ -43,12 +49,8 @@ import Testing
     /// A root daemon reads packages anyone may write: a folder inside one swapped for a link while
     /// it is read leads nowhere, as it does for every path in a store.
     @Test func aFolderSwappedForALinkWhileReadIsNotFollowed() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-folder-\(UUID().uuidString.prefix(8))").path
+        let folder = try folder(with: ["store/P.textbundle/assets/a.png": "image", "outside/a.png": "secret"])
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        try FileManager.default.createDirectory(atPath: folder + "/store/P.textbundle/assets", withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: folder + "/outside", withIntermediateDirectories: true)
-        try Data("image".utf8).write(to: URL(fileURLWithPath: folder + "/store/P.textbundle/assets/a.png"))
-        try Data("secret".utf8).write(to: URL(fileURLWithPath: folder + "/outside/a.png"))
         let store = try DirectoryStore(path: folder + "/store")
         let read = try store.withFolderWrapper(at: "P.textbundle") { wrapper, _ -> String in
             let image = wrapper.fileWrappers?["assets"]?.fileWrappers?["a.png"]
