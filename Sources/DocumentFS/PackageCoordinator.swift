@@ -47,8 +47,9 @@ final class PackageCoordinator: Sendable {
     }
 
     /// The package's state now; decodes only when its stored version changed since the last decode.
-    /// The folder is read through one descriptor (`withFolderWrapper`), so a package renamed while
-    /// it is decoded is read whole. A reader holds no package lock: when a commit swapped a new
+    /// A decode that fails by path is made again through one descriptor of the folder
+    /// (`withFolderWrapper`), so a package renamed while it is decoded is read whole before it is
+    /// judged. A reader holds no package lock: when a commit swapped a new
     /// version in while it decoded (the folder it read was emptied as it went), or the folder it
     /// read is no longer the one under the name, it decodes what is there now; a name that leads
     /// nowhere any more holds no package.
@@ -59,9 +60,17 @@ final class PackageCoordinator: Sendable {
             if decodedVersions.withLock({ $0[PathKey(root)] }) == status.version { return .valid }
             var decoded: FileStatus?
             do {
-                try store.withFolderWrapper(at: root) { wrapper, folder in
-                    decoded = folder
-                    _ = try codec.decode(wrapper, claim: claim)
+                if attempts == 0 {
+                    // The common case, nothing moving: read by its path, as any read is.
+                    decoded = status
+                    _ = try codec.decode(store.fileWrapper(at: root), claim: claim)
+                } else {
+                    // A read by path that a rename cut in two read part of another folder, or
+                    // nothing: read again through one descriptor of the folder.
+                    try store.withFolderWrapper(at: root) { wrapper, folder in
+                        decoded = folder
+                        _ = try codec.decode(wrapper, claim: claim)
+                    }
                 }
                 // Marked and remembered only as the folder under the name: one swapped in while
                 // this one was read is decoded in its turn.
@@ -72,7 +81,7 @@ final class PackageCoordinator: Sendable {
             } catch {
                 attempts += 1
                 guard let now = try? store.status(of: root) else { return .draft(reason: "it does not exist") }
-                if attempts < 8, now.version != (decoded ?? status).version { continue }
+                if attempts == 1 || (attempts < 8 && now.version != (decoded ?? status).version) { continue }
                 let reason = describe(error)
                 return PackageMarker.isMarked(root, in: store) ? .corrupt(reason: reason) : .draft(reason: reason)
             }
