@@ -10,12 +10,12 @@ import SystemSupport
 /// a folder. A removed document's versions stay under its old path.
 ///
 /// Who may read what is the kernel's to judge (`default_permissions`) from the attributes shown:
-/// a version keeps the mode and owner its document had when it was saved; a document's folder of
-/// versions shows the owner of the document now, and lets in (r-x) whom its mode lets read it now
-/// (for a document removed through the mount, the mode and owner its folder had then; for one
-/// removed beside DocFS, those of the store folder that held it); a
-/// folder shows those of the same folder in the store; one removed through the mount, those it had
-/// then (`VersionArchive.removedFolder`); any other the store no longer has, root's alone.
+/// a version keeps the mode, owner and ACL its document had when it was saved. A document's folder
+/// of versions admits whom the document lets read it now and, when it was removed through the
+/// mount, who could read it then (`documentGate`); a document removed beside DocFS, whom the store
+/// folder that held it admits now. Any other folder shows the same folder of the store; one
+/// removed through the mount, as it was then (`VersionArchive.removedFolder`); any other the store
+/// no longer has, root's alone.
 /// Version files are numbered apart from documents (`numberBase`), so `cp` of a version over its
 /// document is a copy between two files, and hard links inside a package's versions share a number.
 final class VersionsView: Sendable {
@@ -281,10 +281,10 @@ final class VersionsView: Sendable {
     /// made anew by another user, opens nothing). A document both removed and made anew under
     /// its name by someone else is root's alone. Nil where neither is known: the store folder
     /// holding it decides, as it is now.
-    private func documentGate(_ document: String) -> VersionArchive.RemovedFolder? {
+    private func documentGate(_ document: String) -> VersionArchive.Readers? {
         let current = (try? store.status(of: document)).flatMap { $0.kind == .regular || $0.kind == .directory ? $0 : nil }
-        let now = current.map { status -> VersionArchive.RemovedFolder in
-            var gate = VersionArchive.RemovedFolder(status)
+        let now = current.map { status -> VersionArchive.Readers in
+            var gate = VersionArchive.Readers(status)
             gate.permissions = Self.readableAsSearchable(status.permissions)
             return gate
         }

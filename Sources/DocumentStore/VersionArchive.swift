@@ -190,8 +190,9 @@ public final class VersionArchive: Sendable {
 
     // MARK: Folders that are gone
 
-    /// The owner and permissions a folder had when it was removed, or when a document in it was.
-    public struct RemovedFolder: Sendable {
+    /// Who may enter a folder of the view: an owner, a group and permissions (a removed folder's
+    /// as they were, or who could read a removed document).
+    public struct Readers: Sendable {
         public var userID: uid_t
         public var groupID: gid_t
         public var permissions: mode_t
@@ -204,7 +205,7 @@ public final class VersionArchive: Sendable {
 
         /// Those both let in: the same owner and group with the permissions both give, else root
         /// alone (mode 0500).
-        public func narrowed(by other: RemovedFolder) -> RemovedFolder {
+        public func narrowed(by other: Readers) -> Readers {
             var both = self
             if userID == other.userID && groupID == other.groupID {
                 both.permissions &= other.permissions
@@ -240,15 +241,15 @@ public final class VersionArchive: Sendable {
         try? Paths.makeDirectory(directory + "/folders", mode: 0o700)
         guard let descriptor = try? FileIO.open(record, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600) else { return }
         defer { FileIO.close(descriptor) }
-        try? FileIO.writeAll(descriptor, Data((RemovedFolder(status).text + "\n").utf8), path: record)
+        try? FileIO.writeAll(descriptor, Data((Readers(status).text + "\n").utf8), path: record)
     }
 
     /// What the folder at `path` was when it was removed, if it held documents with versions.
-    public func removedFolder(_ path: String) -> RemovedFolder? {
+    public func removedFolder(_ path: String) -> Readers? {
         guard let descriptor = try? FileIO.open(removedFolderRecord(path), O_RDONLY | O_NOFOLLOW | O_NONBLOCK) else { return nil }
         defer { FileIO.close(descriptor) }
         guard let data = try? FileIO.contents(of: descriptor, size: 64, mapping: false) else { return nil }
-        return RemovedFolder(text: [UInt8](data))
+        return Readers(text: [UInt8](data))
     }
 
     /// Records who could read `document` (of `status`, in a folder of `folder`) when it was removed
@@ -270,20 +271,20 @@ public final class VersionArchive: Sendable {
 
     /// Who could read `document` when it was last removed, if it was: its owner and group, and r-x
     /// for each class that could.
-    public func readersOfRemovedDocument(_ document: String) -> RemovedFolder? {
-        (try? Paths.extendedAttribute(folder(for: document), name: Self.heldByAttribute)).flatMap(RemovedFolder.init(text:))
+    public func readersOfRemovedDocument(_ document: String) -> Readers? {
+        (try? Paths.extendedAttribute(folder(for: document), name: Self.heldByAttribute)).flatMap(Readers.init(text:))
     }
 
     /// The document's owner and group, and r-x for each class of them that could read it through
     /// its folder: that may search the folder and read the document. Supplementary groups are not
     /// known here: a class counts only by the owner and group both share, else as others.
-    static func readers(of document: FileStatus, in folder: FileStatus) -> RemovedFolder {
+    static func readers(of document: FileStatus, in folder: FileStatus) -> Readers {
         func bits(_ mode: mode_t, _ shift: mode_t) -> mode_t { (mode >> shift) & 0o7 }
         let folderForOwner = folder.userID == document.userID ? bits(folder.permissions, 6)
             : folder.groupID == document.groupID ? bits(folder.permissions, 3) : bits(folder.permissions, 0)
         let folderForGroup = folder.groupID == document.groupID ? bits(folder.permissions, 3) : bits(folder.permissions, 0)
         func reads(_ documentBits: mode_t, _ folderBits: mode_t) -> mode_t { documentBits & 0o4 != 0 && folderBits & 0o1 != 0 ? 0o5 : 0 }
-        var readers = RemovedFolder(document)
+        var readers = Readers(document)
         readers.permissions = reads(bits(document.permissions, 6), folderForOwner) << 6
             | reads(bits(document.permissions, 3), folderForGroup) << 3
             | reads(bits(document.permissions, 0), bits(folder.permissions, 0))
