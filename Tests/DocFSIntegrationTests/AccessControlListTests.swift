@@ -6,7 +6,7 @@ import Testing
 /// SECURITY promise ("what a user could not read or change in the store, they cannot through the
 /// mount"). Each script runs once in the mount and once in a folder of the local disk, and the
 /// two must answer alike.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct AccessControlListTests {
     /// Runs `script` (as root, with `$1` the folder to work in) in the mount and in a local folder.
     private func inBoth(_ script: String) throws -> (docfs: String, local: String) {

@@ -4,7 +4,7 @@ import Testing
 
 /// Backup and copy tools restore a tree into the mount and out of it exactly: content, types, modes,
 /// owners, times, hard links, symbolic links, FIFOs and extended attributes.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct BackupRoundTripTests {
     /// Makes the source tree under `root` (outside any mount).
     static let makeTree = """

@@ -8,7 +8,7 @@ import Testing
 /// name travelled as a Swift `String` in places, whose `==` and hashing are Unicode canonical
 /// equivalence and whose decoding of argv turns every invalid byte into U+FFFD: each test here
 /// failed on 159b5ca. Runs on directory stores and, in `scripts/test`, on PostgreSQL stores too.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct ByteNameTests {
     static let nfc: [UInt8] = Array("caf\u{E9}.txt".utf8)
     static let nfd: [UInt8] = Array("cafe\u{301}.txt".utf8)

@@ -4,7 +4,7 @@ import Testing
 
 /// A root daemon serving other people: names it did not make never take it out of its store, never
 /// block it, and never forge its records (issue 20).
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct ConfinementTests {
     /// A folder outside the store holding a root-only file, as an attacker's target.
     private func secretFolder(in mount: MountedStore) throws -> String {

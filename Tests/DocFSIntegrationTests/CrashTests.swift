@@ -3,7 +3,7 @@ import Glibc
 import Testing
 
 /// A daemon killed at any moment leaves every document old or new, never torn.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct CrashTests {
     /// Version `version` of document `index`: large enough that a write takes many requests.
     static func document(_ index: Int, version: Int) -> String {

@@ -35,7 +35,7 @@ struct ReadOnlyLog: FileDocument {
 }
 
 /// A Swift program serving its own document types through the public API, in this process.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(10)))
 struct CustomTypeTests {
     @Test func aProgramServesItsOwnReferenceAndReadOnlyTypes() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-custom-\(UUID().uuidString.prefix(8))")

@@ -9,7 +9,7 @@ import Testing
 /// renamed over a document emptied it, and a raw file written through `mmap` while renamed to a
 /// document name committed whatever was written between the rename's judgement and its install:
 /// each test here failed on 159b5ca.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct DocumentNameEntryTests {
     /// The errno name of `ln SOURCE DESTINATION` through the mount, or "ok".
     private static func link(_ mount: MountedStore, _ source: String, _ destination: String) throws -> String {

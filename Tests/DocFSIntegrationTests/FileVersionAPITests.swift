@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// `NSFileVersion` over a DocFS mount (issue 22): what a document app calls for "Revert To".
-@Suite(.timeLimit(.minutes(2))) struct FileVersionAPITests {
+@Suite(.timeLimit(.minutes(10))) struct FileVersionAPITests {
     @Test func listsRevertsAndRemovesTheVersionsOfADocument() throws {
         let mount = try MountedStore(texts: ["notes/a.md": "first\n"])
         defer { mount.unmount() }

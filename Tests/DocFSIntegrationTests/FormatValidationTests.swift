@@ -4,7 +4,7 @@ import Testing
 /// Every built-in format through a real mount: a valid save is stored byte for byte, an invalid one
 /// fails at close with EIO, leaves the stored document as it was, and is quarantined with a reason
 /// that says where the problem is.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct FormatValidationTests {
     struct Case: CustomTestStringConvertible, Sendable {
         let file: String

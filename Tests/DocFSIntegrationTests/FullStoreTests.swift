@@ -7,7 +7,7 @@ import Testing
 /// DocFS too — the oldest versions make room, first those beyond each document's newest — and
 /// what was given up is said by `docfs status` and `docfs versions`. Before, with versions on,
 /// 15 of 18 saves failed with ENOSPC on a 91% full store and an `rm` gave back nothing.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct FullStoreTests {
     /// Ten 4 MiB documents on a 48 MiB file system (about 85% full), each rewritten once as `cp`
     /// does, then five removed and five new ones written: prints each step's outcome ("ok" or

@@ -7,7 +7,7 @@ import Testing
 ///
 /// Before the fix every number here was the daemon's own counter, handed out afresh whenever the
 /// kernel looked a name up again: each of these tests failed on 7d310cf.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct IdentityTests {
     /// 2,000 documents in 40 folders, made beside the mount (through it on PostgreSQL).
     static let tree: [String: String] = Dictionary(uniqueKeysWithValues: (0..<2000).map { ("folder\($0 % 40)/note\($0).txt", "note \($0)\n") })

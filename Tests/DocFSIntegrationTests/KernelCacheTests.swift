@@ -4,7 +4,7 @@ import Testing
 
 /// Tests that empty the kernel's caches (`/proc/sys/vm/drop_caches`), which is global: run one at a
 /// time, so one's drop does not pull the ground from under the other's expectations.
-@Suite(.serialized, .timeLimit(.minutes(4)))
+@Suite(.serialized, .timeLimit(.minutes(10)))
 struct KernelCacheTests {
     @Test func forgottenInodesAreDropped() throws {
         var files: [String: String] = [:]

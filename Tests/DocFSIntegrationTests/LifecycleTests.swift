@@ -3,7 +3,7 @@ import Glibc
 import Testing
 
 /// Mounting, unmounting and the command's errors.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct LifecycleTests {
     @Test(arguments: [SIGTERM, SIGINT])
     func aSignalUnmountsCleanly(signal: Int32) throws {

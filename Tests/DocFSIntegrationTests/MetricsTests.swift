@@ -5,7 +5,7 @@ import Testing
 /// `docfs mount --metrics` (issue 39): Prometheus text at `/metrics`, scraped by curl while
 /// programs save through the mount; the counters move as the saves do. Runs on directory stores
 /// and, in `scripts/test`, on PostgreSQL stores too (which add the database's metrics).
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct MetricsTests {
     /// The address the daemon logged it serves metrics at.
     private static func endpoint(_ mount: MountedStore) throws -> String {

@@ -7,7 +7,10 @@ import Testing
 ///
 /// Every program the tests drive runs under `timeout`, and `unmount()` (also run on deinit) always
 /// detaches the mount with `fusermount3 -uz` and kills the daemon, so a FUSE hang fails one test
-/// fast instead of stalling the suite.
+/// fast instead of stalling the suite. Each suite's time limit is 10 minutes: Swift Testing runs as
+/// many tests at once as there are cores and counts a test's limit while it waits its turn, so on 2
+/// cores a suite of a few seconds, queued behind the long ones, ran past 2 minutes in CI.
+/// The limit is the last guard against a hang, not the first.
 final class MountedStore {
     let root: URL
     let store: String

@@ -3,7 +3,7 @@ import Testing
 
 /// A file unlinked while open lives on until its last close, as on ext4: its descriptor answers for
 /// its content and its attributes, and then its space is given back.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(10)))
 struct OpenUnlinkedFileTests {
     /// Before the fix, fgetxattr gave ENOENT where ext4 gives ENODATA, and fchmod, fsetxattr and
     /// futimens failed with ENOENT; for a raw file fstat and pread failed with ESTALE.

@@ -3,7 +3,7 @@ import Testing
 
 /// Two programs working in one package at once, as in one folder on ext4: nothing acknowledged is
 /// lost, and no two names share an inode.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct PackageConcurrencyTests {
     /// One loop creates files in the package's root, another in `assets/`, a third saves `text.md`
     /// with `sed -i`, while two busy loops keep both cores loaded (the race needed a loaded CPU).

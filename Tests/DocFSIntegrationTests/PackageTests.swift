@@ -6,7 +6,7 @@ import StandardDocuments
 import Testing
 
 /// Directory packages (TextBundle) as real folders in the mount, kept whole and valid.
-@Suite(.timeLimit(.minutes(4)))
+@Suite(.timeLimit(.minutes(10)))
 struct PackageTests {
     static let info = "{\"version\": 2, \"type\": \"net.daringfireball.markdown\"}"
     static let bundle = ["Doc.textbundle/info.json": info, "Doc.textbundle/text.md": "# Title\n\nbody\n", "Doc.textbundle/assets/note.txt": "asset"]

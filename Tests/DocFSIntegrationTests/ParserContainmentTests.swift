@@ -4,7 +4,7 @@ import Testing
 
 /// No document can take the mount down (issue 23): the built-in types' C and C++ parsers run in
 /// helper processes, so a parser that aborts refuses one save and every other user goes on.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct ParserContainmentTests {
     /// A valid TOML document but for one control byte in an array-of-tables header: toml++ fails an
     /// assertion on it and aborts. Saved through a mount, it killed the daemon, and every user of

@@ -5,7 +5,7 @@ import Testing
 /// A shared store on a highly available PostgreSQL (Patroni, etcd, a synchronous standby in strict
 /// mode): a planned switchover and a crashed primary are invisible to programs saving through two
 /// mounts. Every save acknowledged is whole in both mounts and in the database, and none fails.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.serialized, .timeLimit(.minutes(10)))
 final class PatroniFailoverTests {
     /// New files saved through one mount in a loop by Python, each open-write-close logged as
     /// `ok NAME CONTENT SECONDS` or `failed NAME ERRNO`, until `stop`.

@@ -6,7 +6,7 @@ import Testing
 /// ownership, permissions and times, names as bytes, and paths deeper than PATH_MAX. Each check is a
 /// real system call made by a Python child, as root or as another user (`setuid` in the child); the
 /// mount is `allow_other` so other users may use it at all.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct PosixConformanceTests {
     /// Python helpers every script starts with: `as_user(uid, fn)` runs fn in a child with that
     /// uid (and gid), returning what it returns or the errno it raised; `check(cond, what)` collects

@@ -5,7 +5,7 @@ import Testing
 /// A shared store whose database fails under it: a connection cut during a save, an answer lost at
 /// COMMIT, a server stopped, a table locked by another client, another mount committing while this
 /// one opens. Every answer a program gets must be true, and cached reads must never wait.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.serialized, .timeLimit(.minutes(10)))
 final class PostgresFaultTests {
     let cluster: PostgresCluster
     let location: String

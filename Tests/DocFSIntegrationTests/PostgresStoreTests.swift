@@ -4,7 +4,7 @@ import Testing
 
 /// Two mounts of one PostgreSQL store on one machine, standing in for two machines: each test
 /// starts its own PostgreSQL server and stops it at the end.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.serialized, .timeLimit(.minutes(10)))
 final class PostgresStoreTests {
     let cluster: PostgresCluster
     let location: String

@@ -5,7 +5,7 @@ import Testing
 /// Issue 22 on a shared store: versions are rows of the database sharing their content's chunks,
 /// so a version kept through one mount is listed, read, restored and removed through every other.
 /// Before, a PostgreSQL mount kept no versions and showed no `.versions`.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.serialized, .timeLimit(.minutes(10)))
 final class PostgresVersionTests {
     let cluster: PostgresCluster
     let location: String

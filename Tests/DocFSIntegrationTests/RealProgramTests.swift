@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// Everyday programs on a mounted store: each must behave as on a local disk.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct RealProgramTests {
     static let sample = ["hello.txt": "Hello from DocFS.\n", "notes/todo.md": "# Todo\n\n- one\n", "settings.json": "{\"theme\": \"dark\"}\n"]
 

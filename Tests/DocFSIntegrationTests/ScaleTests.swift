@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// A large tree does not cost a descriptor per inode.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct ScaleTests {
     @Test func findAndStatOverManyDocumentsUnderALowDescriptorLimit() throws {
         let mount = try MountedStore(texts: [:], launcher: ["prlimit", "--nofile=256:256"])

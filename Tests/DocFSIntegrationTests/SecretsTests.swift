@@ -4,7 +4,7 @@ import Testing
 
 /// A daemon that runs as root and holds a database password keeps it: not in the location (so not in
 /// /proc/mounts, argv, the log or a folder's name), not in a validator's environment.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.serialized, .timeLimit(.minutes(10)))
 struct SecretsTests {
     static let secret = "s3cret-\(UUID().uuidString.prefix(6))"
 

@@ -5,7 +5,7 @@ import Testing
 /// With default options the kernel caches names, attributes and pages for long; a change made
 /// directly in the store still shows through the mount at once, and the kernel's pages of an
 /// unchanged document survive a reopen.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.serialized, .timeLimit(.minutes(10)))
 struct StoreWatchTests {
     /// Polls `check` until it holds; returns the seconds it took, or nil after two seconds.
     private func secondsUntil(_ check: () throws -> Bool) rethrows -> Double? {

@@ -13,7 +13,7 @@ enum InstalledDocFS {
 /// DocFS as the system runs it: the installed `docfs` (the Debian package `scripts/test` builds and
 /// installs) as mount.fuse3's helper, from fstab, under systemd's readiness protocol, daemonized
 /// with no syslog, and `docfs check`/`status` on a store.
-@Suite(.serialized, .timeLimit(.minutes(3)), .enabled(if: InstalledDocFS.path != nil, "needs the installed docfs (scripts/test installs the package as root)"))
+@Suite(.serialized, .timeLimit(.minutes(10)), .enabled(if: InstalledDocFS.path != nil, "needs the installed docfs (scripts/test installs the package as root)"))
 struct SystemToolTests {
     static var installed: String? { InstalledDocFS.path }
 

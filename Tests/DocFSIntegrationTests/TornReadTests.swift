@@ -12,7 +12,7 @@ import Testing
 /// Each interleaving is driven step by step: the test itself holds the reader, reads part of the
 /// document, lets a writer run to completion, then reads the rest. The documents are put in the
 /// store before the mount, so no write through the mount makes the reader bypass the cache.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.serialized, .timeLimit(.minutes(10)))
 struct TornReadTests {
     /// A JSON document of about 1 MB.
     private static let original = Array(("{\"pad\": \"" + String(repeating: "x", count: 1 << 20) + "\"}\n").utf8)

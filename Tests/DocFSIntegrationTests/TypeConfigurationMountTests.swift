@@ -5,7 +5,7 @@ import Testing
 /// A type configuration file in force on a real mount: patterns mapping names to built-in types or
 /// raw, a command type validating `.ini` with Python's configparser, a validator that hangs, and
 /// one that does not exist.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct TypeConfigurationMountTests {
     static let configuration = """
         [patterns]

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// The store never holds an invalid document, and nothing a user wrote is lost.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct ValidationTests {
     static let sample = ["hello.txt": "Hello.\n", "settings.json": "{\"theme\": \"dark\"}\n"]
 

@@ -6,7 +6,7 @@ import Testing
 /// earlier versions by save time, read-only and never listed itself, and copying one back is an
 /// ordinary save. Before, a valid but wrong save (an overwrite, a truncation, an `rm`) destroyed
 /// the document's content for good.
-@Suite(.timeLimit(.minutes(3))) struct VersionTests {
+@Suite(.timeLimit(.minutes(10))) struct VersionTests {
     /// A TextBundle's files at `root`: its info.json and a text.md holding `text`.
     static func textBundle(_ root: String, text: String) -> [String: String] {
         [root + "/info.json": #"{"version": 2, "type": "net.daringfireball.markdown"}"#, root + "/text.md": text]

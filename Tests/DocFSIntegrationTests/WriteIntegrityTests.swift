@@ -4,7 +4,7 @@ import Testing
 
 /// A document changes only by a whole, validated version, whatever else closes, reads, renames or
 /// runs out of space while it is written.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct WriteIntegrityTests {
     static let oldJSON = "{\"text\": \"" + String(repeating: "a", count: 1000) + "\"}"
     static let newJSON = "{\"text\": \"" + String(repeating: "b", count: 1000) + "\"}"
