@@ -308,11 +308,13 @@ extension DocumentFileSystem {
             retainIfOpen(parent: parent, name: name, path: path)
             // `rm` of a document can be undone: its last version stays among its versions.
             let replaced: [CommitPipeline.Replaced] = classifier.claim(forPath: path, isDirectory: false) != nil ? [.init(path: path)] : []
-            let removed = replaced.isEmpty ? nil : try? store.status(of: path)
-            let folder = try? store.status(of: StorePath.split(path)?.parent ?? "")
+            // A document's, and its folder's, as they are: its versions stay as reachable as it
+            // was (see `VersionsView`). A raw file's removal stats nothing more.
+            let removed = replaced.isEmpty ? nil : (try? store.status(of: path)).flatMap { document in
+                (try? store.status(of: StorePath.split(path)?.parent ?? "")).map { (document, $0) }
+            }
             try storeCall { try pipeline.commit(replacing: replaced, saving: []) { try store.removeFile(path) } }
-            // Its versions stay as reachable as the document was (see `VersionsView`).
-            if let removed, let folder { store.versions?.recordRemovedDocument(path, status: removed, heldBy: folder) }
+            if let (document, folder) = removed { store.versions?.recordRemovedDocument(path, status: document, heldBy: folder) }
             nodes.detach(parent: parent, name: name)
         }
     }

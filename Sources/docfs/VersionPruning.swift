@@ -28,12 +28,7 @@ struct VersionPruning {
             }
             pruneView(folder, &tally)
         case .store(let root, let document):
-            let store: DirectoryStore
-            do {
-                store = try DirectoryStore(path: root)
-            } catch {
-                throw CommandFailure(message: "cannot open store \(root): \(error)", status: ExitStatus.badStore)
-            }
+            let store = try DirectoryStore.opened(at: root)
             guard let archive = store.versions else { throw CommandFailure(message: "\(root) keeps no versions", status: ExitCode(1)) }
             for path in archive.documentPaths() where document.isEmpty || FileSystemPath.same(path, document) || StorePath.isWithin(path, document) {
                 for version in archive.versions(of: path).dropLast(keep) {
@@ -98,5 +93,17 @@ struct VersionPruning {
 
     private func printError(_ message: String) {
         FileHandle.standardError.write(Data("docfs: \(message)\n".utf8))
+    }
+}
+
+extension DirectoryStore {
+    /// The store at `root`, for a command that changes it with no mount serving it; a store that
+    /// cannot be opened ends the command with the store's exit status.
+    static func opened(at root: String) throws -> DirectoryStore {
+        do {
+            return try DirectoryStore(path: root)
+        } catch {
+            throw CommandFailure(message: "cannot open store \(root): \(error)", status: ExitStatus.badStore)
+        }
     }
 }

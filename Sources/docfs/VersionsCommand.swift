@@ -227,12 +227,7 @@ struct RestoreCommand: ParsableCommand {
                 try copy(version.path, to: mountPoint + "/" + path)
             }
         case .store(let root, let path):
-            let store: DirectoryStore
-            do {
-                store = try DirectoryStore(path: root)
-            } catch {
-                throw CommandFailure(message: "cannot open store \(root): \(error)", status: ExitStatus.badStore)
-            }
+            let store = try DirectoryStore.opened(at: root)
             let library = DocumentLibrary(store: store, rules: try typeConfiguration.load(storePath: root).rules)
             do {
                 try library.restore(path, from: version.path, by: getuid())
