@@ -59,8 +59,8 @@ struct CommitPipeline: Sendable {
         defer { if !replaced.isEmpty { store.dropPendingVersions(of: replaced.map(\.path)) } }
         for item in replaced {
             do {
-                // No room is made here: a removal or a rename runs this holding the namespace,
-                // which every lookup needs, and making room walks the archive. A version that does
+                // No room is made here: a removal or a rename runs this holding `changes`, which
+                // every save waits for, and making room walks the archive. A version that does
                 // not fit is recorded as not kept; writes make room (see `modifyStage`).
                 try store.keepVersion(of: item.path, copying: item.copying)
             } catch {

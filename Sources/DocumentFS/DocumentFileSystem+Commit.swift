@@ -74,7 +74,8 @@ extension DocumentFileSystem {
                 try refuse(&slot, node: node, path: path, reason: reason, cause: .invalid, closing: closing)
             }
             var refusedByStore: String?
-            let stored = try namespace.reading { () throws(FUSEError) -> FileStatus? in
+            // Renames and removals wait (`changes`): the path stays the node's until installed.
+            let stored = try changes.reading { () throws(FUSEError) -> FileStatus? in
                 guard let now = nodes.path(of: node.inode), FileSystemPath.same(now, path) else { return nil }
                 let status: FileStatus
                 do {

@@ -82,8 +82,9 @@ extension DocumentFileSystem {
             return try countedEntry(parent: parent, name: name, path: path, caller: context.processID)
         } catch where error.errno == ENOENT {
             // Removed behind the mount's back, perhaps: forget a stale name. The kernel may cache
-            // the absence as long as it caches names (editors and git probe many missing names).
-            namespace.writing { nodes.detach(parent: parent, name: name) }
+            // the absence as long as it caches names (editors and git probe many missing names,
+            // which have no node: they take nothing exclusively).
+            if nodes.existingChild(parent: parent, name: name) != nil { namespace.writing { nodes.detach(parent: parent, name: name) } }
             guard cacheTimeout > 0 else { throw error }
             return .negative(timeout: cacheTimeout)
         }
@@ -284,16 +285,23 @@ extension DocumentFileSystem {
         return try countedEntry(parent: parent, name: name, path: path, caller: context.processID)
     }
 
-    /// Runs `body`, a store change made holding the namespace exclusively, which every lookup
-    /// waits for. A store that would have to wait for its database (an outage: a failover, a
-    /// restart) fails it instead (see `LookupLockScope`); it is run again once the store takes
-    /// changes, waited for with no lock held, at most twice.
-    func changeHoldingNamespace(_ body: () throws(FUSEError) -> Void) throws(FUSEError) {
-        for attempt in 0..<3 {
-            store.awaitWritable()
-            let (result, declinedWait) = LookupLockScope.holding { () throws(FUSEError) in try namespace.writing(body) }
-            if declinedWait && attempt < 2 { continue }
-            return try result.get()
+    /// Runs `body`, a change to which stored file a name leads to, holding `changes` exclusively:
+    /// it may wait for the store (a database's commit, an outage up to --primary-wait) and no
+    /// lookup waits with it. Its store call publishes the change through `publishing`. An outage
+    /// already known is waited out first, so saves in flight are not held behind this one meanwhile.
+    func changingNames(_ body: () throws(FUSEError) -> Void) throws(FUSEError) {
+        store.awaitWritable()
+        try changes.writing(body)
+    }
+
+    /// A store's `Publication` for a change: its local part, and `update` (the node table's part),
+    /// in one step under the namespace, so a lookup sees both or neither.
+    func publishing(_ update: @escaping () -> Void) -> Publication {
+        { [namespace] apply in
+            try namespace.writing {
+                try apply()
+                update()
+            }
         }
     }
 
@@ -304,7 +312,7 @@ extension DocumentFileSystem {
             namespace.writing { nodes.detach(parent: parent, name: name) }
             return
         }
-        try changeHoldingNamespace { () throws(FUSEError) in
+        try changingNames { () throws(FUSEError) in
             retainIfOpen(parent: parent, name: name, path: path)
             // `rm` of a document can be undone: its last version stays among its versions.
             let replaced: [CommitPipeline.Replaced] = classifier.claim(forPath: path, isDirectory: false) != nil ? [.init(path: path)] : []
@@ -313,9 +321,9 @@ extension DocumentFileSystem {
             let removed = replaced.isEmpty ? nil : (try? store.status(of: path)).flatMap { document in
                 (try? store.status(of: StorePath.split(path)?.parent ?? "")).map { (document, $0) }
             }
-            try storeCall { try pipeline.commit(replacing: replaced, saving: []) { try store.removeFile(path) } }
+            let detach = publishing { [nodes] in nodes.detach(parent: parent, name: name) }
+            try storeCall { try pipeline.commit(replacing: replaced, saving: []) { try store.removeFile(path, publishing: detach) } }
             if let (document, folder) = removed { store.versions?.recordRemovedDocument(path, status: document, heldBy: folder) }
-            nodes.detach(parent: parent, name: name)
         }
     }
 
@@ -326,10 +334,11 @@ extension DocumentFileSystem {
             namespace.writing { nodes.detach(parent: parent, name: name) }
             return
         }
-        try changeHoldingNamespace { () throws(FUSEError) in
+        try changingNames { () throws(FUSEError) in
             let removed = try? store.status(of: path)
             let folder = try? store.status(of: StorePath.split(path)?.parent ?? "")
-            try storeCall { try store.removeDirectory(path) }
+            let detach = publishing { [nodes] in nodes.detach(parent: parent, name: name) }
+            try storeCall { try store.removeDirectory(path, publishing: detach) }
             // Documents below it have versions, or it is a package that has: the view shows it as
             // it was (see `VersionsView`).
             if let removed, let archive = store.versions {
@@ -338,7 +347,6 @@ extension DocumentFileSystem {
                 if index.documents.contains(Array(path.utf8)), let folder { archive.recordRemovedDocument(path, status: removed, heldBy: folder) }
             }
             packages.forget(path)
-            nodes.detach(parent: parent, name: name)
         }
     }
 
@@ -366,12 +374,15 @@ extension DocumentFileSystem {
             throw .notPermitted
         }
         var linked: (inode: Inode, status: FileStatus)?
-        // Made holding the namespace, as renames are: a rename judges how many names the file has.
-        try changeHoldingNamespace { () throws(FUSEError) in
-            try storeCall { try store.makeHardLink(path, to: existing) }
-            // The kernel expects the same inode back under its new name.
-            let status = try storeCall { try store.status(of: path) }
-            linked = nodes.addName(inode, parent: newParent, name: newName, linkedFile: StoredFileIdentity(status)).map { ($0, status) }
+        // A change of names, as renames are (a rename judges how many names the file has); local
+        // on every store that has links, so made and published in one step.
+        try changingNames { () throws(FUSEError) in
+            try namespace.writing { () throws(FUSEError) in
+                try storeCall { try store.makeHardLink(path, to: existing) }
+                // The kernel expects the same inode back under its new name.
+                let status = try storeCall { try store.status(of: path) }
+                linked = nodes.addName(inode, parent: newParent, name: newName, linkedFile: StoredFileIdentity(status)).map { ($0, status) }
+            }
         }
         guard let linked else { throw .noEntry }
         return entry(for: linked.inode, path: existing, status: linked.status, caller: context.processID)
@@ -435,12 +446,12 @@ extension DocumentFileSystem {
         } else {
             // A file moving under a name that a document type claims becomes that document: its
             // content must decode as one (sed -i, vim, `os.replace` all save this way). Judged
-            // before the namespace is held (a decode may take long), and again under it if the file
+            // before `changes` is held (a decode may take long), and again under it if the file
             // under either name changed meanwhile (a hard link made changes its file's ctime too);
             // writes through the mount are held still.
             let judged = renameState(of: source, destination)
             try judgeRename(of: source, as: destination, exchange: exchange, state: judged)
-            try changeHoldingNamespace { () throws(FUSEError) in
+            try changingNames { () throws(FUSEError) in
                 let now = renameState(of: source, destination)
                 if now.versions != judged.versions { try judgeRename(of: source, as: destination, exchange: exchange, state: now) }
                 if !exchange { replacedFile(parent: newParent, name: newName, path: destination)?.retain() }
@@ -450,9 +461,14 @@ extension DocumentFileSystem {
                 let saved = sourceKind == nil && documentKind(source, named: destination) != nil ? [destination] : []
                 let historyFollows = historyFollowsRename(of: source, kind: sourceKind, to: destination, exchange: exchange)
                 let replaced = historyFollows && exchange ? [] : versionsReplacedByRename(from: source, kind: sourceKind, to: destination, exchange: exchange)
+                let renameNodes = publishing { [self] in
+                    moveNames(parent: parent, name: name, newParent: newParent, newName: newName, exchange: exchange)
+                    markStagedIfClaimed(parent: newParent, name: newName, was: source, now: destination)
+                    if exchange { markStagedIfClaimed(parent: parent, name: name, was: destination, now: source) }
+                }
                 try storeCall {
                     try pipeline.commit(replacing: replaced, saving: saved) {
-                        try store.rename(source, to: destination, flags: flags)
+                        try store.rename(source, to: destination, flags: flags, publishing: renameNodes)
                         if historyFollows { store.moveVersions(from: source, to: destination, exchanging: exchange) }
                     }
                 }
@@ -460,9 +476,6 @@ extension DocumentFileSystem {
                 // afresh at its new path.
                 packages.forget(source)
                 packages.forget(destination)
-                moveNames(parent: parent, name: name, newParent: newParent, newName: newName, exchange: exchange)
-                markStagedIfClaimed(parent: newParent, name: newName, was: source, now: destination)
-                if exchange { markStagedIfClaimed(parent: parent, name: name, was: destination, now: source) }
             }
         }
     }
@@ -483,7 +496,7 @@ extension DocumentFileSystem {
         return !exchange || follows(destination, documentKind(destination), to: source)
     }
 
-    /// The versions a rename replaces, decided under the namespace lock with the rename: the document
+    /// The versions a rename replaces, decided holding `changes` with the rename: the document
     /// at `destination` that a save by rename replaces; a document moved to a name no type claims
     /// (vim's `a.md~` backup, removed once the new `a.md` is written), kept as a copy, since it
     /// lives on; and with RENAME_EXCHANGE, a copy of each document whose name gets other content.
@@ -601,7 +614,7 @@ extension DocumentFileSystem {
     }
 
     /// A file with other names may not move to a name judged otherwise: its other names would
-    /// then change it unjudged (see `link`, which makes its link holding the namespace).
+    /// then change it unjudged (see `link`, which makes its link holding `changes`).
     private func refuseLinkedClaimChange(of source: String, status: FileStatus?, to destination: String) throws(FUSEError) {
         guard let status, status.kind == .regular, status.linkCount > 1, !isJudgedAlike(source, destination) else { return }
         DocumentMetrics.refused(.link)

@@ -129,7 +129,8 @@ extension DocumentFileSystem {
                 var source = startEmpty ? nil : node.state.withLock { $0.committed } ?? seed
                 if source == nil, !startEmpty {
                     // A writer that does not read opened no committed file (see `open`): the one
-                    // at its name now, found with renames held off.
+                    // at its name now, fetched first, then found with renames held off.
+                    if let path = storedPath { try? store.fetchContent(of: path) }
                     namespace.reading {
                         storedPath = nodes.path(of: node.inode)
                         source = storedPath.flatMap { try? store.openForReading($0) }

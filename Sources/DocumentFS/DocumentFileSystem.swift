@@ -8,8 +8,40 @@ import SystemSupport
 /// The bridge between the kernel and the store: every file is a document of a registered type
 /// (or raw data), decoded when opened for reading and validated when a write is committed.
 ///
+/// ## The core, in five minutes
+///
+/// **Requests.** libfuse hands requests to a few threads (`FUSESession`); each method here answers
+/// one. An inode the kernel holds is a `Node` in the `NodeTable`, found by its parent and its name
+/// (bytes: `FileName`), and its store path is its parents' names joined.
+///
+/// **Versions.** A document's content is a committed file of the store, never changed in place.
+/// Writes go to a private stage (`Stage`); a commit (`CommitPipeline`, one pipeline for every way
+/// a document changes) judges the stage by decoding it as the type its name claims, then either
+/// refuses it into the quarantine or installs it in one step, keeping the file it replaces as a
+/// version. A reader holds the committed file it opened (`NodeState.live`, a `ReadView` per
+/// handle), so it reads one committed version whole; a writer's handles read its stage.
+///
+/// **The kernel's caches.** The kernel keeps one size and one page cache per inode. A writer that
+/// would change them under readers reading through the page cache gets a new inode for the name,
+/// and the readers keep theirs (`moveNameOffCachedReaders`), or their version's size is held
+/// (`heldStatus`). Changes made beside the mount reach the kernel through the store's watcher or
+/// change feed (`StoreWatcher`, `storeChanged`).
+///
+/// **Locks**, outer to inner, each at its level of `LockLevel` (checked in debug builds):
+/// - `Node.staging`: one document's writes, and its commit's judgement (a decode may take long);
+/// - `packageLayout`, then one package's lock (`PackageCoordinator`): changes inside packages
+///   against renames of the folders holding them;
+/// - `changes`: a rename, a removal or a link exclusively, a commit's install shared, held across
+///   the store's waits (a database's commit);
+/// - `namespace`: which file a name leads to, as lookups see it. A change's local step (the
+///   store's `Publication`) and the node table's update together exclusively; lookup, getattr,
+///   readdir and open shared. Never held across a decode or a database's commit;
+/// - `Node.state`, the node table, the stores' own locks: short bookkeeping.
+///
+/// So no lookup, `stat`, `ls` or read waits for a decode or for a database.
+///
 /// The operations live in extensions by area: names and attributes (`+Entries`), the read and write
-/// paths (`+ReadPath`, `+WritePath`), directories, and extended attributes.
+/// paths (`+ReadPath`, `+WritePath`), commits (`+Commit`), directories, and extended attributes.
 final class DocumentFileSystem: FileSystemOperations {
     let store: any DocumentStore
     /// Which items are documents, of which type (the same answer everywhere: `DocumentClassifier`).
@@ -23,9 +55,17 @@ final class DocumentFileSystem: FileSystemOperations {
     /// Where every commit is judged and stored, and versions are kept.
     let pipeline: CommitPipeline
     let packages: PackageCoordinator
-    /// Renames and removals take it exclusively; resolving a name to a stored file (lookup, getattr,
-    /// open, installing a commit) takes it shared. So a path always names the file it resolved to:
-    /// an open racing with a save-by-rename finds the old or the new document, never a third state.
+    /// Renames, removals and links take it exclusively for the whole change, the store's waits (a
+    /// database's commit) included; a commit takes it shared from resolving its document's path to
+    /// installing there. So the path a change resolved names what it changes until it is made.
+    /// No lookup, getattr, readdir, open or read takes it: none waits for a database.
+    let changes = ReadWriteLock(.changes)
+    /// The local step that makes a change visible (the store's `Publication`: its rename or removal
+    /// in the store's directory or mirror, and the node table's update with it) takes it
+    /// exclusively; resolving a name or an inode to a stored file (lookup, getattr, open) takes it
+    /// shared. So a path always names the file it resolved to: an open racing with a save-by-rename
+    /// finds the old or the new document, never a third state. Held across no wait on a database,
+    /// but one: an open of content a PostgreSQL store's mirror lacks fetches it holding this shared.
     let namespace = ReadWriteLock(.namespace)
     /// Every change inside a package (a member's commit, a create, a rename within it) holds it
     /// shared from resolving the package's path to storing the change; a rename or exchange of a

@@ -576,18 +576,21 @@ public final class DirectoryStore: DocumentStore {
         return line.flatMap { mode_t($0.dropFirst("Umask:".count).trimmingCharacters(in: .whitespaces), radix: 8) } ?? 0o022
     }
 
-    public func removeDirectory(_ path: String) throws {
+    // A directory store's changes are local: each is its own publication.
+
+    public func removeDirectory(_ path: String, publishing publish: Publication) throws {
         let full = absolute(path)
-        try Paths.removeDirectory(full)
+        try publish { try Paths.removeDirectory(full) }
     }
 
-    public func removeFile(_ path: String) throws {
+    public func removeFile(_ path: String, publishing publish: Publication) throws {
         let full = absolute(path)
-        try Paths.removeFile(full)
+        try publish { try Paths.removeFile(full) }
     }
 
-    public func rename(_ source: String, to destination: String, flags: UInt32) throws {
-        try FileIO.rename(absolute(source), absolute(destination), flags: flags)
+    public func rename(_ source: String, to destination: String, flags: UInt32, publishing publish: Publication) throws {
+        let (from, to) = (absolute(source), absolute(destination))
+        try publish { try FileIO.rename(from, to, flags: flags) }
     }
 
     public func makeSymbolicLink(_ path: String, target: String, owner: Ownership?) throws {

@@ -24,6 +24,10 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// The directory's entries with their kinds; the store's private area is never listed.
     func list(_ path: String) throws -> [StoreDirectoryEntry]
     func openForReading(_ path: String) throws -> OwnedDescriptor
+    /// Brings the content of the file at `path` where `openForReading` finds it at once (a
+    /// database store's mirror fetches it), so that an open waits for a download holding nothing
+    /// lookups need. Nothing for a store whose content is local.
+    func fetchContent(of path: String) throws
     /// The status of a stored file DocFS holds open (one whose name may be gone), as `status(of:)`
     /// would give it.
     func status(ofOpen file: OwnedDescriptor) throws -> FileStatus
@@ -88,10 +92,14 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// A FIFO, socket, or character or block device (`mode` carries the type), stored as itself.
     func makeSpecialFile(_ path: String, mode: mode_t, device: dev_t, owner: Ownership?) throws
     func makeDirectory(_ path: String, mode: mode_t, owner: Ownership?) throws
-    func removeDirectory(_ path: String) throws
-    func removeFile(_ path: String) throws
-    /// `flags` as renameat2's: RENAME_NOREPLACE (1), RENAME_EXCHANGE (2).
-    func rename(_ source: String, to destination: String, flags: UInt32) throws
+    /// Removes the empty folder at `path`; `publish` as for `rename`.
+    func removeDirectory(_ path: String, publishing publish: Publication) throws
+    /// Removes the file at `path`; `publish` as for `rename`.
+    func removeFile(_ path: String, publishing publish: Publication) throws
+    /// `flags` as renameat2's: RENAME_NOREPLACE (1), RENAME_EXCHANGE (2). The store calls
+    /// `publish` once, with the part of the change that lookups see, after everything that can
+    /// wait (a database's commit): see `Publication`.
+    func rename(_ source: String, to destination: String, flags: UInt32, publishing publish: Publication) throws
     func makeSymbolicLink(_ path: String, target: String, owner: Ownership?) throws
     func symbolicLinkTarget(_ path: String) throws -> String
     func makeHardLink(_ path: String, to existing: String) throws
@@ -165,8 +173,22 @@ public protocol DocumentStore: AnyObject, Sendable {
     func pruneVersions(_ retention: VersionRetention, now: Date) -> (count: Int, bytes: Int64)
 }
 
+/// How a change to which item a name leads to becomes visible. A store calls it once, when the
+/// change is decided and durable (a database's COMMIT answered), with `apply`: the change's local
+/// part, which does not wait (the rename or removal in the store's directory, or in a database
+/// store's mirror). The caller runs `apply` holding what its lookups need, and updates its own
+/// record of names in the same step, so a lookup sees the change whole or not at all and never
+/// waits for a database. A change refused (EEXIST, ENOTEMPTY, a database's refusal) never calls it.
+public typealias Publication = (_ apply: () throws -> Void) throws -> Void
+
 extension DocumentStore {
+    public func removeDirectory(_ path: String) throws { try removeDirectory(path, publishing: { try $0() }) }
+    public func removeFile(_ path: String) throws { try removeFile(path, publishing: { try $0() }) }
+    public func rename(_ source: String, to destination: String, flags: UInt32) throws {
+        try rename(source, to: destination, flags: flags, publishing: { try $0() })
+    }
     public var writesInPlace: Bool { true }
+    public func fetchContent(of path: String) throws {}
     public var hasChangeFeed: Bool { false }
     public func startChangeFeed(_ handler: @escaping @Sendable ([StoreChange]) -> Void) {}
     public func awaitWritable() {}

@@ -17,6 +17,9 @@ struct MirrorState {
     /// How many local changes the mirror has taken: what another mount's changes were read
     /// against is stale once it moved (see `catchUp`).
     var localChanges: UInt64 = 0
+    /// Local changes committed, or being committed, whose mirror part has not been made yet (see
+    /// `PostgresStore.publishingAfterCommit`): no other mount's change is applied meanwhile.
+    var publicationsPending = 0
     /// The last change number read from `docfs_changes`.
     var lastChange: Int64 = 0
     /// When the mirror last read the change log to its end and applied it (the change feed's lag

@@ -265,23 +265,28 @@ extension PostgresStore {
 
     // MARK: Removing and renaming
 
-    public func removeFile(_ path: String) throws {
-        if Self.isPrivate(path) { return try mirror.removeFile(path) }
-        try remove(path, directory: false)
+    public func removeFile(_ path: String, publishing publish: Publication) throws {
+        if Self.isPrivate(path) { return try mirror.removeFile(path, publishing: publish) }
+        try remove(path, directory: false, publishing: publish)
     }
 
-    public func removeDirectory(_ path: String) throws {
-        if Self.isPrivate(path) { return try mirror.removeDirectory(path) }
-        try remove(path, directory: true)
+    public func removeDirectory(_ path: String, publishing publish: Publication) throws {
+        if Self.isPrivate(path) { return try mirror.removeDirectory(path, publishing: publish) }
+        try remove(path, directory: true, publishing: publish)
     }
 
-    private func remove(_ path: String, directory: Bool) throws {
+    private func remove(_ path: String, directory: Bool, publishing publish: Publication) throws {
         let (parentPath, name) = try split(path)
-        var mirrorChanged = false
         let wishes = takeVersionWishes(touching: [path])
-        try change(path, retryable: !mirrorChanged, { db in
+        try publishingAfterCommit(path, publish, {
             let parent = try knownItem(parentPath, operation: "remove")
-            if let item = state.withLock({ $0[path] }) {
+            // The mirror's answers (rename(2)'s and rmdir(2)'s), given before the database changes:
+            // the mirror follows only once the change is committed.
+            let local = try mirror.status(of: path)
+            if directory && local.kind != .directory { throw SystemCallError(errno: ENOTDIR, operation: "rmdir", path: path) }
+            if !directory && local.kind == .directory { throw SystemCallError(errno: EISDIR, operation: "unlink", path: path) }
+            try change(path, { db in
+                guard let item = state.withLock({ $0[path] }) else { return }
                 // Kept in the mirror now, before the store-wide change counter is locked.
                 keepLocally(try keepWishedVersions(db, wishes))
                 let removed = try db.execute(
@@ -294,56 +299,56 @@ extension PostgresStore {
                     throw SystemCallError(errno: ENOTEMPTY, operation: "rmdir", path: path)
                 }
                 try queries.recordChange(db, folders: [parent.id])
-            }
-            mirrorChanged = true
+            })
+        }, apply: {
             if directory { try mirror.removeDirectory(path) } else { try mirror.removeFile(path) }
-        }, then: { _ in
             state.withLock { $0.removeSubtree(path) }
         })
     }
 
-    public func rename(_ source: String, to destination: String, flags: UInt32) throws {
+    public func rename(_ source: String, to destination: String, flags: UInt32, publishing publish: Publication) throws {
         switch (Self.isPrivate(source), Self.isPrivate(destination)) {
-        case (true, true): return try mirror.rename(source, to: destination, flags: flags)
+        case (true, true): return try mirror.rename(source, to: destination, flags: flags, publishing: publish)
         case (false, false): break
         default: throw SystemCallError(errno: EXDEV, operation: "rename", path: source)
         }
         let exchange = flags & 2 != 0
         let (sourceParentPath, sourceName) = try split(source)
         let (destinationParentPath, destinationName) = try split(destination)
-        var mirrorChanged = false
         let wishes = takeVersionWishes(touching: [source, destination])
-        try change(source, retryable: !mirrorChanged, { db in
-            let item = try knownItem(source, operation: "rename")
-            let sourceParent = try knownItem(sourceParentPath, operation: "rename")
-            let destinationParent = try knownItem(destinationParentPath, operation: "rename")
-            let replaced = try queries.lockedItem(db, parent: destinationParent.id, name: destinationName)
-            // Kept in the mirror now, before the store-wide change counter is locked.
-            keepLocally(try keepWishedVersions(db, wishes))
-            func move(_ id: Int64, to parent: Int64, _ name: [UInt8]) throws {
-                try db.execute("UPDATE docfs_items SET parent = $2, name = $3 WHERE id = $1", [.integer(id), .integer(parent), .bytes(name)])
-            }
-            if let replaced, replaced.id != item.id {
-                if exchange {
-                    // The unique (parent, name) index allows no moment with two rows at one name.
-                    // A name no row can hold otherwise (a NUL byte), for the instant of the swap.
-                    try move(replaced.id, to: destinationParent.id, Array("\u{0}docfs-exchange-\(replaced.id)".utf8))
-                    try move(item.id, to: destinationParent.id, destinationName.bytes)
-                    try move(replaced.id, to: sourceParent.id, sourceName.bytes)
-                } else {
-                    if flags & 1 != 0 { throw SystemCallError(errno: EEXIST, operation: "rename", path: destination) }
-                    if try queries.hasChildren(db, replaced.id) { throw SystemCallError(errno: ENOTEMPTY, operation: "rename", path: destination) }
-                    try db.execute("DELETE FROM docfs_items WHERE id = $1", [.integer(replaced.id)])
+        try publishingAfterCommit(source, publish, {
+            try checkRename(source, to: destination, exchange: exchange)
+            try change(source, { db in
+                let item = try knownItem(source, operation: "rename")
+                let sourceParent = try knownItem(sourceParentPath, operation: "rename")
+                let destinationParent = try knownItem(destinationParentPath, operation: "rename")
+                let replaced = try queries.lockedItem(db, parent: destinationParent.id, name: destinationName)
+                // Kept in the mirror now, before the store-wide change counter is locked.
+                keepLocally(try keepWishedVersions(db, wishes))
+                func move(_ id: Int64, to parent: Int64, _ name: [UInt8]) throws {
+                    try db.execute("UPDATE docfs_items SET parent = $2, name = $3 WHERE id = $1", [.integer(id), .integer(parent), .bytes(name)])
+                }
+                if let replaced, replaced.id != item.id {
+                    if exchange {
+                        // The unique (parent, name) index allows no moment with two rows at one name.
+                        // A name no row can hold otherwise (a NUL byte), for the instant of the swap.
+                        try move(replaced.id, to: destinationParent.id, Array("\u{0}docfs-exchange-\(replaced.id)".utf8))
+                        try move(item.id, to: destinationParent.id, destinationName.bytes)
+                        try move(replaced.id, to: sourceParent.id, sourceName.bytes)
+                    } else {
+                        if flags & 1 != 0 { throw SystemCallError(errno: EEXIST, operation: "rename", path: destination) }
+                        if try queries.hasChildren(db, replaced.id) { throw SystemCallError(errno: ENOTEMPTY, operation: "rename", path: destination) }
+                        try db.execute("DELETE FROM docfs_items WHERE id = $1", [.integer(replaced.id)])
+                        try move(item.id, to: destinationParent.id, destinationName.bytes)
+                    }
+                } else if replaced == nil {
+                    if exchange { throw SystemCallError(errno: ENOENT, operation: "rename", path: destination) }
                     try move(item.id, to: destinationParent.id, destinationName.bytes)
                 }
-            } else if replaced == nil {
-                if exchange { throw SystemCallError(errno: ENOENT, operation: "rename", path: destination) }
-                try move(item.id, to: destinationParent.id, destinationName.bytes)
-            }
-            try queries.recordChange(db, folders: [sourceParent.id, destinationParent.id])
-            mirrorChanged = true
+                try queries.recordChange(db, folders: [sourceParent.id, destinationParent.id])
+            })
+        }, apply: {
             try mirror.rename(source, to: destination, flags: flags)
-        }, then: { _ in
             state.withLock { state in
                 if exchange {
                     let parked = "\u{0}exchange"
@@ -356,6 +361,41 @@ extension PostgresStore {
                 }
             }
         })
+    }
+
+    /// rename(2)'s answers that the mirror gives and the database does not check (the kinds of the
+    /// two items, a folder into itself), given before the database changes.
+    private func checkRename(_ source: String, to destination: String, exchange: Bool) throws {
+        let moving = try mirror.status(of: source)
+        if moving.kind == .directory, StorePath.isWithin(destination, source), !FileSystemPath.same(source, destination) {
+            throw SystemCallError(errno: EINVAL, operation: "rename (a folder into itself)", path: source)
+        }
+        guard !exchange, let replaced = try? mirror.status(of: destination) else { return }
+        if moving.kind == .directory && replaced.kind != .directory { throw SystemCallError(errno: ENOTDIR, operation: "rename", path: destination) }
+        if moving.kind != .directory && replaced.kind == .directory { throw SystemCallError(errno: EISDIR, operation: "rename", path: destination) }
+    }
+
+    /// Runs `commit` (a change's checks and its transaction), then hands `apply` (what the mirror
+    /// and this mount's knowledge of it do to follow) to `publish`: the database is waited for, and
+    /// then the mirror changes in one step that holds what lookups need, never across a wait. Until
+    /// it has, other mounts' changes are not applied (they would apply this one too, out of turn).
+    /// A mirror that cannot follow (it differs from the database) is compared whole with it again:
+    /// the change is committed, and the program told so.
+    private func publishingAfterCommit(_ path: String, _ publish: Publication, _ commit: () throws -> Void, apply: () throws -> Void) throws {
+        state.withLock { $0.publicationsPending += 1 }
+        defer { state.withLock { $0.publicationsPending -= 1 } }
+        try commit()
+        try withoutActuallyEscaping(apply) { apply in
+            try publish {
+                do {
+                    try applying.reading(apply)
+                    state.withLock { $0.localChanges += 1 }
+                } catch {
+                    state.withLock { $0.needsFullSynchronization = true }
+                    logger.error("\(path): committed to the database, but the local mirror could not follow (\(error)); it is compared with the database again")
+                }
+            }
+        }
     }
 
     // MARK: Attributes

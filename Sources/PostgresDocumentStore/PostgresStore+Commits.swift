@@ -16,8 +16,8 @@ import SystemSupport
 /// - While no server accepts the change (none reachable, a standby promoted, a lock or a statement
 ///   timed out), the change is tried again, with pauses growing to half a second, until
 ///   `primaryWait` (counted from the first failure) runs out; only then does it fail. The log says
-///   so once per outage. Under a lock every lookup needs (`LookupLockScope`) the change fails at
-///   once instead, and its caller waits without the lock.
+///   so once per outage. No lock a lookup needs is held meanwhile: a rename or a removal shows in
+///   the mirror only once committed (see `publishingAfterCommit`).
 extension PostgresStore {
     /// Runs a local change: `body` in one transaction, shared with other local changes, exclusive
     /// of applying other mounts' changes. `then` runs after the commit, under the same shared lock:
@@ -138,8 +138,7 @@ extension PostgresStore {
                             [.integer(key >> 32 & 0xFFFF_FFFF), .integer(key & 0xFFFF_FFFF)])
                     }
                 }
-                // Not declined: the answer is owed before anything else happens.
-                guard (try? wait.pause(path, after: cause, self, declinable: false)) != nil else { return nil }
+                guard (try? wait.pause(path, after: cause, self)) != nil else { return nil }
             }
         }
     }
@@ -245,10 +244,8 @@ struct PrimaryWait {
         self.limit = limit
     }
 
-    /// Pauses before the next try, or throws when the limit has run out. With a lock every lookup
-    /// needs held (see `LookupLockScope`), a `declinable` wait is not made: the change fails now,
-    /// and its caller waits without the lock and tries again.
-    mutating func pause(_ path: String, after cause: PostgresError, _ store: PostgresStore, declinable: Bool = true) throws {
+    /// Pauses before the next try, or throws when the limit has run out.
+    mutating func pause(_ path: String, after cause: PostgresError, _ store: PostgresStore) throws {
         let deadline = self.deadline ?? .now + limit
         self.deadline = deadline
         guard ContinuousClock.now + pauseLength < deadline else {
@@ -258,10 +255,6 @@ struct PrimaryWait {
         store.noteOutage(cause)
         PostgresMetrics.waits.increment()
         store.pool.dropIdle()
-        if declinable && LookupLockScope.isHeld {
-            LookupLockScope.noteWaitDeclined()
-            throw store.unavailable(cause)
-        }
         Thread.sleep(forTimeInterval: Double(pauseLength.components.attoseconds) / 1e18 + Double(pauseLength.components.seconds))
         pauseLength = min(pauseLength * 2, .milliseconds(500))
     }

@@ -21,6 +21,11 @@ extension PostgresStore {
 
     /// Runs `body`, which opens or reads `path` (a file, or a folder and everything in it), once
     /// the content of every file there is in the mirror; eviction cannot run meanwhile.
+    public func fetchContent(of path: String) throws {
+        guard !Self.isPrivate(path) else { return }
+        for file in state.withLock({ $0.use(under: path) }) { try fetchFile(file) }
+    }
+
     func withContent<T>(_ path: String, _ body: () throws -> T) throws -> T {
         guard !Self.isPrivate(path) else { return try body() }
         for _ in 0..<Self.fetchAttempts {
@@ -48,6 +53,7 @@ extension PostgresStore {
             let staging: StagingFile
             do {
                 let copy = try copyFromMirror(item, for: path)
+                if copy == nil { TestHook.fetchBeforeDownload.pause() }
                 staging = try copy ?? mirror.makeStagingFile(seededFrom: nil, for: path)
                 var downloaded = copy != nil
                 defer { if !downloaded { mirror.discard(staging) } }

@@ -35,8 +35,9 @@ extension PostgresStore {
                 }
             }
             func applyTree() throws -> [StoreChange]? {
-                // A local change committed since the snapshot would be undone by it: read again.
-                guard state.withLock({ $0.localChanges == generation }) else { return nil }
+                // A local change committed since the snapshot would be undone by it, and one not yet
+                // in the mirror would be made by it out of turn: read again.
+                guard state.withLock({ $0.localChanges == generation && $0.publicationsPending == 0 }) else { return nil }
                 var changes: [StoreChange] = []
                 try apply(tree, folder: rootID, path: "", complete: true, subtree: { _ in tree }, &changes)
                 state.withLock { state in
@@ -69,6 +70,8 @@ extension PostgresStore {
             return true
         }
         for _ in 0..<3 {
+            // A local change is between its commit and its mirror's part: the next poll applies.
+            if state.withLock({ $0.publicationsPending > 0 }) { return false }
             let (since, generation) = state.withLock { ($0.lastChange, $0.localChanges) }
             guard let read = try readChanges(since: since) else {
                 logger.notice("the change log was pruned past this mount's last read (change \(since)): comparing the whole mirror with the database")
@@ -86,8 +89,9 @@ extension PostgresStore {
                 try read.subtrees[id] ?? pool.withConnection { try queries.tree($0, root: id, storeRoot: rootID) }
             }
             let applied = try applying.writing(within: Self.applyingPatience) { () throws -> [StoreChange]? in
-                // Another catch-up, or a local change, moved the mirror since the read: read again.
-                guard state.withLock({ $0.lastChange == since && $0.localChanges == generation }) else { return nil }
+                // Another catch-up, or a local change, moved the mirror since the read, or is about
+                // to: read again.
+                guard state.withLock({ $0.lastChange == since && $0.localChanges == generation && $0.publicationsPending == 0 }) else { return nil }
                 var changes: [StoreChange] = []
                 for (folder, tree) in read.folders {
                     // A folder this mount does not mirror (removed, or new under a folder that

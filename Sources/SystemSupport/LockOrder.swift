@@ -17,8 +17,12 @@ public enum LockLevel: UInt32, Sendable, CaseIterable {
     case packageLayout = 20
     /// One package's changes, serialized (`PackageCoordinator`).
     case package = 30
-    /// Which stored file a name leads to (`DocumentFileSystem.namespace`): renames and removals
-    /// exclusively, lookups and commit installs shared.
+    /// Changes to which stored file a name leads to, whole (`DocumentFileSystem.changes`): renames,
+    /// removals and links exclusively, commit installs shared. Held across waits on the store (a
+    /// database); no lookup takes it.
+    case changes = 35
+    /// Which stored file a name leads to, as lookups see it (`DocumentFileSystem.namespace`): the
+    /// local step that makes a change visible exclusively, lookups shared. Never across a wait.
     case namespace = 40
     /// One inode's open-file bookkeeping (`Node.state`): short, never across I/O that can wait.
     case nodeState = 50

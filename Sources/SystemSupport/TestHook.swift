@@ -15,6 +15,8 @@ public enum TestHook: String, Sendable {
     /// A PostgreSQL store's change sends COMMIT and then drops the connection unanswered (a trip,
     /// not a pause: see `trips`).
     case commitAnswerLost = "commit-answer-lost"
+    /// A PostgreSQL store is about to download content its mirror lacks.
+    case fetchBeforeDownload = "fetch-before-download"
     /// The last writable handle of a file is released and its stage not yet settled.
     case releaseBeforeSettle = "release-before-settle"
 

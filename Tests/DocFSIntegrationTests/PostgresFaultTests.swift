@@ -127,19 +127,26 @@ final class PostgresFaultTests {
     }
 
     /// Reads cached documents, stats them and lists the mount for `seconds`, in a child process (a
-    /// read that hangs must not keep the test from ending the fault); prints the slowest, in ms.
+    /// read that hangs must not keep the test from ending the fault); prints the slowest call (a
+    /// `cat`, a `stat` or an `ls`), in ms.
     private func startCachedReads(_ mount: MountedStore, names: [String], for seconds: Int) throws -> ChildProcess {
         try ChildProcess(["timeout", "-s", "KILL", String(seconds + 20), "python3", "-c", """
             import os, sys, time
             folder, seconds, names = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
             slowest, end = 0.0, time.monotonic() + seconds
+            def timed(call):
+                global slowest
+                start = time.monotonic()
+                call()
+                slowest = max(slowest, (time.monotonic() - start) * 1000)
+            def cat(path):
+                with open(path, 'rb') as f: f.read()
             while time.monotonic() < end:
                 for name in names:
-                    start = time.monotonic()
-                    with open(os.path.join(folder, name), 'rb') as f: f.read()
-                    os.stat(os.path.join(folder, name))
-                    os.listdir(folder)
-                    slowest = max(slowest, (time.monotonic() - start) * 1000)
+                    path = os.path.join(folder, name)
+                    timed(lambda: cat(path))
+                    timed(lambda: os.stat(path))
+                    timed(lambda: os.listdir(folder))
             print(f"{slowest:.1f}")
             """, mount.inMount(""), String(seconds)] + names, capture: true)
     }
@@ -194,10 +201,7 @@ final class PostgresFaultTests {
         let mount = try MountedStore(postgres: location)
         defer { mount.unmount() }
         let names = try saveCachedDocuments(mount)
-        let postmaster = try #require(contents(cluster.directory + "/data/postmaster.pid")?.split(separator: "\n").first.flatMap { pid_t($0) })
-        let children = try MountedStore.run(["pgrep", "-P", String(postmaster)], timeout: 10).output.split(separator: "\n").compactMap { pid_t($0) }
-        let server = [postmaster] + children
-        for pid in server { kill(pid, SIGSTOP) }
+        let server = try stopServer()
         let save = try startSave(mount.inMount("during.json"), "[\"saved while stopped\"]")
         // The server stays stopped for as long as the reads go on: 10 seconds.
         let reads = try startCachedReads(mount, names: names, for: 10)
@@ -239,9 +243,9 @@ final class PostgresFaultTests {
         let names = try saveCachedDocuments(mount)
         #expect(try mount.shell("mkdir moving && echo '[0]' > moving/during.json").succeeded)
         cluster.stop(mode: "fast")
-        // A rename needs DocFS's namespace to itself, and every lookup waits while it has it: the
-        // rename waits for the database without it. (The kernel itself holds the rename's folder
-        // meanwhile, so the reads are in another one.)
+        // A rename waits for the database holding nothing a lookup needs; its change shows once
+        // committed. (The kernel itself holds the rename's folder meanwhile, so the reads are in
+        // another one.)
         let rename = try ChildProcess(["timeout", "60", "mv", mount.inMount("moving/during.json"), mount.inMount("moving/renamed.json")], capture: true)
         #expect(MountedStore.waitUntil { mount.log.contains("waiting for a primary") })
         let slowestRead = slowest(of: try startCachedReads(mount, names: names, for: 5), within: 20)
@@ -251,6 +255,101 @@ final class PostgresFaultTests {
         #expect(rename.wait() == 0, "\(String(decoding: rename.error, as: UTF8.self))\n\(mount.log.suffix(1500))")
         #expect(contents(mount.inMount("moving/renamed.json")) == "[0]\n")
         #expect(rows(named: "renamed.json") == "1" && rows(named: "during.json") == "1", "the rename, and the cached documents' during.json")
+    }
+
+    /// Stops the server's processes; returns them, for `SIGCONT`.
+    private func stopServer() throws -> [pid_t] {
+        let postmaster = try #require(contents(cluster.directory + "/data/postmaster.pid")?.split(separator: "\n").first.flatMap { pid_t($0) })
+        let children = try MountedStore.run(["pgrep", "-P", String(postmaster)], timeout: 10).output.split(separator: "\n").compactMap { pid_t($0) }
+        let server = [postmaster] + children
+        for pid in server { kill(pid, SIGSTOP) }
+        return server
+    }
+
+    /// Issue 40: a rename held the namespace, which every lookup needs, across its transaction, so a
+    /// server that stopped answering held `stat`, `ls` and `cat` of cached files in every folder for
+    /// as long as it was stopped (the reads here never ended on 6b33abc). The rename is held at
+    /// its COMMIT (a test hook) while the server is stopped, and a removal waits behind it.
+    @Test func aStoppedServerHoldsNoLookupWhileARenameAndARemovalWait() throws {
+        let hooks = try MountedStore.makeHookFolder()
+        defer { try? FileManager.default.removeItem(atPath: hooks) }
+        let mount = try MountedStore(postgres: location, launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
+        defer { mount.unmount() }
+        let names = try saveCachedDocuments(mount)
+        #expect(try mount.shell("mkdir moving removing && echo '[1]' > moving/a.json && echo '[2]' > removing/b.json").succeeded)
+        #expect(FileManager.default.createFile(atPath: hooks + "/commit-before-send", contents: nil))
+        let rename = try ChildProcess(["timeout", "60", "mv", mount.inMount("moving/a.json"), mount.inMount("moving/renamed.json")], capture: true)
+        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/commit-before-send.reached") })
+        let server = try stopServer()
+        // The rename sends its COMMIT to the stopped server; the removal waits for the rename.
+        try FileManager.default.removeItem(atPath: hooks + "/commit-before-send.reached")
+        let removal = try ChildProcess(["timeout", "60", "rm", mount.inMount("removing/b.json")], capture: true)
+        let slowestRead = slowest(of: try startCachedReads(mount, names: names, for: 6), within: 15)
+        for pid in server { kill(pid, SIGCONT) }
+        print("cached cat, stat and ls while a rename and a removal waited on a stopped server: slowest call \(slowestRead) ms")
+        #expect(slowestRead < 100, "a cached read waited \(slowestRead) ms behind a rename or removal")
+        #expect(rename.wait() == 0, "\(String(decoding: rename.error, as: UTF8.self))\n\(mount.log.suffix(1500))")
+        #expect(removal.wait() == 0, "\(String(decoding: removal.error, as: UTF8.self))")
+        #expect(contents(mount.inMount("moving/renamed.json")) == "[1]\n")
+        #expect(!FileManager.default.fileExists(atPath: mount.inMount("removing/b.json")))
+        #expect(rows(named: "renamed.json") == "1" && rows(named: "a.json") == "0" && rows(named: "b.json") == "0")
+    }
+
+    /// Issue 40: a rename waiting behind a large save's upload (held here at its COMMIT) queued for
+    /// the namespace, which the save held shared; the lock prefers writers, so every lookup queued
+    /// behind the rename (a `stat` here waited 5 s, the whole hold, on 6b33abc). Now the save and the rename hold
+    /// only `changes`, which no lookup takes.
+    @Test func aRenameQueuedBehindALargeUploadHoldsNoLookup() throws {
+        let hooks = try MountedStore.makeHookFolder()
+        defer { try? FileManager.default.removeItem(atPath: hooks) }
+        let mount = try MountedStore(postgres: location, launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
+        defer { mount.unmount() }
+        let names = try saveCachedDocuments(mount)
+        #expect(try mount.shell("mkdir large moving && echo '[1]' > moving/a.json").succeeded)
+        #expect(FileManager.default.createFile(atPath: hooks + "/commit-before-send", contents: nil))
+        let upload = try ChildProcess(
+            ["timeout", "120", "dd", "if=/dev/urandom", "of=" + mount.inMount("large/blob.bin"), "bs=1M", "count=64", "status=none"], capture: true)
+        #expect(MountedStore.waitUntil(seconds: 60) { FileManager.default.fileExists(atPath: hooks + "/commit-before-send.reached") })
+        let rename = try ChildProcess(["timeout", "60", "mv", mount.inMount("moving/a.json"), mount.inMount("moving/renamed.json")], capture: true)
+        let slowestRead = slowest(of: try startCachedReads(mount, names: names, for: 4), within: 15)
+        try FileManager.default.removeItem(atPath: hooks + "/commit-before-send.reached")
+        print("cached cat, stat and ls while a rename waited behind a 64 MB upload: slowest call \(slowestRead) ms")
+        #expect(slowestRead < 100, "a cached read waited \(slowestRead) ms behind a rename queued behind an upload")
+        #expect(upload.wait() == 0, "\(String(decoding: upload.error, as: UTF8.self))\n\(mount.log.suffix(1500))")
+        #expect(rename.wait() == 0, "\(String(decoding: rename.error, as: UTF8.self))")
+        #expect(contents(mount.inMount("moving/renamed.json")) == "[1]\n")
+        #expect(try cluster.query("SELECT size FROM docfs_items WHERE name = convert_to('blob.bin', 'UTF8')") == String(64 << 20))
+    }
+
+    /// Issue 40: an open of content the mirror lacks downloaded it holding the namespace shared, so
+    /// a rename's publication, or a lookup of a missing name (which forgot its node exclusively),
+    /// queued behind the download, and every lookup behind them (on 6b33abc with this hook added,
+    /// the reads here did not end while the download was held). The download is held at its start
+    /// (a test hook).
+    @Test func anOpenWaitingForItsDownloadHoldsNoLookup() throws {
+        let hooks = try MountedStore.makeHookFolder()
+        defer { try? FileManager.default.removeItem(atPath: hooks) }
+        let mount = try MountedStore(postgres: location, launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
+        let other = try MountedStore(postgres: location)
+        defer { mount.unmount(); other.unmount() }
+        let names = try saveCachedDocuments(mount)
+        #expect(try mount.shell("mkdir moving && echo '[1]' > moving/a.json").succeeded)
+        #expect(try other.shell("mkdir far && echo '[\"far\"]' > far/uncached.json").succeeded)
+        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: mount.inMount("far/uncached.json")) })
+        #expect(FileManager.default.createFile(atPath: hooks + "/fetch-before-download", contents: nil))
+        let open = try ChildProcess(["timeout", "60", "cat", mount.inMount("far/uncached.json")], capture: true)
+        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/fetch-before-download.reached") })
+        let rename = try ChildProcess(["timeout", "60", "mv", mount.inMount("moving/a.json"), mount.inMount("moving/renamed.json")], capture: true)
+        let probe = try ChildProcess(["timeout", "60", "stat", mount.inMount("no-such-name.json")], capture: true)
+        let slowestRead = slowest(of: try startCachedReads(mount, names: names, for: 4), within: 15)
+        try FileManager.default.removeItem(atPath: hooks + "/fetch-before-download.reached")
+        print("cached cat, stat and ls while an open waited for its download: slowest call \(slowestRead) ms")
+        #expect(slowestRead < 100, "a cached read waited \(slowestRead) ms behind a download")
+        #expect(open.wait() == 0)
+        #expect(String(decoding: open.output, as: UTF8.self) == "[\"far\"]\n")
+        #expect(rename.wait() == 0, "\(String(decoding: rename.error, as: UTF8.self))")
+        #expect(probe.wait() != 0, "no such name")
+        #expect(contents(mount.inMount("moving/renamed.json")) == "[1]\n")
     }
 
     @Test func opensRacingAnotherMountsCommitsEachGetAWholeVersion() throws {
