@@ -17,8 +17,8 @@ extension DocumentFileSystem {
     /// ordinary one.
     func writerArrived(at node: Node) {
         let expected = node.state.withLock { state -> Bool in
-            defer { state.writerExpectedUntil = 0 }
-            return state.writerExpectedUntil != 0
+            defer { state.writerExpected = false }
+            return state.writerExpected
         }
         if expected { nodes.writerArrived(at: node.inode) }
     }
@@ -79,7 +79,7 @@ extension DocumentFileSystem {
                 return nil
             }
             if let successor = moved.successor {
-                nodes.existingNode(successor)?.state.withLock { $0.writerExpectedUntil = monotonicNanoseconds() + 10_000_000_000 }
+                nodes.existingNode(successor)?.state.withLock { $0.writerExpected = true }
             }
             return moved
         }

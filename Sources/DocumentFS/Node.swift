@@ -44,10 +44,12 @@ struct NodeState {
     /// When the last writable handle closed (CLOCK_MONOTONIC nanoseconds): a document written
     /// recently is likely written again, and readers of it bypass the page cache.
     var lastWriterClosed: UInt64 = 0
-    /// Until when (CLOCK_MONOTONIC nanoseconds) a writer sent to this inode by
-    /// `DocumentFileSystem.moveNameOffCachedReaders` is expected; its readers bypass the page cache
-    /// till then.
-    var writerExpectedUntil: UInt64 = 0
+    /// A writer sent to this inode by `DocumentFileSystem.moveNameOffCachedReaders` has not arrived
+    /// yet: its readers bypass the page cache until it has, however long it takes, so that it is
+    /// never sent on a second time (the kernel retries an ESTALE open once). A writer that never
+    /// comes leaves only reads that bypass the cache. (Its deadline of 10 s was a wall-clock window
+    /// deciding where a writer's bytes may go.)
+    var writerExpected = false
     /// The document's name was given a new inode while this one's readers read through the page
     /// cache (see `DocumentFileSystem.moveNameOffCachedReaders`); this one serves them only.
     var superseded = false
@@ -95,10 +97,13 @@ struct NodeState {
     /// Whether a reader opening now should bypass the kernel's page cache. The cache and the file
     /// size the kernel keeps are shared by every handle of the inode, and a writer changes both (an
     /// O_TRUNC open sets the size to 0, its attributes and writes move it); a reader that reads the
-    /// committed file directly sees none of that.
+    /// committed file directly sees none of that. The 2 s after a writer closed are a guess that
+    /// spares moving the name (a document just written is likely written again), not what a
+    /// reader's version rests on: a writer that comes to readers of the cache later moves the name
+    /// off them (`moveNameOffCachedReaders`).
     var isBeingWritten: Bool {
         let now = monotonicNanoseconds()
-        return writableHandles > 0 || stagedFile != nil || now &- lastWriterClosed < 2_000_000_000 || now < writerExpectedUntil
+        return writableHandles > 0 || stagedFile != nil || now &- lastWriterClosed < 2_000_000_000 || writerExpected
     }
 }
 
