@@ -17,8 +17,24 @@ final class MountOperations: FileSystemOperations {
         self.quarantine = QuarantineView(store: documents.store)
         let store = documents.store
         self.versions = store.versions.flatMap { archive in
-            (store as? DirectoryStore)?.keepsVersions == false ? nil : VersionsView(store: store, archive: archive)
+            (store as? DirectoryStore)?.keepsVersions == false ? nil : VersionsView(store: store, archive: archive, notifier: documents.notifier)
         }
+    }
+
+    /// Runs `change` (a request that may move who may enter a document's versions), then tells the
+    /// versions view, which lets the kernel cache its attributes, about each of `paths`.
+    private func changing<T>(_ paths: [String?], _ change: () throws(FUSEError) -> T) throws(FUSEError) -> T {
+        let result = try change()
+        if let versions { for case let path? in paths { versions.documentChanged(at: path) } }
+        return result
+    }
+
+    private func path(_ parent: Inode, _ name: FileName) -> String? {
+        versions == nil ? nil : try? documents.childPath(parent: parent, name: name)
+    }
+
+    private func path(_ inode: Inode) -> String? {
+        versions == nil ? nil : documents.nodes.path(of: inode)
     }
 
     private func isView(_ inode: Inode) -> Bool { QuarantineView.owns(inode) || VersionsView.owns(inode) }
@@ -74,7 +90,9 @@ final class MountOperations: FileSystemOperations {
 
     func setAttributes(inode: Inode, changes: AttributeChanges, handle: UInt64?, context: RequestContext) throws(FUSEError) -> AttributesReply {
         try refuseInView(inode)
-        return try documents.setAttributes(inode: inode, changes: changes, handle: handle, context: context)
+        return try changing([path(inode)]) { () throws(FUSEError) in
+            try documents.setAttributes(inode: inode, changes: changes, handle: handle, context: context)
+        }
     }
 
     func readLink(inode: Inode) throws(FUSEError) -> String {
@@ -86,43 +104,53 @@ final class MountOperations: FileSystemOperations {
     func makeNode(parent: Inode, name: FileName, mode: mode_t, device: dev_t, context: RequestContext) throws(FUSEError) -> Entry {
         try refuseInView(parent)
         try refuseViewName(parent, name)
-        return try documents.makeNode(parent: parent, name: name, mode: mode, device: device, context: context)
+        return try changing([path(parent, name)]) { () throws(FUSEError) in
+            try documents.makeNode(parent: parent, name: name, mode: mode, device: device, context: context)
+        }
     }
 
     func makeDirectory(parent: Inode, name: FileName, mode: mode_t, context: RequestContext) throws(FUSEError) -> Entry {
         try refuseInView(parent)
         try refuseViewName(parent, name)
-        return try documents.makeDirectory(parent: parent, name: name, mode: mode, context: context)
+        return try changing([path(parent, name)]) { () throws(FUSEError) in
+            try documents.makeDirectory(parent: parent, name: name, mode: mode, context: context)
+        }
     }
 
     func unlink(parent: Inode, name: FileName, context: RequestContext) throws(FUSEError) {
         if let versions = versionsView(parent) { return try versions.remove(parent: parent, name: name, directory: false, context: context) }
         try refuseInView(parent)
-        try documents.unlink(parent: parent, name: name, context: context)
+        try changing([path(parent, name)]) { () throws(FUSEError) in try documents.unlink(parent: parent, name: name, context: context) }
     }
 
     func removeDirectory(parent: Inode, name: FileName, context: RequestContext) throws(FUSEError) {
         if let versions = versionsView(parent) { return try versions.remove(parent: parent, name: name, directory: true, context: context) }
         try refuseInView(parent)
-        try documents.removeDirectory(parent: parent, name: name, context: context)
+        try changing([path(parent, name)]) { () throws(FUSEError) in try documents.removeDirectory(parent: parent, name: name, context: context) }
     }
 
     func symlink(target: String, parent: Inode, name: FileName, context: RequestContext) throws(FUSEError) -> Entry {
         try refuseInView(parent)
         try refuseViewName(parent, name)
-        return try documents.symlink(target: target, parent: parent, name: name, context: context)
+        return try changing([path(parent, name)]) { () throws(FUSEError) in
+            try documents.symlink(target: target, parent: parent, name: name, context: context)
+        }
     }
 
     func rename(parent: Inode, name: FileName, newParent: Inode, newName: FileName, flags: UInt32, context: RequestContext) throws(FUSEError) {
         try refuseInView(parent, newParent)
         try refuseViewName(newParent, newName)
-        try documents.rename(parent: parent, name: name, newParent: newParent, newName: newName, flags: flags, context: context)
+        try changing([path(parent, name), path(newParent, newName)]) { () throws(FUSEError) in
+            try documents.rename(parent: parent, name: name, newParent: newParent, newName: newName, flags: flags, context: context)
+        }
     }
 
     func link(inode: Inode, newParent: Inode, newName: FileName, context: RequestContext) throws(FUSEError) -> Entry {
         try refuseInView(inode, newParent)
         try refuseViewName(newParent, newName)
-        return try documents.link(inode: inode, newParent: newParent, newName: newName, context: context)
+        return try changing([path(newParent, newName)]) { () throws(FUSEError) in
+            try documents.link(inode: inode, newParent: newParent, newName: newName, context: context)
+        }
     }
 
     func open(inode: Inode, flags: Int32, context: RequestContext) throws(FUSEError) -> OpenReply {
@@ -134,7 +162,9 @@ final class MountOperations: FileSystemOperations {
     func create(parent: Inode, name: FileName, mode: mode_t, flags: Int32, context: RequestContext) throws(FUSEError) -> (Entry, OpenReply) {
         try refuseInView(parent)
         try refuseViewName(parent, name)
-        return try documents.create(parent: parent, name: name, mode: mode, flags: flags, context: context)
+        return try changing([path(parent, name)]) { () throws(FUSEError) in
+            try documents.create(parent: parent, name: name, mode: mode, flags: flags, context: context)
+        }
     }
 
     func read(inode: Inode, handle: UInt64, offset: Int64, size: Int) throws(FUSEError) -> ReadReply {
@@ -216,7 +246,10 @@ final class MountOperations: FileSystemOperations {
 
     func setExtendedAttribute(inode: Inode, name: String, value: UnsafeRawBufferPointer, flags: Int32, context: RequestContext) throws(FUSEError) {
         try refuseInView(inode)
-        try documents.setExtendedAttribute(inode: inode, name: name, value: value, flags: flags, context: context)
+        // An ACL decides who may enter a document's versions.
+        try changing([path(inode)]) { () throws(FUSEError) in
+            try documents.setExtendedAttribute(inode: inode, name: name, value: value, flags: flags, context: context)
+        }
     }
 
     func extendedAttribute(inode: Inode, name: String, context: RequestContext) throws(FUSEError) -> [UInt8] {
@@ -233,6 +266,6 @@ final class MountOperations: FileSystemOperations {
 
     func removeExtendedAttribute(inode: Inode, name: String, context: RequestContext) throws(FUSEError) {
         try refuseInView(inode)
-        try documents.removeExtendedAttribute(inode: inode, name: name, context: context)
+        try changing([path(inode)]) { () throws(FUSEError) in try documents.removeExtendedAttribute(inode: inode, name: name, context: context) }
     }
 }

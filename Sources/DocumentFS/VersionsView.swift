@@ -29,6 +29,7 @@ final class VersionsView: Sendable {
 
     private let store: any DocumentStore
     private let archive: VersionArchive
+    private let notifier: KernelNotifier
     private let inodes = ViewInodes(first: VersionsView.firstInode)
     private let files = HandleTable<OwnedDescriptor>()
     private let listings = HandleTable<[ViewEntry]>()
@@ -40,9 +41,25 @@ final class VersionsView: Sendable {
         case stored(location: String)
     }
 
-    init(store: any DocumentStore, archive: VersionArchive) {
+    init(store: any DocumentStore, archive: VersionArchive, notifier: KernelNotifier) {
         self.store = store
         self.archive = archive
+        self.notifier = notifier
+    }
+
+    /// How long the kernel may keep the view's names and attributes, in seconds. A change through
+    /// the mount that moves who may enter a document's versions tells the kernel at once
+    /// (`documentChanged`); one made beside the mount shows within this. With none, every path
+    /// walk through the view looked up each of its folders again: `ls -l` of a folder of 10,000
+    /// documents' versions made about 12 requests an entry, and took 5 s against 0.3 s for the
+    /// folder itself.
+    static let cacheTimeout = 1.0
+
+    /// The document (or folder) at store path `path` changed in a way that may move who may enter
+    /// its versions (its mode, owner or ACL; removed, renamed, made anew): the kernel asks for the
+    /// attributes of its folder in the view again.
+    func documentChanged(at path: String) {
+        if let inode = inodes.heldInode(for: path) { notifier.invalidateAttributes(of: inode) }
     }
 
     // MARK: Names and attributes
@@ -69,7 +86,7 @@ final class VersionsView: Sendable {
 
     func attributes(of inode: Inode) throws(FUSEError) -> AttributesReply {
         let path = try inodes.path(of: inode)
-        return AttributesReply(attributes: try attributes(of: try resolve(path), inode: inode), timeout: 0)
+        return AttributesReply(attributes: try attributes(of: try resolve(path), inode: inode), timeout: Self.cacheTimeout)
     }
 
     func readLink(_ inode: Inode) throws(FUSEError) -> String {
@@ -188,6 +205,13 @@ final class VersionsView: Sendable {
         guard version.isPackage == directory else { throw directory ? .notDirectory : .isDirectory }
         guard context.userID == 0 || context.userID == version.status.userID else { throw .notPermitted }
         try storeCall { try store.removeVersion(version) }
+        // A document goes with its last version, and each folder on its way with its last
+        // document: the kernel forgets their names at once.
+        var gone = document
+        while let (parent, name) = StorePath.split(gone), (try? resolve(gone)) == nil {
+            if let folder = inodes.heldInode(for: parent) { notifier.invalidateEntry(parent: folder, name: name) }
+            gone = parent
+        }
     }
 
     // MARK: Resolving
@@ -223,23 +247,26 @@ final class VersionsView: Sendable {
         switch item {
         case .folder(let document):
             let isDocument = archive.index.documents.contains(Array(document.utf8))
-            // A document's versions are listed as its folder lists it; a folder's, as it lists
-            // itself. A folder that is gone (removed, renamed) shows as root's alone: whoever could
-            // not enter it must not see its documents' names now.
+            // A document's folder is shown with its gate (`documentGate`) and the document's times
+            // where it has one: nothing else is read (every entry of `ls -l .versions/FOLDER` comes
+            // here, twice). Otherwise a document's versions are listed as its folder lists it; a
+            // folder's, as it lists itself. A folder that is gone (removed, renamed) shows as
+            // root's alone: whoever could not enter it must not see its documents' names now.
+            let gated = isDocument ? documentGate(document) : nil
             let folder = isDocument ? StorePath.split(document)?.parent ?? "" : document
-            var stored = (try? store.status(of: folder)).flatMap { $0.kind == .directory ? $0 : nil }
-            let root = try storeCall { try store.status(of: "") }
-            let status = stored ?? root
+            var stored = gated?.status ?? (try? store.status(of: folder)).flatMap { $0.kind == .directory ? $0 : nil }
+            let status: FileStatus
+            if let stored { status = stored } else { status = try storeCall { try store.status(of: "") } }
             var permissions = stored.map { $0.permissions & 0o555 } ?? 0o500
             // A folder removed through the mount shows as it was then: its owner keeps their undo.
             if stored == nil, let removed = archive.removedFolder(folder) {
-                stored = root
+                stored = status
                 stored?.userID = removed.userID
                 stored?.groupID = removed.groupID
                 permissions = removed.permissions & 0o555
             }
-            if isDocument, let gate = documentGate(document) {
-                stored = stored ?? root
+            if let gate = gated?.readers {
+                stored = stored ?? status
                 stored?.userID = gate.userID
                 stored?.groupID = gate.groupID
                 permissions = gate.permissions
@@ -281,15 +308,16 @@ final class VersionsView: Sendable {
     /// made anew by another user, opens nothing). A document both removed and made anew under
     /// its name by someone else is root's alone. Nil where neither is known: the store folder
     /// holding it decides, as it is now.
-    private func documentGate(_ document: String) -> VersionArchive.Readers? {
+    /// `status`: the document's, where it is there now.
+    private func documentGate(_ document: String) -> (readers: VersionArchive.Readers, status: FileStatus?)? {
         let current = (try? store.status(of: document)).flatMap { $0.kind == .regular || $0.kind == .directory ? $0 : nil }
         let now = current.map { status -> VersionArchive.Readers in
             var gate = VersionArchive.Readers(status)
             gate.permissions = Self.readableAsSearchable(status.permissions)
             return gate
         }
-        guard let then = archive.readersOfRemovedDocument(document) else { return now }
-        return now.map { $0.narrowed(by: then) } ?? then
+        guard let then = archive.readersOfRemovedDocument(document) else { return now.map { ($0, current) } }
+        return (now.map { $0.narrowed(by: then) } ?? then, current)
     }
 
     /// r-x for each class (owner, group, others) that `permissions` lets read, --- for the others.
@@ -308,7 +336,7 @@ final class VersionsView: Sendable {
         let item = try resolve(path)
         let inode = inodes.lookedUp(path)
         do {
-            return Entry(inode: inode, attributes: try attributes(of: item, inode: inode), entryTimeout: 0, attributeTimeout: 0)
+            return Entry(inode: inode, attributes: try attributes(of: item, inode: inode), entryTimeout: Self.cacheTimeout, attributeTimeout: Self.cacheTimeout)
         } catch {
             inodes.forget(inode, count: 1)
             throw error

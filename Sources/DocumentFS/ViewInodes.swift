@@ -43,6 +43,11 @@ final class ViewInodes: Sendable {
         }
     }
 
+    /// The inode the kernel holds for `path`, if it holds one.
+    func heldInode(for path: String) -> Inode? {
+        known.withLock { $0.inodesByPath[Array(path.utf8)] }
+    }
+
     func forget(_ inode: Inode, count: UInt64) {
         known.withLock { known in
             guard let held = known.lookups[inode] else { return }
