@@ -313,7 +313,7 @@ extension DocumentFileSystem {
             return
         }
         try changingNames { () throws(FUSEError) in
-            retainIfOpen(parent: parent, name: name, path: path)
+            let retained = fileToRetain(parent: parent, name: name, path: path)
             // `rm` of a document can be undone: its last version stays among its versions.
             let replaced: [CommitPipeline.Replaced] = classifier.claim(forPath: path, isDirectory: false) != nil ? [.init(path: path)] : []
             // A document's, and its folder's, as they are: its versions stay as reachable as it
@@ -321,7 +321,10 @@ extension DocumentFileSystem {
             let removed = replaced.isEmpty ? nil : (try? store.status(of: path)).flatMap { document in
                 (try? store.status(of: StorePath.split(path)?.parent ?? "")).map { (document, $0) }
             }
-            let detach = publishing { [nodes] in nodes.detach(parent: parent, name: name) }
+            let detach = publishing { [self] in
+                retain(retained, parent: parent, name: name)
+                nodes.detach(parent: parent, name: name)
+            }
             try storeCall { try pipeline.commit(replacing: replaced, saving: []) { try store.removeFile(path, publishing: detach) } }
             if let (document, folder) = removed { store.versions?.recordRemovedDocument(path, status: document, heldBy: folder) }
         }
@@ -440,7 +443,7 @@ extension DocumentFileSystem {
             }
             rewatchPackage(sourcePackage.root)
             namespace.writing {
-                replaced?.retain()
+                replaced?.retain(nodes.existingChild(parent: newParent, name: newName).flatMap { nodes.existingNode($0) })
                 moveNames(parent: parent, name: name, newParent: newParent, newName: newName, exchange: exchange)
             }
         } else {
@@ -454,7 +457,7 @@ extension DocumentFileSystem {
             try changingNames { () throws(FUSEError) in
                 let now = renameState(of: source, destination)
                 if now.versions != judged.versions { try judgeRename(of: source, as: destination, exchange: exchange, state: now) }
-                if !exchange { replacedFile(parent: newParent, name: newName, path: destination)?.retain() }
+                let replacedFile = exchange ? nil : replacedFile(parent: newParent, name: newName, path: destination)
                 let sourceKind = documentKind(source)
                 // A file saved in under a document's name (sed -i's temporary, vim's new file) is a
                 // save; a document moved keeps the record of its own save.
@@ -462,6 +465,7 @@ extension DocumentFileSystem {
                 let historyFollows = historyFollowsRename(of: source, kind: sourceKind, to: destination, exchange: exchange)
                 let replaced = historyFollows && exchange ? [] : versionsReplacedByRename(from: source, kind: sourceKind, to: destination, exchange: exchange)
                 let renameNodes = publishing { [self] in
+                    replacedFile?.retain(nodes.existingChild(parent: newParent, name: newName).flatMap { nodes.existingNode($0) })
                     moveNames(parent: parent, name: name, newParent: newParent, newName: newName, exchange: exchange)
                     markStagedIfClaimed(parent: newParent, name: newName, was: source, now: destination)
                     if exchange { markStagedIfClaimed(parent: parent, name: name, was: destination, now: source) }
@@ -534,11 +538,15 @@ extension DocumentFileSystem {
         let identity: UInt64?
 
         /// The inode keeps its file open, so an open the kernel already resolved to it reads that
-        /// old version, whole (as on a local disk), instead of failing with ESTALE.
-        func retain() {
-            node.state.withLock { state in
-                state.retained = file
-                state.formerIdentity = identity
+        /// old version, whole (as on a local disk), instead of failing with ESTALE. Done as the
+        /// change shows: `current`, the inode the name leads to then, keeps it too (a writer's
+        /// open may have moved the name to a new inode since it was read).
+        func retain(_ current: Node?) {
+            for node in [node] + (current.map { $0 === node ? [] : [$0] } ?? []) {
+                node.state.withLock { state in
+                    state.retained = file
+                    state.formerIdentity = identity
+                }
             }
         }
     }
@@ -550,17 +558,25 @@ extension DocumentFileSystem {
         return ReplacedFile(node: node, file: live ?? (try? store.openForReading(path)), identity: (try? store.status(of: path))?.identity)
     }
 
-    /// An open file that an unlink removes keeps the file it named, for its attributes (fstat,
-    /// fchmod, fgetxattr) until its last close.
-    private func retainIfOpen(parent: Inode, name: FileName, path: String) {
+    /// What an open file that an unlink removes keeps, for its attributes (fstat, fchmod,
+    /// fgetxattr) until its last close: the file it named and its number, read before the change.
+    private func fileToRetain(parent: Inode, name: FileName, path: String) -> (file: OwnedDescriptor?, identity: UInt64?)? {
         guard let inode = nodes.existingChild(parent: parent, name: name), let node = nodes.existingNode(inode),
               node.state.withLock({ $0.openHandles > 0 })
-        else { return }
+        else { return nil }
         let identity = (try? store.status(of: path))?.identity
-        let kept = node.state.withLock { $0.committed } == nil ? try? store.openForReading(path) : nil
+        let file = node.state.withLock { $0.committed } ?? (try? store.openForReading(path))
+        return (file, identity)
+    }
+
+    /// Gives `retained` to the inode the name leads to as the unlink shows (a writer's open may
+    /// have moved the name to a new inode since it was read), if it is open.
+    private func retain(_ retained: (file: OwnedDescriptor?, identity: UInt64?)?, parent: Inode, name: FileName) {
+        guard let retained, let inode = nodes.existingChild(parent: parent, name: name), let node = nodes.existingNode(inode) else { return }
         node.state.withLock { state in
-            state.formerIdentity = identity
-            if state.committed == nil { state.retained = kept }
+            guard state.openHandles > 0 else { return }
+            state.formerIdentity = retained.identity
+            if state.committed == nil { state.retained = retained.file }
         }
     }
 

@@ -23,10 +23,10 @@ final class MountOperations: FileSystemOperations {
 
     /// Runs `change` (a request that may move who may enter a document's versions), then tells the
     /// versions view, which lets the kernel cache its attributes, about each of `paths`.
+    /// Told even when `change` fails: part of it may have been made (a chmod before a failed chown).
     private func changing<T>(_ paths: [String?], _ change: () throws(FUSEError) -> T) throws(FUSEError) -> T {
-        let result = try change()
-        if let versions { for case let path? in paths { versions.documentChanged(at: path) } }
-        return result
+        defer { if let versions { for case let path? in paths { versions.documentChanged(at: path) } } }
+        return try change()
     }
 
     private func path(_ parent: Inode, _ name: FileName) -> String? {

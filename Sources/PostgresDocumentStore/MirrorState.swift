@@ -17,9 +17,16 @@ struct MirrorState {
     /// How many local changes the mirror has taken: what another mount's changes were read
     /// against is stale once it moved (see `catchUp`).
     var localChanges: UInt64 = 0
-    /// Local changes committed, or being committed, whose mirror part has not been made yet (see
-    /// `PostgresStore.publishingAfterCommit`): no other mount's change is applied meanwhile.
-    var publicationsPending = 0
+    /// The folders of local changes committed, or being committed, whose mirror part has not been
+    /// made yet (see `PostgresStore.publishingAfterCommit`), each with how many: no other mount's
+    /// change to them (or to a folder holding them) is applied meanwhile, nor a whole comparison.
+    var foldersPublishing: [PathKey: Int] = [:]
+
+    /// Whether applying the database's state of `folder` could make a local change not yet
+    /// published, out of turn.
+    func isPublishing(within folder: String) -> Bool {
+        foldersPublishing.keys.contains { StorePath.isWithin($0.path, folder) || StorePath.isWithin(folder, $0.path) }
+    }
     /// The last change number read from `docfs_changes`.
     var lastChange: Int64 = 0
     /// When the mirror last read the change log to its end and applied it (the change feed's lag

@@ -278,7 +278,7 @@ extension PostgresStore {
     private func remove(_ path: String, directory: Bool, publishing publish: Publication) throws {
         let (parentPath, name) = try split(path)
         let wishes = takeVersionWishes(touching: [path])
-        try publishingAfterCommit(path, publish, {
+        try publishingAfterCommit(path, folders: [parentPath], publish, {
             let parent = try knownItem(parentPath, operation: "remove")
             // The mirror's answers (rename(2)'s and rmdir(2)'s), given before the database changes:
             // the mirror follows only once the change is committed.
@@ -316,7 +316,7 @@ extension PostgresStore {
         let (sourceParentPath, sourceName) = try split(source)
         let (destinationParentPath, destinationName) = try split(destination)
         let wishes = takeVersionWishes(touching: [source, destination])
-        try publishingAfterCommit(source, publish, {
+        try publishingAfterCommit(source, folders: [sourceParentPath, destinationParentPath], publish, {
             try checkRename(source, to: destination, exchange: exchange)
             try change(source, { db in
                 let item = try knownItem(source, operation: "rename")
@@ -378,18 +378,29 @@ extension PostgresStore {
     /// Runs `commit` (a change's checks and its transaction), then hands `apply` (what the mirror
     /// and this mount's knowledge of it do to follow) to `publish`: the database is waited for, and
     /// then the mirror changes in one step that holds what lookups need, never across a wait. Until
-    /// it has, other mounts' changes are not applied (they would apply this one too, out of turn).
-    /// A mirror that cannot follow (it differs from the database) is compared whole with it again:
-    /// the change is committed, and the program told so.
-    private func publishingAfterCommit(_ path: String, _ publish: Publication, _ commit: () throws -> Void, apply: () throws -> Void) throws {
-        state.withLock { $0.publicationsPending += 1 }
-        defer { state.withLock { $0.publicationsPending -= 1 } }
+    /// it has, other mounts' changes to `folders` are not applied (they would apply this one too,
+    /// out of turn). A mirror that cannot follow (it differs from the database) is compared whole
+    /// with it again: the change is committed, and the program told so.
+    private func publishingAfterCommit(
+        _ path: String, folders: [String], _ publish: Publication, _ commit: () throws -> Void, apply: () throws -> Void
+    ) throws {
+        let keys = folders.map(PathKey.init)
+        state.withLock { state in for key in keys { state.foldersPublishing[key, default: 0] += 1 } }
+        defer {
+            state.withLock { state in
+                for key in keys {
+                    let left = (state.foldersPublishing[key] ?? 1) - 1
+                    state.foldersPublishing[key] = left > 0 ? left : nil
+                }
+            }
+        }
         try commit()
         try withoutActuallyEscaping(apply) { apply in
             try publish {
+                // Counted either way: a comparison read before the commit must not apply.
+                defer { state.withLock { $0.localChanges += 1 } }
                 do {
                     try applying.reading(apply)
-                    state.withLock { $0.localChanges += 1 }
                 } catch {
                     state.withLock { $0.needsFullSynchronization = true }
                     logger.error("\(path): committed to the database, but the local mirror could not follow (\(error)); it is compared with the database again")

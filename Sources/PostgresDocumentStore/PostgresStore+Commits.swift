@@ -98,9 +98,10 @@ extension PostgresStore {
     }
 
     private func applyCommitted<T>(_ path: String, _ value: T, _ apply: (T) throws -> Void) throws {
+        // Counted either way: a comparison read before the commit must not apply.
+        defer { state.withLock { $0.localChanges += 1 } }
         do {
             try apply(value)
-            state.withLock { $0.localChanges += 1 }
         } catch {
             state.withLock { $0.needsFullSynchronization = true }
             logger.error("\(path): committed to the database, but the local mirror could not follow (\(error)); it is compared with the database again")

@@ -19,13 +19,13 @@ extension PostgresStore {
     /// How often content is fetched again when it was evicted again before it could be opened.
     static let fetchAttempts = 5
 
-    /// Runs `body`, which opens or reads `path` (a file, or a folder and everything in it), once
-    /// the content of every file there is in the mirror; eviction cannot run meanwhile.
     public func fetchContent(of path: String) throws {
         guard !Self.isPrivate(path) else { return }
         for file in state.withLock({ $0.use(under: path) }) { try fetchFile(file) }
     }
 
+    /// Runs `body`, which opens or reads `path` (a file, or a folder and everything in it), once
+    /// the content of every file there is in the mirror; eviction cannot run meanwhile.
     func withContent<T>(_ path: String, _ body: () throws -> T) throws -> T {
         guard !Self.isPrivate(path) else { return try body() }
         for _ in 0..<Self.fetchAttempts {
@@ -59,7 +59,12 @@ extension PostgresStore {
                 defer { if !downloaded { mirror.discard(staging) } }
                 guard try copy != nil || download(item, into: staging, for: path) else {
                     versionsSeen += 1
-                    try catchUp()
+                    if try !catchUp(), state.withLock({ $0.isPublishing(within: StorePath.split(path)?.parent ?? "") }) {
+                        // A local rename or removal in its folder is committed and waits to show,
+                        // maybe for the lock of names this open holds: fail rather than wait
+                        // for it (the program may open again).
+                        throw PostgresStoreError.unavailable("\(path) changed elsewhere while a change of this mount to its folder was being made; open it again")
+                    }
                     continue
                 }
                 downloaded = true

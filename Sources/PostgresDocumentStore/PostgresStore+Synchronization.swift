@@ -37,7 +37,7 @@ extension PostgresStore {
             func applyTree() throws -> [StoreChange]? {
                 // A local change committed since the snapshot would be undone by it, and one not yet
                 // in the mirror would be made by it out of turn: read again.
-                guard state.withLock({ $0.localChanges == generation && $0.publicationsPending == 0 }) else { return nil }
+                guard state.withLock({ $0.localChanges == generation && $0.foldersPublishing.isEmpty }) else { return nil }
                 var changes: [StoreChange] = []
                 try apply(tree, folder: rootID, path: "", complete: true, subtree: { _ in tree }, &changes)
                 state.withLock { state in
@@ -70,8 +70,6 @@ extension PostgresStore {
             return true
         }
         for _ in 0..<3 {
-            // A local change is between its commit and its mirror's part: the next poll applies.
-            if state.withLock({ $0.publicationsPending > 0 }) { return false }
             let (since, generation) = state.withLock { ($0.lastChange, $0.localChanges) }
             guard let read = try readChanges(since: since) else {
                 logger.notice("the change log was pruned past this mount's last read (change \(since)): comparing the whole mirror with the database")
@@ -91,12 +89,16 @@ extension PostgresStore {
             let applied = try applying.writing(within: Self.applyingPatience) { () throws -> [StoreChange]? in
                 // Another catch-up, or a local change, moved the mirror since the read, or is about
                 // to: read again.
-                guard state.withLock({ $0.lastChange == since && $0.localChanges == generation && $0.publicationsPending == 0 }) else { return nil }
+                guard state.withLock({ $0.lastChange == since && $0.localChanges == generation }) else { return nil }
+                let paths = read.folders.map { folder, _ in state.withLock { $0.path(of: folder) } ?? (folder == rootID ? "" : nil) }
+                // A local change committed to one of these folders whose mirror part is not made
+                // yet would be made here out of turn: the next poll applies them.
+                guard !state.withLock({ state in paths.contains { $0.map(state.isPublishing(within:)) ?? false } }) else { return nil }
                 var changes: [StoreChange] = []
-                for (folder, tree) in read.folders {
+                for ((folder, tree), path) in zip(read.folders, paths) {
                     // A folder this mount does not mirror (removed, or new under a folder that
                     // changed too) is reached through its parent's change.
-                    guard let path = state.withLock({ $0.path(of: folder) }) ?? (folder == rootID ? "" : nil) else { continue }
+                    guard let path else { continue }
                     try apply(tree, folder: folder, path: path, complete: false, subtree: subtree, &changes)
                 }
                 state.withLock { state in
