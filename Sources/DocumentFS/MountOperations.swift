@@ -33,8 +33,9 @@ final class MountOperations: FileSystemOperations {
         versions == nil ? nil : try? documents.childPath(parent: parent, name: name)
     }
 
-    private func path(_ inode: Inode) -> String? {
-        versions == nil ? nil : documents.nodes.path(of: inode)
+    /// Every path of `inode`: a chmod through one hard link changes who may read all of them.
+    private func paths(_ inode: Inode) -> [String?] {
+        versions == nil ? [] : documents.nodes.paths(of: inode)
     }
 
     private func isView(_ inode: Inode) -> Bool { QuarantineView.owns(inode) || VersionsView.owns(inode) }
@@ -90,7 +91,7 @@ final class MountOperations: FileSystemOperations {
 
     func setAttributes(inode: Inode, changes: AttributeChanges, handle: UInt64?, context: RequestContext) throws(FUSEError) -> AttributesReply {
         try refuseInView(inode)
-        return try changing([path(inode)]) { () throws(FUSEError) in
+        return try changing(paths(inode)) { () throws(FUSEError) in
             try documents.setAttributes(inode: inode, changes: changes, handle: handle, context: context)
         }
     }
@@ -247,7 +248,7 @@ final class MountOperations: FileSystemOperations {
     func setExtendedAttribute(inode: Inode, name: String, value: UnsafeRawBufferPointer, flags: Int32, context: RequestContext) throws(FUSEError) {
         try refuseInView(inode)
         // An ACL decides who may enter a document's versions.
-        try changing([path(inode)]) { () throws(FUSEError) in
+        try changing(paths(inode)) { () throws(FUSEError) in
             try documents.setExtendedAttribute(inode: inode, name: name, value: value, flags: flags, context: context)
         }
     }
@@ -266,6 +267,6 @@ final class MountOperations: FileSystemOperations {
 
     func removeExtendedAttribute(inode: Inode, name: String, context: RequestContext) throws(FUSEError) {
         try refuseInView(inode)
-        try changing([path(inode)]) { () throws(FUSEError) in try documents.removeExtendedAttribute(inode: inode, name: name, context: context) }
+        try changing(paths(inode)) { () throws(FUSEError) in try documents.removeExtendedAttribute(inode: inode, name: name, context: context) }
     }
 }

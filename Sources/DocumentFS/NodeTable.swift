@@ -189,6 +189,20 @@ final class NodeTable: Sendable {
         return current
     }
 
+    /// Every path of a live inode: its own, and its other hard links' (looked for only where it
+    /// has some).
+    func paths(of inode: Inode) -> [String] {
+        state.withLock { state in
+            guard let own = Self.path(of: inode, in: state) else { return [] }
+            guard let links = state.links[inode], links.aliases > 0 else { return [own] }
+            let others = state.byName.compactMap { key, value -> String? in
+                guard value == inode, let folder = Self.path(of: key.parent, in: state) else { return nil }
+                return StorePath.join(folder, key.name)
+            }
+            return [own] + others.filter { !FileSystemPath.same($0, own) }
+        }
+    }
+
     /// Every name the table knows: (parent, name, inode).
     func allNames() -> [(Inode, FileName, Inode)] {
         state.withLock { state in state.byName.map { ($0.key.parent, $0.key.name, $0.value) } }

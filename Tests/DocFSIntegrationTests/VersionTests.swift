@@ -308,6 +308,25 @@ import Testing
         #expect(!listing.succeeded && listing.error.contains("Permission denied"), "\(listing.output)\(listing.error)")
     }
 
+    /// The view keeps its attributes a second, and is told of a chmod through the mount at once:
+    /// through any name of the file. A chmod through a hard link left the history under the
+    /// other name open for that second (a review of this stop's change).
+    @Test func aChmodThroughAHardLinkClosesTheOtherNamesHistoryAtOnce() throws {
+        let mount = try MountedStore(texts: ["a.md": "one\n"], arguments: ["-o", "allow_other"])
+        defer { mount.unmount() }
+        #expect(try mount.shell("chmod 644 a.md && echo two > a.md && ln a.md b.md").succeeded)
+        let version = try #require(try versions(mount, "a.md").first)
+        func read() throws -> String {
+            let result = try MountedStore.run(["runuser", "-u", "nobody", "--", "cat", mount.inMount(".versions/a.md/" + version)], timeout: 30)
+            return result.succeeded ? result.output : "refused"
+        }
+        // The kernel forgets the file, then knows it first as b.md: a.md is its other name.
+        #expect(try MountedStore.run(["sh", "-c", "sync; echo 2 > /proc/sys/vm/drop_caches; stat \"$1\" > /dev/null", "sh", mount.inMount("b.md")], timeout: 60).succeeded)
+        #expect(try read() == "one\n")
+        #expect(try mount.shell("chmod 600 a.md").succeeded)
+        #expect(try read() == "refused")
+    }
+
     /// Issue 36, item 2: a user who removed their own folder (`rm -r`) lost their undo: the view
     /// showed the gone folder as root's, mode 0500, and `docfs versions` said "not yours to read".
     /// Now it shows as it was when removed: theirs, and still closed to others.
