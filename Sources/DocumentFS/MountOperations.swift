@@ -29,13 +29,15 @@ final class MountOperations: FileSystemOperations {
         return try change()
     }
 
+    /// Paths are worked out only while the kernel holds something of the view: every create,
+    /// unlink and setattr comes here.
     private func path(_ parent: Inode, _ name: FileName) -> String? {
-        versions == nil ? nil : try? documents.childPath(parent: parent, name: name)
+        versions?.isBrowsed == true ? try? documents.childPath(parent: parent, name: name) : nil
     }
 
     /// Every path of `inode`: a chmod through one hard link changes who may read all of them.
     private func paths(_ inode: Inode) -> [String?] {
-        versions == nil ? [] : documents.nodes.paths(of: inode)
+        versions?.isBrowsed == true ? documents.nodes.paths(of: inode) : []
     }
 
     private func isView(_ inode: Inode) -> Bool { QuarantineView.owns(inode) || VersionsView.owns(inode) }

@@ -58,6 +58,10 @@ final class VersionsView: Sendable {
     /// The document (or folder) at store path `path` changed in a way that may move who may enter
     /// its versions (its mode, owner or ACL; removed, renamed, made anew): the kernel asks for the
     /// attributes of its folder in the view again.
+    /// Whether the kernel holds anything of the view: until someone browses it, a change has
+    /// nothing to tell it, and needs no path worked out for it.
+    var isBrowsed: Bool { !inodes.isEmpty }
+
     func documentChanged(at path: String) {
         if let inode = inodes.heldInode(for: path) { notifier.invalidateAttributes(of: inode) }
     }

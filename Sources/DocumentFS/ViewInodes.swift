@@ -43,6 +43,9 @@ final class ViewInodes: Sendable {
         }
     }
 
+    /// Whether the kernel holds any inode of the view.
+    var isEmpty: Bool { known.withLock { $0.pathsByInode.isEmpty } }
+
     /// The inode the kernel holds for `path`, if it holds one.
     func heldInode(for path: String) -> Inode? {
         known.withLock { $0.inodesByPath[Array(path.utf8)] }
