@@ -142,6 +142,7 @@ extension PostgresStore {
             return local.locations.filter { id, entry in !storedIDs.contains(id) && entry.generation <= generation }.map(\.key)
         }
         for id in gone { removeLocally(id, archive) }
+        logger.debug("versions compared with the database: \(stored.count) there, \(gone.count) gone from here")
         let deadline = ContinuousClock.now + Self.versionFetchBudget
         // Newest first: the versions a user looks for are the recent ones.
         for version in stored.sorted(by: { $0.id > $1.id }) where localVersions.withLock({ $0.locations[version.id] == nil && !$0.refused.contains(version.id) }) {
