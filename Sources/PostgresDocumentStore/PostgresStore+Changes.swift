@@ -278,6 +278,8 @@ extension PostgresStore {
     private func remove(_ path: String, directory: Bool, publishing publish: Publication) throws {
         let (parentPath, name) = try split(path)
         let wishes = takeVersionWishes(touching: [path])
+        var kept: [Int64] = []
+        defer { settle(kept) }
         try publishingAfterCommit(path, folders: [parentPath], publish, {
             let parent = try knownItem(parentPath, operation: "remove")
             // The mirror's answers (rename(2)'s and rmdir(2)'s), given before the database changes:
@@ -288,7 +290,7 @@ extension PostgresStore {
             try change(path, { db in
                 guard let item = state.withLock({ $0[path] }) else { return }
                 // Kept in the mirror now, before the store-wide change counter is locked.
-                keepLocally(try keepWishedVersions(db, wishes))
+                kept += try keepInTransaction(db, wishes)
                 let removed = try db.execute(
                     """
                     DELETE FROM docfs_items WHERE id = $1 AND parent = $2 AND name = $3
@@ -316,6 +318,8 @@ extension PostgresStore {
         let (sourceParentPath, sourceName) = try split(source)
         let (destinationParentPath, destinationName) = try split(destination)
         let wishes = takeVersionWishes(touching: [source, destination])
+        var kept: [Int64] = []
+        defer { settle(kept) }
         try publishingAfterCommit(source, folders: [sourceParentPath, destinationParentPath], publish, {
             try checkRename(source, to: destination, exchange: exchange)
             try change(source, { db in
@@ -324,7 +328,7 @@ extension PostgresStore {
                 let destinationParent = try knownItem(destinationParentPath, operation: "rename")
                 let replaced = try queries.lockedItem(db, parent: destinationParent.id, name: destinationName)
                 // Kept in the mirror now, before the store-wide change counter is locked.
-                keepLocally(try keepWishedVersions(db, wishes))
+                kept += try keepInTransaction(db, wishes)
                 func move(_ id: Int64, to parent: Int64, _ name: [UInt8]) throws {
                     try db.execute("UPDATE docfs_items SET parent = $2, name = $3 WHERE id = $1", [.integer(id), .integer(parent), .bytes(name)])
                 }

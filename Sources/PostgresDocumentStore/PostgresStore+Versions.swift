@@ -90,9 +90,12 @@ extension PostgresStore {
     /// Puts the versions a local change kept into the mirror's archive, before the mirror changes:
     /// linked or copied from the mirror where it holds all their content, and the same content
     /// the database kept (another mount's change not applied here yet would make it differ); the
-    /// others are fetched by the change feed.
-    func keepLocally(_ kept: [KeptVersion]) {
+    /// others are fetched by the change feed. Kept `uncommitted` (inside the change's transaction),
+    /// they are spared by the feed's comparison with the database until `settle` says the
+    /// transaction ended.
+    func keepLocally(_ kept: [KeptVersion], uncommitted: Bool = false) {
         guard let archive = mirror.versions else { return }
+        if uncommitted { localVersions.withLock { $0.uncommitted.formUnion(kept.map(\.version.id)) } }
         for version in kept where state.withLock({ $0.unfetched(under: version.wish.path).isEmpty && $0.content(under: version.wish.path) == version.version.content }) {
             localVersions.withLock { local in
                 local.scanIfNeeded(archive)
@@ -105,6 +108,26 @@ extension PostgresStore {
                     logger.warning("\(version.wish.path): its version was kept in the database but not in the mirror (\(error)); it is fetched instead")
                 }
             }
+        }
+    }
+
+    /// Keeps the wished versions in `db`'s transaction and at once in the mirror's archive, while
+    /// the mirror still holds what they were; the caller `settle`s the ids returned when the
+    /// transaction ends.
+    func keepInTransaction(_ db: PostgresConnection, _ wishes: [VersionWish]) throws -> [Int64] {
+        let kept = try keepWishedVersions(db, wishes)
+        keepLocally(kept, uncommitted: true)
+        return kept.map(\.version.id)
+    }
+
+    /// The transaction that kept `ids` ended, committed or not: a comparison that read the
+    /// database from now on sees them if they were committed, and one that read it before spares
+    /// them (they count as kept after its read). A row that was rolled back leaves at the next.
+    func settle(_ ids: [Int64]) {
+        guard !ids.isEmpty else { return }
+        localVersions.withLock { local in
+            local.uncommitted.subtract(ids)
+            for id in ids { local.touch(id) }
         }
     }
 
@@ -139,7 +162,9 @@ extension PostgresStore {
         // Dropped elsewhere (or never committed): gone here too, unless kept since the read began.
         let gone = localVersions.withLock { local in
             local.refused.formIntersection(storedIDs)
-            return local.locations.filter { id, entry in !storedIDs.contains(id) && entry.generation <= generation }.map(\.key)
+            return local.locations.filter { id, entry in
+                !storedIDs.contains(id) && entry.generation <= generation && !local.uncommitted.contains(id)
+            }.map(\.key)
         }
         for id in gone { removeLocally(id, archive) }
         logger.debug("versions compared with the database: \(stored.count) there, \(gone.count) gone from here")
@@ -328,6 +353,9 @@ struct LocalVersions {
     var reported: Set<Int64> = []
     /// Counts additions, so that a synchronization spares what was kept after its read.
     var generation: UInt64 = 1
+    /// Rows kept by a transaction of this mount that has not ended: the database shows them to no
+    /// one else yet, so a comparison must not take them for rows dropped elsewhere.
+    var uncommitted: Set<Int64> = []
     private var scanned = false
 
     mutating func scanIfNeeded(_ archive: VersionArchive) {
@@ -348,6 +376,13 @@ struct LocalVersions {
     mutating func add(_ id: Int64, at location: String, document: String) {
         generation += 1
         locations[id] = (location, document, generation)
+    }
+
+    /// `id` counts as kept now (see `PostgresStore.settle`).
+    mutating func touch(_ id: Int64) {
+        guard let entry = locations[id] else { return }
+        generation += 1
+        locations[id] = (entry.location, entry.document, generation)
     }
 
     var summary: VersionSummary {
