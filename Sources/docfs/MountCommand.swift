@@ -28,7 +28,7 @@ struct MountCommand: ParsableCommand {
     var mountPoint: String
 
     @Option(name: .customShort("o"), help: ArgumentHelp(
-        "Mount options, comma-separated: ro, allow_other, uid=N, gid=N, umask=NNN, fsname=NAME, config=FILE, or any FUSE option; fstab and systemd options (nofail, _netdev, noauto, user, x-systemd.*) are ignored.",
+        "Mount options, comma-separated: ro, allow_other, uid=N, gid=N, umask=NNN, fsname=NAME, source=STORE, config=FILE, or any FUSE option; fstab and systemd options (nofail, _netdev, noauto, user, x-systemd.*) are ignored.",
         valueName: "options"))
     var mountOptions: [String] = []
 
@@ -104,7 +104,7 @@ struct MountCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
+    mutating func run() throws {
         if let readyDescriptor {
             // The readiness pipe is for us alone: fusermount3 (which stays running with
             // auto_unmount) must not inherit it, or the parent would wait for its end forever.
@@ -114,6 +114,7 @@ struct MountCommand: ParsableCommand {
         parserLimits.install()
         do {
             try checkFUSE()
+            try takeStoreFromSource()
             let storePath = try checkedStore()
             let mountPath = try checkedMountPoint()
             // Read before daemonizing, so a bad configuration fails the command that was typed.
@@ -129,6 +130,19 @@ struct MountCommand: ParsableCommand {
             FileHandle.standardError.write(Data("docfs: \(failure.message)\n".utf8))
             throw failure.status
         }
+    }
+
+    /// `-o source=STORE`: the store is that, and the first argument the mount's name (its fsname,
+    /// unless `fsname=` gives one), which mount(8) and findmnt then show as its source.
+    private mutating func takeStoreFromSource() throws {
+        let parsed = try MountOptions(mountOptions)
+        guard let source = parsed.source else { return }
+        if parsed.fileSystemName == nil {
+            guard !store.contains(",") else { throw ValidationError("the mount's name '\(store)' holds a comma, which -o options cannot carry; give fsname=") }
+            mountOptions.append("fsname=" + store)
+        }
+        mountOptions = MountOptions.removingSource(mountOptions)
+        store = source
     }
 
     private func checkFUSE() throws {

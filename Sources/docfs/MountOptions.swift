@@ -12,6 +12,9 @@ struct MountOptions {
     var groupID: gid_t?
     var umask: mode_t?
     var fileSystemName: String?
+    /// `source=STORE`: the store, when the first argument only names the mount (libfuse's
+    /// examples and xfstests mount so: `mount -t fuse.docfs NAME MNT -o source=STORE`).
+    var source: String?
     var maxRead: UInt32?
     /// `config=FILE`: the type configuration, for fstab lines (which cannot pass `--config`).
     var configPath: String?
@@ -35,6 +38,9 @@ struct MountOptions {
             case "gid": groupID = try Self.number(option, value, radix: 10).map { gid_t($0) }
             case "umask": umask = try Self.number(option, value, radix: 8).map { mode_t($0) & 0o777 }
             case "fsname": fileSystemName = value
+            case "source":
+                guard let value, !value.isEmpty else { throw ValidationError("-o source: needs a store (source=/srv/notes)") }
+                source = value
             case "config":
                 guard let value, !value.isEmpty else { throw ValidationError("-o config: needs a file (config=/etc/docfs/notes.toml)") }
                 configPath = value
@@ -50,6 +56,11 @@ struct MountOptions {
                 forFUSE.append(option)
             }
         }
+    }
+
+    /// `options` without `source=`, for a daemon given the store itself.
+    static func removingSource(_ options: [String]) -> [String] {
+        options.map { $0.split(separator: ",").filter { !$0.hasPrefix("source=") }.joined(separator: ",") }.filter { !$0.isEmpty }
     }
 
     private static func number(_ option: String, _ value: String?, radix: Int) throws -> UInt32? {

@@ -61,6 +61,20 @@ struct SystemToolTests {
         #expect(unmount.succeeded && !place.isMounted, "\(unmount.error)")
     }
 
+    /// xfstests (and libfuse's examples) mount a name, with the store given as `-o source=`: the
+    /// name is the mount's source, so `umount NAME` finds it.
+    @Test func aMountNamedWithTheStoreAsSourceOptionIsUnmountedByItsName() throws {
+        let place = try Place()
+        let name = "docfs-named-\(getpid())"
+        let mount = try place.run(["mount", "-t", "fuse.docfs", name, place.mountPoint, "-o", "source=\(place.store),allow_other"], in: place.root)
+        #expect(mount.succeeded, "\(mount.error)")
+        #expect(try place.run(["findmnt", "-n", "-o", "SOURCE,FSTYPE", place.mountPoint]).output == "\(name) fuse.docfs\n")
+        #expect(try place.run(["cat", place.mountPoint + "/hello.txt"]).output == "Hello.\n")
+        #expect(try place.run(["umount", name]).succeeded && !place.isMounted)
+        let empty = try place.run(["mount", "-t", "fuse.docfs", name, place.mountPoint, "-o", "source="], in: place.root)
+        #expect(!empty.succeeded && empty.error.contains("-o source: needs a store"), "\(empty.error)")
+    }
+
     @Test func anFstabLineWithSystemdOptionsMounts() throws {
         let place = try Place()
         let fstab = place.root + "/fstab"
