@@ -107,10 +107,14 @@ extension DocumentFileSystem {
         switch found {
         case .raw(let descriptor, let status):
             let keepCache = node.state.withLock { state in
+                // Not while anyone writes it in place: an asynchronous direct write (O_DIRECT, AIO)
+                // leaves in the page cache what a reader's read cached while it ran, and the kernel
+                // would serve those pages as the file (xfstests generic/451).
+                let keep = flags & O_TRUNC == 0 && state.writableHandles == 0 && state.cachedVersion == status.version
                 state.openHandles += 1
                 if writing { state.writableHandles += 1 }
-                defer { state.cachedVersion = flags & O_TRUNC == 0 ? status.version : nil }
-                return flags & O_TRUNC == 0 && state.cachedVersion == status.version
+                state.cachedVersion = flags & O_TRUNC == 0 ? status.version : nil
+                return keep
             }
             return register(OpenFile(node: node, access: .raw(descriptor), flags: flags, view: nil), keepCache: keepCache)
         case .detached(let kept):
