@@ -78,10 +78,6 @@ int docfs_fallocate(int fd, int mode, off_t offset, off_t length) {
     return fallocate(fd, mode, offset, length);
 }
 
-int docfs_open_direct_flag(void) {
-    return O_DIRECT;
-}
-
 extern char **environ;
 
 /// File actions and attributes for one posix_spawn: both made, or neither (-1).

@@ -308,10 +308,10 @@ extension DocumentFileSystem {
 
     func release(inode: Inode, handle: UInt64, flags: Int32) {
         guard let file = files.remove(handle) else { return }
-        // Buffered writes went through the page cache, which holds the file as it is now; direct
-        // ones may have left stale pages beside them (see `open`).
-        if case .raw(let descriptor) = file.access, file.isWritable, let status = try? descriptor.status() {
-            file.node.state.withLock { $0.cachedVersion = file.flags & docfs_open_direct_flag() == 0 ? status.version : nil }
+        // The next open drops the page cache: a direct write made while this handle was open (its
+        // own or another's) may have left beside it pages a read cached meanwhile (see `open`).
+        if case .raw = file.access, file.isWritable {
+            file.node.state.withLock { $0.cachedVersion = nil }
         }
         // The handle's node, not the kernel's inode: an open of a replaced inode is served by the
         // node that holds its name now.

@@ -19,9 +19,6 @@ ssize_t docfs_copy_file_range(int infd, off_t *inoffset, int outfd, off_t *outof
 /// fallocate(2), declared by glibc only under _GNU_SOURCE.
 int docfs_fallocate(int fd, int mode, off_t offset, off_t length);
 
-/// O_DIRECT, defined by glibc only under _GNU_SOURCE (its value differs between architectures).
-int docfs_open_direct_flag(void);
-
 /// Starts `path` with `argv` in a new session (setsid), detached from the terminal: standard input
 /// and output on /dev/null, `keep_fd` as its standard error and as descriptor 3. Returns the pid, or
 /// -1 with errno set.
