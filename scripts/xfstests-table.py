@@ -1,19 +1,46 @@
 #!/usr/bin/env python3
 """The table scripts/xfstests prints: one row per test, one column per target (pass, FAIL,
-not run, or not reached when a run stopped early), read from each target's xunit report
-(RESULTS/TARGET/result.xml); then the counts, and the tests that fail on DocFS and pass on bindfs.
+not run; stopped or not reached when a run hit its time limit), read from each target's xunit
+report (RESULTS/TARGET/result.xml) and what check printed (for a test stopped mid-run); then the counts,
+and the tests that fail on DocFS and pass on bindfs.
 
     xfstests-table.py RESULTS TARGET [TARGET ...]
 """
 import os
+import re
 import sys
 import xml.etree.ElementTree as ElementTree
+
+
+def outcomes_from_output(folder):
+    """What check printed (check.out), for a run stopped before it wrote its report: each test's
+    line says pass (its seconds), not run, or a failure; one with nothing after it was running."""
+    found = {}
+    path = os.path.join(folder, "check.out")
+    if not os.path.exists(path):
+        return found
+    for line in open(path, errors="replace"):
+        match = re.match(r"^(generic/\d+)\s+(.*)$", line.rstrip("\n"))
+        if not match:
+            continue
+        name, rest = match.groups()
+        if rest.startswith("[not run]"):
+            found[name] = ("not run", "")
+        elif "output mismatch" in rest or rest.startswith("[failed") or rest.startswith("- "):
+            found[name] = ("FAIL", "")
+        elif re.match(r"^\d+s", rest):
+            found[name] = ("pass", rest.split("s")[0])
+        else:
+            found[name] = ("stopped", "")
+    return found
 
 
 def outcomes(folder):
     """test name -> (outcome, seconds) for one target's run."""
     report = os.path.join(folder, "result.xml")
-    found = {}
+    # check adds each test to its report as it ends: a test running when the run was stopped is
+    # only in its printed output.
+    found = outcomes_from_output(folder)
     if not os.path.exists(report):
         return found
     for case in ElementTree.parse(report).getroot().iter("testcase"):

@@ -308,10 +308,15 @@ extension DocumentFileSystem {
 
     func release(inode: Inode, handle: UInt64, flags: Int32) {
         guard let file = files.remove(handle) else { return }
-        // The next open drops the page cache: a direct write made while this handle was open (its
-        // own or another's) may have left beside it pages a read cached meanwhile (see `open`).
+        // A direct write made while this handle was open (its own or another's) may have left
+        // beside it pages a read cached meanwhile (see `open`): the next open drops the page cache,
+        // and readers still open are given the file anew.
         if case .raw = file.access, file.isWritable {
-            file.node.state.withLock { $0.cachedVersion = nil }
+            let othersOpen = file.node.state.withLock { state in
+                state.cachedVersion = nil
+                return state.openHandles > 1
+            }
+            if othersOpen { notifier.invalidateContent(of: file.node.inode) }
         }
         // The handle's node, not the kernel's inode: an open of a replaced inode is served by the
         // node that holds its name now.
@@ -326,7 +331,6 @@ extension DocumentFileSystem {
         let lastWriter = node.state.withLock { state in
             guard writable else { return false }
             state.writableHandles = max(0, state.writableHandles - 1)
-            if state.writableHandles == 0 { state.lastWriterClosed = monotonicNanoseconds() }
             return state.writableHandles == 0
         }
         if lastWriter {

@@ -28,7 +28,7 @@ struct MountCommand: ParsableCommand {
     var mountPoint: String
 
     @Option(name: .customShort("o"), help: ArgumentHelp(
-        "Mount options, comma-separated: ro, allow_other, uid=N, gid=N, umask=NNN, fsname=NAME, source=STORE, config=FILE, or any FUSE option; fstab and systemd options (nofail, _netdev, noauto, user, x-systemd.*) are ignored.",
+        "Mount options, comma-separated: ro, allow_other, uid=N, gid=N, umask=NNN, fsname=NAME, source=STORE, remount, config=FILE, or any FUSE option; fstab and systemd options (nofail, _netdev, noauto, user, x-systemd.*) are ignored.",
         valueName: "options"))
     var mountOptions: [String] = []
 
@@ -114,6 +114,7 @@ struct MountCommand: ParsableCommand {
         parserLimits.install()
         do {
             try checkFUSE()
+            if try MountOptions(mountOptions).remount { return try remount() }
             try takeStoreFromSource()
             let storePath = try checkedStore()
             let mountPath = try checkedMountPoint()
@@ -134,6 +135,33 @@ struct MountCommand: ParsableCommand {
 
     /// `-o source=STORE`: the store is that, and the first argument the mount's name (its fsname,
     /// unless `fsname=` gives one), which mount(8) and findmnt then show as its source.
+    /// `-o remount`: makes the DocFS mount at the mount point read-only, or writable again, as
+    /// `ro` is given or not, keeping its other flags (nosuid, nodev, noexec, sync, nosymfollow, the
+    /// atime ones). The kernel refuses writes to a read-only mount (EROFS); its daemon runs on as
+    /// it was, so a mount started read-only stays so.
+    private func remount() throws {
+        let path = absolutePath(mountPoint)
+        guard MountTable.isDocFSMountShown(at: path) else {
+            throw CommandFailure(message: "cannot remount \(mountPoint): no DocFS is mounted there", status: ExitStatus.badMountPoint)
+        }
+        var status = statvfs()
+        guard statvfs(path, &status) == 0 else {
+            throw CommandFailure(message: "cannot remount \(mountPoint): \(String(cString: strerror(errno)))", status: ExitStatus.badMountPoint)
+        }
+        // statvfs's flag bits (ST_NOSUID, ST_NODEV, ST_NOEXEC, ST_SYNCHRONOUS, ST_NOATIME,
+        // ST_NODIRATIME, ST_RELATIME, ST_NOSYMFOLLOW: Linux's values, as Swift sees none of
+        // glibc's), then mount(2)'s.
+        let kept: [(shown: Int, flag: Int)] = [
+            (2, Int(MS_NOSUID)), (4, Int(MS_NODEV)), (8, Int(MS_NOEXEC)), (16, Int(MS_SYNCHRONOUS)),
+            (1024, Int(MS_NOATIME)), (2048, Int(MS_NODIRATIME)), (4096, Int(MS_RELATIME)), (8192, Int(MS_NOSYMFOLLOW)),
+        ]
+        var flags = Int(MS_REMOUNT) | (try MountOptions(mountOptions).readOnly ? Int(MS_RDONLY) : 0)
+        for (shown, flag) in kept where Int(status.f_flag) & shown != 0 { flags |= flag }
+        guard Glibc.mount(nil, path, nil, UInt(flags), nil) == 0 else {
+            throw CommandFailure(message: "cannot remount \(mountPoint): \(String(cString: strerror(errno)))", status: ExitStatus.failure)
+        }
+    }
+
     /// What a daemon says when it starts without syslog, followed by where its log goes.
     static let logPlaceNotice = "docfs: no syslog daemon listens on /dev/log: logging to "
 

@@ -15,6 +15,8 @@ struct MountOptions {
     /// `source=STORE`: the store, when the first argument only names the mount (libfuse's
     /// examples and xfstests mount so: `mount -t fuse.docfs NAME MNT -o source=STORE`).
     var source: String?
+    /// `remount` (what `mount -o remount,ro MNT` runs): change a mounted DocFS in place.
+    var remount = false
     var maxRead: UInt32?
     /// `config=FILE`: the type configuration, for fstab lines (which cannot pass `--config`).
     var configPath: String?
@@ -25,19 +27,22 @@ struct MountOptions {
     var ignored: [String] = []
 
     /// Options for mount(8), fstab and systemd that mean nothing to a FUSE file system.
-    static let forMount: Set<String> = ["defaults", "auto", "noauto", "user", "users", "nouser", "owner", "group", "nofail", "_netdev", "rw"]
+    static let forMount: Set<String> = ["defaults", "auto", "noauto", "user", "users", "nouser", "owner", "group", "nofail", "_netdev"]
 
     init(_ arguments: [String]) throws {
         for option in arguments.flatMap({ $0.split(separator: ",").map(String.init) }) where !option.isEmpty {
             let (key, value) = option.split(separator: "=", maxSplits: 1).map(String.init).pair
             switch key {
             case "ro": readOnly = true
+            // Last one wins: on a remount, mount(8) puts fstab's options before the command line's.
+            case "rw": readOnly = false
             case "allow_other": allowOther = true
             case "debug": debug = true
             case "uid": userID = try Self.number(option, value, radix: 10).map { uid_t($0) }
             case "gid": groupID = try Self.number(option, value, radix: 10).map { gid_t($0) }
             case "umask": umask = try Self.number(option, value, radix: 8).map { mode_t($0) & 0o777 }
             case "fsname": fileSystemName = value
+            case "remount": remount = true
             case "source":
                 guard let value, !value.isEmpty else { throw ValidationError("-o source: needs a store (source=/srv/notes)") }
                 source = value

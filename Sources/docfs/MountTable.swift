@@ -19,6 +19,27 @@ enum MountTable {
         docfsMounts().first { FileSystemPath.same($0.mountPoint, path) }?.store
     }
 
+    /// Whether what `path` shows is a DocFS mount: the topmost mount there (the last listed) is
+    /// `fuse.docfs`, and its device is the one `path` is on.
+    static func isDocFSMountShown(at path: String) -> Bool {
+        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return false }
+        let topmost = table.split(separator: "\n").last { line in
+            let fields = line.split(separator: " ")
+            return fields.count > 4 && FileSystemPath.same(unescape(fields[4]), path)
+        }
+        guard let fields = topmost?.split(separator: " "), let separator = fields.firstIndex(of: "-"), separator + 1 < fields.count,
+              fields[separator + 1] == "fuse.docfs"
+        else { return false }
+        // Field 3 is the device, MAJOR:MINOR.
+        let device = fields[2].split(separator: ":").compactMap { UInt32($0) }
+        var status = stat()
+        guard device.count == 2, FileSystemPath.withCString(path, { stat($0, &status) }) == 0 else { return false }
+        // Linux's dev_t: the major number in bits 8-19 and 32-43, the minor in 0-7 and 20-31.
+        let major = UInt32(truncatingIfNeeded: ((status.st_dev >> 8) & 0xfff) | ((status.st_dev >> 32) & ~0xfff))
+        let minor = UInt32(truncatingIfNeeded: (status.st_dev & 0xff) | ((status.st_dev >> 12) & ~0xff))
+        return major == device[0] && minor == device[1]
+    }
+
     /// The DocFS mount points on this machine serving `store` (its fsname).
     static func docfsMountPoints(serving store: String) -> [String] {
         docfsMounts().filter { $0.store == store }.map(\.mountPoint)

@@ -21,10 +21,12 @@ struct DirectWriteTests {
     /// system calls, through ctypes) on an O_DIRECT descriptor, and reads it back after each,
     /// while two threads open and read it in a loop, one of them opening it read-write.
     private static let cycleWrites = """
-        import ctypes, mmap, os, struct, sys, threading
+        import ctypes, mmap, os, platform, struct, sys, threading
         libc = ctypes.CDLL(None, use_errno=True)
         libc.syscall.restype = ctypes.c_long
-        IO_SETUP, IO_GETEVENTS, IO_SUBMIT, IOCB_CMD_PWRITE = 206, 208, 209, 1
+        # The AIO system calls' numbers: x86_64's, else the generic table's (arm64, riscv64).
+        IO_SETUP, IO_GETEVENTS, IO_SUBMIT = (206, 208, 209) if platform.machine() == "x86_64" else (0, 4, 2)
+        IOCB_CMD_PWRITE = 1
         path, rounds, size = sys.argv[1], int(sys.argv[2]), 655360
         patterns = [b"\\x55" * size, b"\\xaa" * size]
         buffers = [mmap.mmap(-1, size) for _ in patterns]

@@ -85,8 +85,6 @@ final class PostgresVersionTests {
         #expect(counted["versionedDocuments"] as? Int == 2)
     }
 
-    /// Retention drops versions from the database, so every mount loses them: here the space cap
-    /// (one byte) leaves each document its newest earlier version alone.
     /// A removal's version is listed when `rm` returns, even when the change feed compared the
     /// archive with the database while the removal's transaction was open. The version, linked into
     /// the archive inside that transaction, was taken for one dropped elsewhere and removed, to be
@@ -111,6 +109,8 @@ final class PostgresVersionTests {
         #expect(contents(first, "docs/a.md") == ["keep me\n"], "\(first.log)")
     }
 
+    /// Retention drops versions from the database, so every mount loses them: here the space cap
+    /// (one byte) leaves each document its newest earlier version alone.
     @Test func retentionDropsVersionsForEveryMount() throws {
         let first = try MountedStore(postgres: location)
         let second = try MountedStore(postgres: location)

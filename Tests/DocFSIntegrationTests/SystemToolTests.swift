@@ -75,6 +75,25 @@ struct SystemToolTests {
         #expect(!empty.succeeded && empty.error.contains("-o source: needs a store"), "\(empty.error)")
     }
 
+    /// `mount -o remount,ro` (xfstests generic/306) runs the helper with `remount`: the mount
+    /// turns read-only in place and back, where DocFS tried to mount again ("busy").
+    @Test func aRemountMakesTheMountReadOnlyAndWritableAgain() throws {
+        let place = try Place()
+        #expect(try place.run(["mount", "-t", "fuse.docfs", place.store, place.mountPoint]).succeeded)
+        let readOnly = try place.run(["mount", "-o", "remount,ro", place.mountPoint])
+        #expect(readOnly.succeeded, "\(readOnly.error)")
+        #expect(try place.run(["findmnt", "-n", "-o", "OPTIONS", place.mountPoint]).output.hasPrefix("ro,"))
+        let refused = try place.run(["sh", "-c", "echo x >> hello.txt"], in: place.mountPoint)
+        #expect(!refused.succeeded && refused.error.contains("Read-only file system"), "\(refused.error)")
+        #expect(try place.run(["cat", place.mountPoint + "/hello.txt"]).output == "Hello.\n")
+        #expect(try place.run(["mount", "-o", "remount,rw", place.mountPoint]).succeeded)
+        #expect(try place.run(["sh", "-c", "echo again >> hello.txt"], in: place.mountPoint).succeeded)
+        #expect(try place.run(["cat", place.mountPoint + "/hello.txt"]).output == "Hello.\nagain\n")
+        let elsewhere = try place.run([try #require(Self.installed), place.store, place.root, "-o", "remount,ro"])
+        #expect(!elsewhere.succeeded && elsewhere.error.contains("no DocFS is mounted there"), "\(elsewhere.error)")
+        #expect(try place.run(["umount", place.mountPoint]).succeeded)
+    }
+
     @Test func anFstabLineWithSystemdOptionsMounts() throws {
         let place = try Place()
         let fstab = place.root + "/fstab"
@@ -151,7 +170,7 @@ struct SystemToolTests {
         let place = try Place()
         let docfs = try #require(Self.installed)
         // Said to a person at a terminal (`script` gives the command one); a script is told nothing.
-        let typed = try place.run(["script", "-qec", "\(docfs) mount \(place.store) \(place.mountPoint)", "/dev/null"])
+        let typed = try place.run(["script", "-qec", "'\(docfs)' mount '\(place.store)' '\(place.mountPoint)'", "/dev/null"])
         #expect(typed.succeeded && typed.output.contains("logging to \(place.store)/.docfs/log"), "\(typed.output)\(typed.error)")
         #expect(try place.run(["umount", place.mountPoint]).succeeded)
         let mount = try place.run([docfs, "mount", place.store, place.mountPoint])
