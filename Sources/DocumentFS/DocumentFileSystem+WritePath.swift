@@ -331,6 +331,7 @@ extension DocumentFileSystem {
         let lastWriter = node.state.withLock { state in
             guard writable else { return false }
             state.writableHandles = max(0, state.writableHandles - 1)
+            if state.writableHandles == 0 { state.lastWriterClosed = monotonicNanoseconds() }
             return state.writableHandles == 0
         }
         if lastWriter {
