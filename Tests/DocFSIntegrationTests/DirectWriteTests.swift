@@ -13,7 +13,7 @@ struct DirectWriteTests {
     @Test func aReadAfterAnAsynchronousDirectWriteSeesItWhileOthersRead() throws {
         let mount = try MountedStore(files: [:])
         defer { mount.unmount() }
-        let result = try mount.run(["python3", "-c", Self.cycleWrites, mount.inMount("cycled.bin"), "2000"], timeout: 300)
+        let result = try mount.run(["python3", "-c", Self.cycleWrites, mount.inMount("cycled.bin"), "400"], timeout: 300)
         #expect(result.succeeded && result.output == "every read saw its write\n", "\(result.output)\(result.error)")
     }
 
