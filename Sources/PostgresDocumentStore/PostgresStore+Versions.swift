@@ -90,12 +90,9 @@ extension PostgresStore {
     /// Puts the versions a local change kept into the mirror's archive, before the mirror changes:
     /// linked or copied from the mirror where it holds all their content, and the same content
     /// the database kept (another mount's change not applied here yet would make it differ); the
-    /// others are fetched by the change feed. Kept `uncommitted` (inside the change's transaction),
-    /// they are spared by the feed's comparison with the database until `settle` says the
-    /// transaction ended.
-    func keepLocally(_ kept: [KeptVersion], uncommitted: Bool = false) {
+    /// others are fetched by the change feed.
+    func keepLocally(_ kept: [KeptVersion]) {
         guard let archive = mirror.versions else { return }
-        if uncommitted { localVersions.withLock { $0.uncommitted.formUnion(kept.map(\.version.id)) } }
         for version in kept where state.withLock({ $0.unfetched(under: version.wish.path).isEmpty && $0.content(under: version.wish.path) == version.version.content }) {
             localVersions.withLock { local in
                 local.scanIfNeeded(archive)
@@ -112,12 +109,15 @@ extension PostgresStore {
     }
 
     /// Keeps the wished versions in `db`'s transaction and at once in the mirror's archive, while
-    /// the mirror still holds what they were; the caller `settle`s the ids returned when the
+    /// the mirror still holds what they were. Marked uncommitted first, they are spared by the
+    /// feed's comparison with the database until the caller `settle`s the ids returned, when the
     /// transaction ends.
     func keepInTransaction(_ db: PostgresConnection, _ wishes: [VersionWish]) throws -> [Int64] {
         let kept = try keepWishedVersions(db, wishes)
-        keepLocally(kept, uncommitted: true)
-        return kept.map(\.version.id)
+        let ids = kept.map(\.version.id)
+        localVersions.withLock { $0.uncommitted.formUnion(ids) }
+        keepLocally(kept)
+        return ids
     }
 
     /// The transaction that kept `ids` ended, committed or not: a comparison that read the

@@ -114,7 +114,8 @@ struct MountCommand: ParsableCommand {
         parserLimits.install()
         do {
             try checkFUSE()
-            if try MountOptions(mountOptions).remount { return try remount() }
+            let given = try MountOptions(mountOptions)
+            if given.remount { return try remount(readOnly: given.readOnly) }
             try takeStoreFromSource()
             let storePath = try checkedStore()
             let mountPath = try checkedMountPoint()
@@ -139,7 +140,7 @@ struct MountCommand: ParsableCommand {
     /// `ro` is given or not, keeping its other flags (nosuid, nodev, noexec, sync, nosymfollow, the
     /// atime ones). The kernel refuses writes to a read-only mount (EROFS); its daemon runs on as
     /// it was, so a mount started read-only stays so.
-    private func remount() throws {
+    private func remount(readOnly: Bool) throws {
         let path = absolutePath(mountPoint)
         guard MountTable.isDocFSMountShown(at: path) else {
             throw CommandFailure(message: "cannot remount \(mountPoint): no DocFS is mounted there", status: ExitStatus.badMountPoint)
@@ -155,7 +156,7 @@ struct MountCommand: ParsableCommand {
             (2, Int(MS_NOSUID)), (4, Int(MS_NODEV)), (8, Int(MS_NOEXEC)), (16, Int(MS_SYNCHRONOUS)),
             (1024, Int(MS_NOATIME)), (2048, Int(MS_NODIRATIME)), (4096, Int(MS_RELATIME)), (8192, Int(MS_NOSYMFOLLOW)),
         ]
-        var flags = Int(MS_REMOUNT) | (try MountOptions(mountOptions).readOnly ? Int(MS_RDONLY) : 0)
+        var flags = Int(MS_REMOUNT) | (readOnly ? Int(MS_RDONLY) : 0)
         for (shown, flag) in kept where Int(status.f_flag) & shown != 0 { flags |= flag }
         guard Glibc.mount(nil, path, nil, UInt(flags), nil) == 0 else {
             throw CommandFailure(message: "cannot remount \(mountPoint): \(String(cString: strerror(errno)))", status: ExitStatus.failure)
