@@ -45,19 +45,21 @@ extension DocumentFileSystem {
     /// else the committed ones. While a write is staged the attributes are not cached, so each asks.
     func entry(for inode: Inode, path: String, status: FileStatus, caller: pid_t?) -> Entry {
         let node = nodes.existingNode(inode)
-        let (staged, timeout) = stagedStatus(of: node, for: caller)
+        let (staged, timeout) = stagedStatus(of: node, for: caller, path: path)
         let (shown, shownStaged) = shownStatus(status, staged: staged, of: node)
         return Entry(
             inode: inode, attributes: attributes(path: path, status: shown, staged: shownStaged),
             entryTimeout: cacheTimeout, attributeTimeout: timeout)
     }
 
-    /// The stage's status when `caller` is one of its writers, and how long attributes may be cached.
-    private func stagedStatus(of node: Node?, for caller: pid_t?) -> (FileStatus?, Double) {
+    /// The stage's status when `caller` is one of its writers, or when everyone reads what its
+    /// writers write (`readersFollowWrites`), and how long attributes may be cached.
+    private func stagedStatus(of node: Node?, for caller: pid_t?, path: String?) -> (FileStatus?, Double) {
         guard let node else { return (nil, cacheTimeout) }
         let (file, writers) = node.state.withLock { ($0.stagedFile, $0.writerThreads) }
         guard let file else { return (nil, cacheTimeout) }
-        guard let caller, ThreadGroup.sameProcess(caller, asAnyOf: writers) else { return (nil, 0) }
+        let isWriter = caller.map { ThreadGroup.sameProcess($0, asAnyOf: writers) } ?? false
+        guard isWriter || path.map({ readersFollowWrites(classifier.role(forPath: $0)) }) == true else { return (nil, 0) }
         return (try? file.status(), 0)
     }
 
@@ -118,7 +120,7 @@ extension DocumentFileSystem {
     func getAttributes(inode: Inode, handle: UInt64?, context: RequestContext) throws(FUSEError) -> AttributesReply {
         guard nodes.contains(inode) else { throw .stale }
         let node = nodes.existingNode(inode)
-        let (staged, timeout) = stagedStatus(of: node, for: context.processID)
+        let (staged, timeout) = stagedStatus(of: node, for: context.processID, path: nodes.path(of: inode))
         return try namespace.reading { () throws(FUSEError) -> AttributesReply in
             if let path = nodes.path(of: inode) {
                 let (shown, shownStaged) = shownStatus(try storeCall { try store.status(of: path) }, staged: staged, of: node)

@@ -223,7 +223,9 @@ extension DocumentFileSystem {
                 state.pageCacheInUse = true
                 if !writing { state.cachedReaders += 1 }
             }
-            var file = OpenFile(node: node, access: .staged, flags: flags, view: writing ? nil : live.map { ReadView($0, commit: state.commits) })
+            // A reader without a view reads the stage while there is one, then each committed file.
+            let view = writing || readersFollowWrites(role) ? nil : live.map { ReadView($0, commit: state.commits) }
+            var file = OpenFile(node: node, access: .staged, flags: flags, view: view)
             file.readsThroughPageCache = !directIO && !writing
             return (register(file, keepCache: keepCache, directIO: directIO), staleSize, file.readsThroughPageCache)
         }

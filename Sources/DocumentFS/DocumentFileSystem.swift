@@ -229,6 +229,16 @@ final class DocumentFileSystem: FileSystemOperations {
         return StorePath.join(try path(of: parent), name)
     }
 
+    /// Whether readers of a file see its writers' bytes as they land, as on a local disk: raw files
+    /// of a store that stages them (a database, which takes each save whole at close or fsync).
+    /// Other mounts see them at that commit, as NFS clients see each other's writes at close; a
+    /// reader in this mount sees them at once (`tail -f` of a log another program keeps open).
+    /// Documents are never read half-written: their readers keep the committed version.
+    func readersFollowWrites(_ role: DocumentClassifier.Role) -> Bool {
+        if case .raw = role { return !store.writesInPlace }
+        return false
+    }
+
     /// Whether a member of a package may be written: as for documents, from the package's type.
     func isEditable(member: PackageMember, status: FileStatus) -> Bool {
         !options.readOnly && status.permissions & 0o222 != 0 && member.claim.isWritableType
