@@ -53,11 +53,13 @@ extension DocumentFileSystem {
     /// Appends committed under the name reach the readers left behind (`carryAppend`).
     ///
     /// Not while anyone holds a lock on the inode: the kernel keeps locks per inode, and the next
-    /// locker would get the new one. Whether the name moved.
+    /// locker would get the new one. Not for a writer of a file whose readers follow its writes
+    /// (`readersFollowWrites`): they read what it writes, on their inode. Whether the name moved.
     func moveNameOffCachedReaders(_ node: Node, forWriter: Bool) -> Bool {
         // Looked at first without a lock of the namespace: every writing open comes here.
         guard let shown = node.state.withLock({ $0.mayMoveNameOff ? $0.shownIdentity : nil }),
               let path = nodes.path(of: node.inode), let status = try? store.status(of: path),
+              !(forWriter && readersFollowWrites(classifier.role(forPath: path))),
               !KernelLocks.anyHeld(onInodesNumbered: [shown, status.identity])
         else { return false }
         let moved = namespace.writing { () -> (parent: Inode, name: FileName, successor: Inode?)? in

@@ -204,13 +204,15 @@ extension DocumentFileSystem {
             }
         }
         let writeOnly = flags & O_ACCMODE == O_WRONLY
+        let followsWrites = readersFollowWrites(role)
         let reply = node.state.withLock { state in
             // While cached readers hold a version that changed beside this mount, the page cache
             // is theirs (see `heldStatus`).
-            // A writer's bytes never enter the page cache under readers reading through it.
+            // A writer's bytes never enter the page cache under readers reading through it. Readers
+            // who follow writes keep no version, so only a writer at work keeps them off the cache.
             let directIO = writing
                 ? writeOnly || state.cachedReaders > 0 || state.heldStatus != nil
-                : state.isBeingWritten || state.heldStatus != nil
+                : (followsWrites ? state.writableHandles > 0 || state.stagedFile != nil : state.isBeingWritten) || state.heldStatus != nil
             let keepCache = !directIO && state.stagedFile == nil && state.cachedVersion == liveVersion
             // A version that replaced the one the kernel last cached, by a change made elsewhere:
             // the kernel may still hold the old size (the change's invalidation can trail this
@@ -224,7 +226,7 @@ extension DocumentFileSystem {
                 if !writing { state.cachedReaders += 1 }
             }
             // A reader without a view reads the stage while there is one, then each committed file.
-            let view = writing || readersFollowWrites(role) ? nil : live.map { ReadView($0, commit: state.commits) }
+            let view = writing || followsWrites ? nil : live.map { ReadView($0, commit: state.commits) }
             var file = OpenFile(node: node, access: .staged, flags: flags, view: view)
             file.readsThroughPageCache = !directIO && !writing
             return (register(file, keepCache: keepCache, directIO: directIO), staleSize, file.readsThroughPageCache)

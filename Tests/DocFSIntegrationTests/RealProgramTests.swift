@@ -221,6 +221,8 @@ struct RealProgramTests {
         let result = try mount.python("""
             import subprocess, sys
             open('server.port', 'w').close()
+            early = open('server.port')  # open before the writer, as `tail -f` is
+            print(repr(early.read()))
             writer = subprocess.Popen([sys.executable, '-c', (
                 "import sys\\n"
                 "out = open('server.port', 'w')\\n"
@@ -233,9 +235,26 @@ struct RealProgramTests {
                 print(subprocess.run(arguments, capture_output=True, text=True, timeout=30).stdout, end='')
             write('server port: 4711\\n'); run('cat', 'server.port')
             write('more\\n'); run('cat', 'server.port'); run('stat', '-c', '%s', 'server.port')
+            print(repr(early.read()))
             writer.stdin.close(); writer.wait(timeout=30); run('cat', 'server.port')
             """)
-        #expect(result.output == "server port: 4711\nserver port: 4711\nmore\n23\nserver port: 4711\nmore\n", "\(result.error)")
+        #expect(result.output == "''\nserver port: 4711\nserver port: 4711\nmore\n23\n'server port: 4711\\nmore\\n'\nserver port: 4711\nmore\n", "\(result.error)")
+    }
+
+    /// A raw file maps shared right after it was written (xfstests generic/246). A PostgreSQL
+    /// store's readers bypassed the page cache for 2 s after a writer closed, which a raw file's
+    /// readers, who keep no version, do not need, and the kernel maps no such handle shared:
+    /// ENODEV (fails on 68628a2 in the PostgreSQL pass).
+    @Test func aRawFileJustWrittenMapsShared() throws {
+        let mount = try MountedStore(texts: [:])
+        defer { mount.unmount() }
+        let result = try mount.python("""
+            import mmap
+            with open('mmap-writev', 'w') as f: f.write('cccccccccc')
+            with open('mmap-writev', 'rb') as f:
+                print(mmap.mmap(f.fileno(), 0, mmap.MAP_SHARED, mmap.PROT_READ)[:].decode())
+            """)
+        #expect(result.output == "cccccccccc\n", "\(result.error)")
     }
 
     @Test func unlinkWhileOpenLeavesNoHiddenFiles() throws {
