@@ -157,8 +157,7 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// version within the change that replaces it): called at the end of every change.
     func dropPendingVersions(of paths: [String])
     /// A document (or a folder of them) renamed from `source` to `destination` takes its versions
-    /// along (both ways with `exchanging`); called after the store's rename. Nothing where the
-    /// store keeps them by path (a PostgreSQL store, for now).
+    /// along (both ways with `exchanging`); called after the store's rename.
     func moveVersions(from source: String, to destination: String, exchanging: Bool)
     /// A package just put back whole from its version at `location` gets each item's owner, mode
     /// and extended attributes from the version. Nothing where the store keeps them otherwise.

@@ -158,12 +158,16 @@ extension PostgresStore {
         }
         guard summary != localSummary else { return }
         let stored = try pool.withConnection { try queries.versions($0) }
-        let storedIDs = Set(stored.map(\.id))
-        // Dropped elsewhere (or never committed): gone here too, unless kept since the read began.
+        let storedDocuments = Dictionary(stored.map { ($0.id, $0.document) }) { first, _ in first }
+        // Dropped elsewhere (or never committed), or moved to another document's path by a rename
+        // elsewhere (fetched again there): gone here, unless kept or moved since the read began.
         let gone = localVersions.withLock { local in
-            local.refused.formIntersection(storedIDs)
+            local.refused.formIntersection(storedDocuments.keys)
+            local.historyMoves = summary.historyMoves
             return local.locations.filter { id, entry in
-                !storedIDs.contains(id) && entry.generation <= generation && !local.uncommitted.contains(id)
+                guard entry.generation <= generation, !local.uncommitted.contains(id) else { return false }
+                guard let document = storedDocuments[id] else { return true }
+                return document != FileSystemPath.bytes(of: entry.document)
             }.map(\.key)
         }
         for id in gone { removeLocally(id, archive) }
@@ -284,6 +288,32 @@ extension PostgresStore {
         futimens(descriptor, &times)
     }
 
+    // MARK: Following renames
+
+    /// A rename's versions go with it (see `DocumentStore.moveVersions`): in the database, in a
+    /// transaction of their own after the rename's (a failure leaves them under the old path, and
+    /// says so), then in this mirror's archive; other mounts move theirs at their next comparison.
+    public func moveVersions(from source: String, to destination: String, exchanging: Bool) {
+        guard keepsVersions, let archive = mirror.versions else { return }
+        do {
+            try change(source, { db in
+                let moved = try queries.moveHistory(
+                    db, from: FileSystemPath.bytes(of: source), to: FileSystemPath.bytes(of: destination), exchanging: exchanging)
+                if moved > 0 { try db.execute("SELECT pg_notify($1, 'versions')", [.text(queries.channel)]) }
+                return moved
+            }, then: { moved in
+                guard moved > 0 else { return }
+                localVersions.withLock { local in
+                    local.scanIfNeeded(archive)
+                    archive.moveHistory(from: source, to: destination, exchanging: exchanging)
+                    local.moveHistory(from: source, to: destination, exchanging: exchanging, in: archive)
+                }
+            })
+        } catch {
+            logger.warning("\(source): its versions stay under its former name, not \(destination): \(error)")
+        }
+    }
+
     // MARK: Dropping
 
     public func removeVersion(_ version: DocumentVersion) throws {
@@ -356,6 +386,9 @@ struct LocalVersions {
     /// Rows kept by a transaction of this mount that has not ended: the database shows them to no
     /// one else yet, so a comparison must not take them for rows dropped elsewhere.
     var uncommitted: Set<Int64> = []
+    /// The store's count of history moves when this archive's paths were last compared with the
+    /// database's.
+    var historyMoves: Int64 = -1
     private var scanned = false
 
     mutating func scanIfNeeded(_ archive: VersionArchive) {
@@ -378,6 +411,27 @@ struct LocalVersions {
         locations[id] = (location, document, generation)
     }
 
+    /// Follows `VersionArchive.moveHistory`: each version of a document at or below `source` (and
+    /// `destination`, when `exchanging`) is where its document's history went, counted as kept now.
+    /// One the archive left behind (a name taken in the new folder) is fetched again.
+    mutating func moveHistory(from source: String, to destination: String, exchanging: Bool, in archive: VersionArchive) {
+        func moved(_ document: String) -> String? {
+            if StorePath.isWithin(document, source) { return StorePath.replacingFolder(source, with: destination, in: document) }
+            if exchanging && StorePath.isWithin(document, destination) { return StorePath.replacingFolder(destination, with: source, in: document) }
+            return nil
+        }
+        for (id, entry) in locations {
+            guard let document = moved(entry.document) else { continue }
+            let location = archive.folder(for: document) + "/" + StorePath.lastComponent(entry.location)
+            guard PostgresStore.row(of: location) == id else {
+                locations[id] = nil
+                continue
+            }
+            generation += 1
+            locations[id] = (location, document, generation)
+        }
+    }
+
     /// `id` counts as kept now (see `PostgresStore.settle`).
     mutating func touch(_ id: Int64) {
         guard let entry = locations[id] else { return }
@@ -387,6 +441,7 @@ struct LocalVersions {
 
     var summary: VersionSummary {
         let ids = Set(locations.keys).union(refused)
-        return VersionSummary(count: Int64(ids.count), newest: ids.max() ?? 0, idSum: String(ids.reduce(Int128(0)) { $0 + Int128($1) }))
+        return VersionSummary(
+            count: Int64(ids.count), newest: ids.max() ?? 0, idSum: String(ids.reduce(Int128(0)) { $0 + Int128($1) }), historyMoves: historyMoves)
     }
 }

@@ -81,13 +81,45 @@ extension StoreQueries {
         return StoredVersion(id: version, document: FileSystemPath.bytes(of: document), saved: saved, content: content)
     }
 
-    /// How many versions the store has, the newest's id and the sum of their ids: what changes
-    /// whenever one is kept or dropped.
+    /// How many versions the store has, the newest's id, the sum of their ids and how many times
+    /// histories moved: what changes whenever one is kept, dropped or renamed.
     func versionSummary(_ db: PostgresConnection) throws -> VersionSummary {
         let rows = try db.execute(
-            "SELECT count(*), coalesce(max(id), 0), coalesce(sum(id), 0)::text FROM docfs_document_versions WHERE store = $1 AND id > 0",
+            """
+            SELECT count(*), coalesce(max(id), 0), coalesce(sum(id), 0)::text,
+                (SELECT history_moves FROM docfs_stores WHERE id = $1)
+            FROM docfs_document_versions WHERE store = $1 AND id > 0
+            """,
             [.integer(storeID)])
-        return VersionSummary(count: rows.integer(0, 0) ?? 0, newest: rows.integer(0, 1) ?? 0, idSum: rows.text(0, 2) ?? "")
+        return VersionSummary(
+            count: rows.integer(0, 0) ?? 0, newest: rows.integer(0, 1) ?? 0, idSum: rows.text(0, 2) ?? "", historyMoves: rows.integer(0, 3) ?? 0)
+    }
+
+    /// Gives the versions of the document at `source`, and of every document below it, to
+    /// `destination` (both ways when `exchanging`), on paths' bytes. Counts the move in the store's
+    /// row when any moved, so other mounts compare their archives. Returns how many moved.
+    func moveHistory(_ db: PostgresConnection, from source: [UInt8], to destination: [UInt8], exchanging: Bool) throws -> Int {
+        // A path is the document's own or a folder's above it: equal, or a prefix ending at a '/'.
+        func within(_ parameter: Int, _ length: Int) -> String {
+            "(document = $\(parameter) OR substring(document FROM 1 FOR \(length + 1)) = $\(parameter) || '\\x2f'::bytea)"
+        }
+        let inSource = within(2, source.count)
+        let inDestination = within(3, destination.count)
+        let moved = try db.execute(
+            exchanging
+                ? """
+                UPDATE docfs_document_versions SET document = CASE WHEN \(inSource)
+                    THEN $3 || substring(document FROM \(source.count + 1)) ELSE $2 || substring(document FROM \(destination.count + 1)) END
+                WHERE store = $1 AND (\(inSource) OR \(inDestination)) RETURNING id
+                """
+                : """
+                UPDATE docfs_document_versions SET document = $3 || substring(document FROM \(source.count + 1))
+                WHERE store = $1 AND \(inSource) RETURNING id
+                """,
+            [.integer(storeID), .bytes(source), .bytes(destination)]
+        ).count
+        if moved > 0 { try db.execute("UPDATE docfs_stores SET history_moves = history_moves + 1 WHERE id = $1", [.integer(storeID)]) }
+        return moved
     }
 
     /// Every version of the store.
@@ -139,6 +171,8 @@ struct VersionSummary: Equatable, Sendable {
     var newest: Int64
     /// In decimal: a sum of many ids passes Int64.
     var idSum: String
+    /// How many times histories moved to other paths (`StoreQueries.moveHistory`).
+    var historyMoves: Int64
 }
 
 /// The database refused to keep a version (the change goes on without it).

@@ -86,6 +86,9 @@ enum StoreSchema {
         );
         CREATE INDEX docfs_version_items_by_version ON docfs_version_items (version);
         """,
+        // Versions follow their document through renames (`StoreQueries.moveHistory`); each mount
+        // compares its archive's paths again when this count moved.
+        "ALTER TABLE docfs_stores ADD COLUMN history_moves bigint NOT NULL DEFAULT 0;",
     ]
 
     /// Brings the database to the latest schema. Refuses a database a newer DocFS migrated.

@@ -109,6 +109,31 @@ final class PostgresVersionTests {
         #expect(contents(first, "docs/a.md") == ["keep me\n"], "\(first.log)")
     }
 
+    /// Issue 36, item 1, on a shared store: versions were kept by path, so a rename left them under
+    /// the old name, and the next document there inherited them (fails on 18ab6ee). Now a rename
+    /// through one mount moves them in the database, and every mount, one open and one new, finds
+    /// them at the new path; a new document at the old one starts with none.
+    @Test func aRenamesHistoryGoesWithItForEveryMount() throws {
+        let first = try MountedStore(postgres: location)
+        let second = try MountedStore(postgres: location)
+        defer { first.unmount(); second.unmount() }
+        try FileManager.default.createDirectory(atPath: first.inMount("f"), withIntermediateDirectories: true)
+        for value in 1...2 { #expect(try first.save("f/a.json", Data(#"{"v": \#(value)}"#.utf8)) == "ok") }
+        #expect(MountedStore.waitUntil { contents(second, "f/a.json") == [#"{"v": 1}"#] })
+        #expect(try first.shell("mv f/a.json f/b.json && mv f g").succeeded)
+        #expect(contents(first, "g/b.json") == [#"{"v": 1}"#], "the renaming mount")
+        #expect(MountedStore.waitUntil { contents(second, "g/b.json") == [#"{"v": 1}"#] }, "the other: \(contents(second, "g/b.json"))")
+        #expect(versions(second, "f/a.json").isEmpty && versions(second, "f/b.json").isEmpty)
+        try FileManager.default.createDirectory(atPath: second.inMount("f"), withIntermediateDirectories: true)
+        #expect(try second.save("f/a.json", Data(#"{"new": true}"#.utf8)) == "ok")
+        #expect(versions(second, "f/a.json").isEmpty, "a new document at the old name starts with no history")
+        let third = try MountedStore(postgres: location)
+        defer { third.unmount() }
+        #expect(MountedStore.waitUntil { contents(third, "g/b.json") == [#"{"v": 1}"#] })
+        #expect(versions(third, "f/a.json").isEmpty)
+        #expect(count("SELECT count(*) FROM docfs_document_versions WHERE document = 'g/b.json'::bytea") == 1)
+    }
+
     /// Retention drops versions from the database, so every mount loses them: here the space cap
     /// (one byte) leaves each document its newest earlier version alone.
     @Test func retentionDropsVersionsForEveryMount() throws {
