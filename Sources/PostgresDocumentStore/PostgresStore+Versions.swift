@@ -163,6 +163,7 @@ extension PostgresStore {
         // elsewhere (fetched again there): gone here, unless kept or moved since the read began.
         let gone = localVersions.withLock { local in
             local.refused.formIntersection(storedDocuments.keys)
+            local.evicted.formIntersection(storedDocuments.keys)
             local.historyMoves = summary.historyMoves
             return local.locations.filter { id, entry in
                 guard entry.generation <= generation, !local.uncommitted.contains(id) else { return false }
@@ -174,7 +175,8 @@ extension PostgresStore {
         logger.debug("versions compared with the database: \(stored.count) there, \(gone.count) gone from here")
         let deadline = ContinuousClock.now + Self.versionFetchBudget
         // Newest first: the versions a user looks for are the recent ones.
-        for version in stored.sorted(by: { $0.id > $1.id }) where localVersions.withLock({ $0.locations[version.id] == nil && !$0.refused.contains(version.id) }) {
+        for version in stored.sorted(by: { $0.id > $1.id })
+        where localVersions.withLock({ $0.locations[version.id] == nil && !$0.refused.contains(version.id) && !$0.evicted.contains(version.id) }) {
             guard ContinuousClock.now < deadline else { return }
             do {
                 try fetchVersion(version, into: archive)
@@ -193,12 +195,15 @@ extension PostgresStore {
         }
     }
 
-    private func removeLocally(_ id: Int64, _ archive: VersionArchive) {
+    /// Removes the version `id` from the mirror's archive; `evicting` counts it as present (see
+    /// `LocalVersions.evicted`) so that it is not fetched again.
+    private func removeLocally(_ id: Int64, _ archive: VersionArchive, evicting: Bool = false) {
         localVersions.withLock { local in
             guard let entry = local.locations[id] else { return }
             let version = archive.version(of: entry.document, named: StorePath.lastComponent(entry.location))
             if let version { try? archive.remove(version) }
             local.locations[id] = nil
+            if evicting { local.evicted.insert(id) }
         }
     }
 
@@ -327,10 +332,23 @@ extension PostgresStore {
         StoreMetrics.dropped(1, .removed)
     }
 
-    public func pruneVersions(_ retention: VersionRetention, now: Date) -> (count: Int, bytes: Int64) {
+    /// Two passes. The store's policy, the same for every mount (the schedule and the cap kept in
+    /// the database, `StoreRetention`), drops versions from the database and so from every mount.
+    /// Then `mirror`, this mount's own cap (`--versions-cap`), only makes versions leave this mirror,
+    /// oldest first: the database and other mounts keep them, and this mount no longer lists them
+    /// (until it is mounted again and fetches them).
+    public func pruneVersions(_ mirrorRetention: VersionRetention, now: Date) -> (count: Int, bytes: Int64) {
         guard keepsVersions, let archive = mirror.versions else { return (0, 0) }
-        let documents = archive.allDocuments()
-        let dropped = retention.versionsToDrop(documents.map(\.versions), now: now) { (try? self.status(of: $0)) != nil }
+        let storeCap: Int64?
+        do {
+            storeCap = try pool.withConnection { try queries.versionsCap($0) }
+        } catch {
+            logger.warning("versions: the store's retention policy could not be read (\(error)); nothing is dropped this time")
+            return (0, 0)
+        }
+        let exists = { (path: String) in (try? self.status(of: path)) != nil }
+        let documents = archive.allDocuments().map(\.versions)
+        let dropped = VersionRetention(capBytes: storeCap).versionsToDrop(documents, now: now, exists: exists)
         let rows = dropped.compactMap { version in Self.row(of: version.location).map { ($0, version) } }
         do {
             try dropVersions(rows.map(\.0))
@@ -340,7 +358,14 @@ extension PostgresStore {
         }
         for (id, _) in rows { removeLocally(id, archive) }
         let bytes = rows.reduce(0) { $0 + $1.1.exclusiveBytes }
-        StoreMetrics.retained(documents.map(\.versions), droppedCount: rows.count, droppedBytes: bytes)
+        StoreMetrics.retained(documents, droppedCount: rows.count, droppedBytes: bytes)
+        let droppedLocations = Set(rows.map(\.1.location))
+        let left = documents.map { $0.filter { !droppedLocations.contains($0.location) } }.filter { !$0.isEmpty }
+        let evicted = mirrorRetention.versionsToDrop(left, now: now, exists: exists).compactMap { Self.row(of: $0.location) }
+        if !evicted.isEmpty {
+            for id in evicted { removeLocally(id, archive, evicting: true) }
+            logger.info("versions: \(evicted.count) left this mirror for its --versions-cap; the store keeps them for every other mount")
+        }
         return (rows.count, bytes)
     }
 
@@ -379,6 +404,8 @@ struct LocalVersions {
     var locations: [Int64: (location: String, document: String, generation: UInt64)] = [:]
     /// Rows refused (see `VersionRowRefusal`): counted as present, so they are not fetched again.
     var refused: Set<Int64> = []
+    /// Rows this mirror let go for its own cap: counted as present too, until the mount ends.
+    var evicted: Set<Int64> = []
     /// Rows that could not be fetched yet, already logged.
     var reported: Set<Int64> = []
     /// Counts additions, so that a synchronization spares what was kept after its read.
@@ -440,7 +467,7 @@ struct LocalVersions {
     }
 
     var summary: VersionSummary {
-        let ids = Set(locations.keys).union(refused)
+        let ids = Set(locations.keys).union(refused).union(evicted)
         return VersionSummary(
             count: Int64(ids.count), newest: ids.max() ?? 0, idSum: String(ids.reduce(Int128(0)) { $0 + Int128($1) }), historyMoves: historyMoves)
     }

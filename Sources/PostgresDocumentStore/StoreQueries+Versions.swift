@@ -122,6 +122,12 @@ extension StoreQueries {
         return moved
     }
 
+    /// The store's space cap for versions (`StoreRetention`), nil when it has none.
+    func versionsCap(_ db: PostgresConnection) throws -> Int64? {
+        let rows = try db.execute("SELECT versions_cap FROM docfs_stores WHERE id = $1", [.integer(storeID)])
+        return rows.count == 1 && !rows.isNull(0, 0) ? rows.integer(0, 0) : nil
+    }
+
     /// Every version of the store.
     func versions(_ db: PostgresConnection) throws -> [StoredVersion] {
         let rows = try db.execute("SELECT id, document, saved_ns, saved_by FROM docfs_document_versions WHERE store = $1 AND id > 0", [.integer(storeID)])

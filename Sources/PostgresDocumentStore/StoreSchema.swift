@@ -89,6 +89,8 @@ enum StoreSchema {
         // Versions follow their document through renames (`StoreQueries.moveHistory`); each mount
         // compares its archive's paths again when this count moved.
         "ALTER TABLE docfs_stores ADD COLUMN history_moves bigint NOT NULL DEFAULT 0;",
+        // The store's space cap for versions (`StoreRetention`), one for every mount; NULL: none.
+        "ALTER TABLE docfs_stores ADD COLUMN versions_cap bigint;",
     ]
 
     /// Brings the database to the latest schema. Refuses a database a newer DocFS migrated.

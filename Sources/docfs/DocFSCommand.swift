@@ -14,7 +14,7 @@ struct DocFSCommand: ParsableCommand {
             See docfs(1) for the read and write semantics.
             """,
         version: "docfs \(DocFSVersion.current) (libfuse \(FUSESession.libraryVersion))",
-        subcommands: [MountCommand.self, UnmountCommand.self, CheckCommand.self, StatusCommand.self, VersionsCommand.self, RestoreCommand.self, CollectGarbageCommand.self, QuarantineCommand.self, TypesCommand.self, ParserHelperCommand.self],
+        subcommands: [MountCommand.self, UnmountCommand.self, CheckCommand.self, StatusCommand.self, VersionsCommand.self, RestoreCommand.self, CollectGarbageCommand.self, RetentionCommand.self, QuarantineCommand.self, TypesCommand.self, ParserHelperCommand.self],
         defaultSubcommand: MountCommand.self)
 
     /// `-V` is `--version`, as for sshfs and bindfs.

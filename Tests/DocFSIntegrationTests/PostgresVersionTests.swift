@@ -134,9 +134,11 @@ final class PostgresVersionTests {
         #expect(count("SELECT count(*) FROM docfs_document_versions WHERE document = 'g/b.json'::bytea") == 1)
     }
 
-    /// Retention drops versions from the database, so every mount loses them: here the space cap
-    /// (one byte) leaves each document its newest earlier version alone.
-    @Test func retentionDropsVersionsForEveryMount() throws {
+    /// Issue 36, item 9: retention is the store's. A mount's `--versions-cap` (one byte here) made
+    /// it drop versions from the database, for every mount (fails on fc98fe2); now only its mirror
+    /// lets them go. The store's cap, kept in the database (`docfs retention --cap`), drops them
+    /// for every mount, each document keeping its newest earlier version.
+    @Test func retentionIsTheStoresNotAMounts() throws {
         let first = try MountedStore(postgres: location)
         let second = try MountedStore(postgres: location)
         defer { first.unmount(); second.unmount() }
@@ -145,9 +147,22 @@ final class PostgresVersionTests {
         // Retention runs as a mount starts (then every ten minutes).
         #expect(first.unmount())
         try first.mount(arguments: ["--versions-cap", "1"])
+        #expect(MountedStore.waitUntil { first.log.contains("1 left this mirror for its --versions-cap") }, "\(first.log)")
+        #expect(contents(first, "a.json") == ["[2]"], "the small mirror keeps the newest")
+        #expect(count("SELECT count(*) FROM docfs_document_versions") == 2, "the store keeps both")
+        #expect(contents(second, "a.json") == ["[1]", "[2]"])
+
+        let shown = try MountedStore.run([MountedStore.binary, "retention", location], timeout: 60)
+        #expect(shown.succeeded && shown.output.hasSuffix(": none\n"), "\(shown.output)\(shown.error)")
+        let set = try MountedStore.run([MountedStore.binary, "retention", "--cap", "1", location], timeout: 60)
+        #expect(set.succeeded && set.output.hasSuffix(": 1 bytes\n"), "\(set.output)\(set.error)")
+        #expect(second.unmount())
+        try second.mount()
         #expect(MountedStore.waitUntil { count("SELECT count(*) FROM docfs_document_versions") == 1 })
         #expect(MountedStore.waitUntil { contents(second, "a.json") == ["[2]"] }, "\(contents(second, "a.json"))")
         #expect(contents(first, "a.json") == ["[2]"])
+        let bad = try MountedStore.run([MountedStore.binary, "retention", "--cap", "lots", location], timeout: 60)
+        #expect(!bad.succeeded && bad.error.contains("--cap 'lots' is not a size"), "\(bad.error)")
     }
 
     /// Version rows are anyone's to write: a member path that leaves its version, a member under a
