@@ -28,7 +28,7 @@ struct MountCommand: ParsableCommand {
     var mountPoint: String
 
     @Option(name: .customShort("o"), help: ArgumentHelp(
-        "Mount options, comma-separated: ro, allow_other, uid=N, gid=N, umask=NNN, fsname=NAME, source=STORE, remount, config=FILE, or any FUSE option; fstab and systemd options (nofail, _netdev, noauto, user, x-systemd.*) are ignored.",
+        "Mount options, comma-separated: ro, allow_other, uid=N, gid=N, umask=NNN, fsname=NAME, source=STORE, remount, config=FILE, metrics=ADDRESS:PORT, cache_directory=DIR, or any FUSE option; fstab and systemd options (nofail, _netdev, noauto, user, x-systemd.*) are ignored.",
         valueName: "options"))
     var mountOptions: [String] = []
 
@@ -121,7 +121,7 @@ struct MountCommand: ParsableCommand {
             let mountPath = try checkedMountPoint()
             // Read before daemonizing, so a bad configuration fails the command that was typed.
             let parsed = try MountOptions(mountOptions)
-            let localStore = try postgresLocation.map { mirrorDirectory($0, mountPath: mountPath) } ?? storePath
+            let localStore = try postgresLocation.map { mirrorDirectory($0, mountPath: mountPath, options: parsed) } ?? storePath
             let types = try typeConfiguration.load(storePath: localStore, fallback: parsed.configPath)
             if foreground || debug || readyDescriptor != nil {
                 try serve(storePath: storePath, mountPath: mountPath, options: parsed, types: types)
@@ -199,9 +199,12 @@ struct MountCommand: ParsableCommand {
         }
     }
 
-    /// Where a PostgreSQL store's mirror lives: given, or one folder per store and mount point.
-    private func mirrorDirectory(_ location: PostgresLocation, mountPath: String) -> String {
-        if let cacheDirectory { return absolutePath(cacheDirectory.hasPrefix("/") ? cacheDirectory : FileManager.default.currentDirectoryPath + "/" + cacheDirectory) }
+    /// Where a PostgreSQL store's mirror lives: given (`--cache-directory`, or `-o cache_directory=`
+    /// from an fstab line), or one folder per store and mount point.
+    private func mirrorDirectory(_ location: PostgresLocation, mountPath: String, options: MountOptions) -> String {
+        if let given = cacheDirectory ?? options.cacheDirectory {
+            return absolutePath(given.hasPrefix("/") ? given : FileManager.default.currentDirectoryPath + "/" + given)
+        }
         let base = geteuid() == 0
             ? "/var/cache/docfs"
             : (ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] ?? NSHomeDirectory() + "/.cache") + "/docfs"
@@ -263,7 +266,7 @@ struct MountCommand: ParsableCommand {
         let documentStore: any DocumentStore
         let destination: LogSetup.Destination
         if let location = try postgresLocation {
-            let mirror = mirrorDirectory(location, mountPath: mountPath)
+            let mirror = mirrorDirectory(location, mountPath: mountPath, options: parsed)
             do {
                 // With its private area, which holds the log when there is no syslog.
                 try FileManager.default.createDirectory(

@@ -22,6 +22,8 @@ struct MountOptions {
     var configPath: String?
     /// `metrics=ADDRESS:PORT`: `--metrics`, for fstab lines.
     var metrics: String?
+    /// `cache_directory=DIR`: `--cache-directory`, for fstab lines.
+    var cacheDirectory: String?
     /// Passed to FUSE as given.
     var forFUSE: [String] = []
     var ignored: [String] = []
@@ -52,6 +54,9 @@ struct MountOptions {
             case "metrics":
                 guard let value, !value.isEmpty else { throw ValidationError("-o metrics: needs an address and port (metrics=127.0.0.1:9464)") }
                 metrics = value
+            case "cache_directory":
+                guard let value, !value.isEmpty else { throw ValidationError("-o cache_directory: needs a folder (cache_directory=/srv/mirror)") }
+                cacheDirectory = value
             case "max_read":
                 maxRead = try Self.number(option, value, radix: 10)
                 forFUSE.append(option)
