@@ -94,14 +94,7 @@ struct ListedVersion: Encodable {
             } catch {
                 throw CommandFailure(message: "\(PrintableText.escaped(document)) has no versions in the mount at \(PrintableText.escaped(mountPoint))", status: ExitCode(1))
             }
-            return names.sorted().compactMap { name in
-                guard let time = VersionName.savedTime(of: name), let status = try? FileStatus.of(path: folder + "/" + name) else { return nil }
-                let savedBy = (try? Paths.extendedAttribute(folder + "/" + name, name: VersionName.savedByAttribute))
-                    .flatMap { UInt32(String(decoding: $0, as: UTF8.self)) }
-                return ListedVersion(
-                    name: name, savedAt: Self.format(time), size: status.size, savedBy: savedBy, package: status.kind == .directory,
-                    path: folder + "/" + name)
-            }
+            return listed(names, in: folder)
         case .store(let root, let document):
             guard let archive = try DirectoryStore(path: root, readOnly: true).versions else { return [] }
             return archive.versions(of: document).map { version in
@@ -109,6 +102,57 @@ struct ListedVersion: Encodable {
                     name: version.name, savedAt: Self.format(version.savedAt), size: version.status.size, savedBy: version.savedBy,
                     package: version.isPackage, path: version.location)
             }
+        }
+    }
+
+    /// The versions among `names`, the entries of a document's folder in a mount's view.
+    private static func listed(_ names: [String], in folder: String) -> [ListedVersion] {
+        names.sorted().compactMap { name in
+            guard let time = VersionName.savedTime(of: name), let status = try? FileStatus.of(path: folder + "/" + name) else { return nil }
+            let savedBy = (try? Paths.extendedAttribute(folder + "/" + name, name: VersionName.savedByAttribute))
+                .flatMap { UInt32(String(decoding: $0, as: UTF8.self)) }
+            return ListedVersion(
+                name: name, savedAt: Self.format(time), size: status.size, savedBy: savedBy, package: status.kind == .directory,
+                path: folder + "/" + name)
+        }
+    }
+
+    /// The versions of every document below the folder at `place`, each document's oldest first,
+    /// documents in the order of their paths' bytes. In a mount, folders of the view the caller may
+    /// not enter are passed by, and counted in `unreadable`.
+    static func below(_ place: DocumentPathArgument.Place, unreadable: inout Int) throws -> [ListedVersion] {
+        switch place {
+        case .mount(let mountPoint, let folder):
+            var listed: [ListedVersion] = []
+            var pending = [folder]
+            while let document = pending.popLast() {
+                let view = mountPoint + "/.versions" + (document.isEmpty ? "" : "/" + document)
+                let names: [String]
+                do {
+                    names = try FileIO.directoryEntries(view)
+                } catch {
+                    unreadable += 1
+                    continue
+                }
+                listed += Self.listed(names, in: view)
+                // Pushed in reverse, so they come off in order.
+                for name in names.filter({ VersionName.savedTime(of: $0) == nil }).sorted(by: { PathKey($0) > PathKey($1) }) {
+                    pending.append(document.isEmpty ? name : document + "/" + name)
+                }
+            }
+            return listed
+        case .store(let root, let folder):
+            guard let archive = try DirectoryStore(path: root, readOnly: true).versions else { return [] }
+            return archive.allDocuments()
+                .filter { StorePath.isWithin($0.document, folder) }
+                .sorted { PathKey($0.document) < PathKey($1.document) }
+                .flatMap { entry in
+                    entry.versions.map { version in
+                        ListedVersion(
+                            name: version.name, savedAt: Self.format(version.savedAt), size: version.status.size, savedBy: version.savedBy,
+                            package: version.isPackage, path: version.location)
+                    }
+                }
         }
     }
 
@@ -130,7 +174,8 @@ struct VersionsCommand: ParsableCommand {
         discussion: """
             PATH is the document in a DocFS mount (read through MOUNT/.versions, with your rights) or \
             in a store no mount serves. A removed document's versions are listed under its old path. \
-            Exits 1 when the document has none. With --prune, removes the document's versions but the \
+            For a folder, the versions of every document below it are listed (in a mount, those in \
+            folders you may enter). Exits 1 when there are none. With --prune, removes the document's versions but the \
             newest --keep (of every document below PATH, for a folder), giving their space back at \
             once: in a mount, those you may remove (your own; root, all).
             """)
@@ -154,11 +199,18 @@ struct VersionsCommand: ParsableCommand {
         let place = try document.place()
         if prune { return try VersionPruning(keep: keep).prune(at: place) }
         let givenUp = Self.givenUp(at: place)
-        let versions: [ListedVersion]
+        var versions: [ListedVersion]
         do {
             versions = try ListedVersion.all(at: place)
         } catch where !givenUp.isEmpty && !json {
             versions = []
+        }
+        var unreadable = 0
+        if versions.isEmpty && givenUp.isEmpty && Self.isFolder(place) {
+            versions = try ListedVersion.below(place, unreadable: &unreadable)
+            if unreadable > 0 {
+                FileHandle.standardError.write(Data("docfs: \(unreadable) folders below \(document.path) are not yours to read; their versions are not listed\n".utf8))
+            }
         }
         if json {
             printJSON(versions)
@@ -174,6 +226,20 @@ struct VersionsCommand: ParsableCommand {
             case .dropped: print("version of \(ListedVersion.format(event.time)) dropped to make room on a full store")
             case .notKept: print("version of \(ListedVersion.format(event.time)) not kept: the store was full")
             }
+        }
+    }
+
+    /// Whether `place` is a folder (not a package: a package's versions are its own) that is, or
+    /// was, in the store.
+    private static func isFolder(_ place: DocumentPathArgument.Place) -> Bool {
+        switch place {
+        case .mount(let mountPoint, let document):
+            // A folder's versions, in the view, hold no version of their own (a removed folder has
+            // no folder left in the mount).
+            guard let names = try? FileIO.directoryEntries(mountPoint + "/.versions" + (document.isEmpty ? "" : "/" + document)) else { return false }
+            return !names.contains { VersionName.savedTime(of: $0) != nil }
+        case .store(let root, let document):
+            return document.isEmpty || (try? FileStatus.of(path: root + "/" + document))?.kind == .directory
         }
     }
 

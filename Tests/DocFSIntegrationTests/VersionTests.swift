@@ -473,6 +473,39 @@ import Testing
         #expect(try versions(mount, "a.md").isEmpty)
     }
 
+    /// Issue 36: `docfs versions FOLDER` said "has no earlier versions" (fails on c922d5d). It lists
+    /// the versions of every document below the folder, in path order; in a mount, folders of the
+    /// view the caller may not enter are passed by and counted; offline, from the store's archive.
+    @Test func versionsOfAFolderListEveryDocumentBelowIt() throws {
+        let mount = try MountedStore(
+            texts: ["notes/a.md": "a0\n", "notes/sub/b.md": "b0\n", "notes/private/c.md": "c0\n", "other.md": "o0\n"], arguments: ["-o", "allow_other"])
+        defer { mount.unmount() }
+        #expect(try mount.shell("""
+            for i in 1 2; do echo a$i > notes/a.md; echo b$i > notes/sub/b.md; echo c$i > notes/private/c.md; echo o$i > other.md; done
+            chmod 755 notes notes/sub && chmod 700 notes/private
+            """).succeeded)
+        func documents(_ output: String) -> [String] {
+            output.split(separator: "\n").compactMap { line in
+                line.range(of: "/.versions/").map { String(line[$0.upperBound...].split(separator: "/").dropLast().joined(separator: "/")) }
+            }
+        }
+        let listed = try MountedStore.run([MountedStore.binary, "versions", mount.inMount("notes")], timeout: 60)
+        #expect(listed.succeeded, "\(listed.error)")
+        #expect(documents(listed.output) == Array(repeating: "notes/a.md", count: 2) + Array(repeating: "notes/private/c.md", count: 2)
+            + Array(repeating: "notes/sub/b.md", count: 2), "\(listed.output)")
+        #expect(documents(try MountedStore.run([MountedStore.binary, "versions", mount.mountPoint], timeout: 60).output).count == 8)
+        let json = try MountedStore.run([MountedStore.binary, "versions", "--json", mount.inMount("notes/sub")], timeout: 60)
+        #expect((try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [[String: Any]])?.count == 2, "\(json.output)\(json.error)")
+        // Another user: the private folder is passed by, and said so.
+        let other = try MountedStore.run(["runuser", "-u", "nobody", "--", MountedStore.binary, "versions", mount.inMount("notes")], timeout: 60)
+        #expect(documents(other.output) == Array(repeating: "notes/a.md", count: 2) + Array(repeating: "notes/sub/b.md", count: 2), "\(other.output)\(other.error)")
+        #expect(other.error.contains("1 folders below"), "\(other.error)")
+        guard !MountedStore.backendIsPostgres else { return }
+        mount.unmount()
+        let offline = try MountedStore.run([MountedStore.binary, "versions", mount.inStore("notes")], timeout: 60)
+        #expect(offline.succeeded && offline.output.split(separator: "\n").count == 6, "\(offline.output)\(offline.error)")
+    }
+
     /// Issue 36, items 6 and 8: nothing let a user make room now (retention runs every ten
     /// minutes). `docfs versions --prune` removes a document's versions but the newest (`--keep`),
     /// or those of every document below a folder, and the space comes back at once.
