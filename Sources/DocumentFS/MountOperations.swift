@@ -213,7 +213,7 @@ final class MountOperations: FileSystemOperations {
     }
 
     func readDirectory(inode: Inode, handle: UInt64, offset: Int64, plus: Bool, add: (DirectoryEntry) -> Bool) throws(FUSEError) {
-        if let versions = versionsView(inode) { return try versions.readDirectory(handle: handle, offset: offset, add: add) }
+        if let versions = versionsView(inode) { return try versions.readDirectory(inode: inode, handle: handle, offset: offset, plus: plus, add: add) }
         if isView(inode) { return try quarantine.readDirectory(handle: handle, offset: offset, add: add) }
         try documents.readDirectory(inode: inode, handle: handle, offset: offset, plus: plus, add: add)
     }

@@ -140,8 +140,27 @@ final class VersionsView: Sendable {
         return OpenReply(handle: listings.insert(entries))
     }
 
-    func readDirectory(handle: UInt64, offset: Int64, add: (DirectoryEntry) -> Bool) throws(FUSEError) {
-        try listings.readDirectory(handle: handle, offset: offset, add: add)
+    /// With `plus` (readdirplus: `ls -l`), each name carries its entry, as the mount's folders do,
+    /// so the kernel need not look each up: that doubled what listing a folder of versions cost.
+    /// The kernel still checks search permission on the folder before anything reaches an entry.
+    func readDirectory(inode: Inode, handle: UInt64, offset: Int64, plus: Bool, add: (DirectoryEntry) -> Bool) throws(FUSEError) {
+        guard plus else { return try listings.readDirectory(handle: handle, offset: offset, add: add) }
+        guard let entries = listings.get(handle) else { throw .badHandle }
+        let folder = try inodes.path(of: inode)
+        var position = Int(max(0, offset))
+        while position < entries.count {
+            let listed = entries[position]
+            position += 1
+            var item = DirectoryEntry(name: listed.name, nextOffset: Int64(position), number: listed.number, mode: listed.mode)
+            // The kernel takes no reference on "." and ".."; a name gone since the listing has none.
+            if listed.name != "." && listed.name != ".." {
+                item.entry = try? entry(at: folder.isEmpty ? listed.name : folder + "/" + listed.name)
+            }
+            guard add(item) else {
+                if let counted = item.entry { inodes.forget(counted.inode, count: 1) }
+                return
+            }
+        }
     }
 
     func releaseDirectory(handle: UInt64) { _ = listings.remove(handle) }
