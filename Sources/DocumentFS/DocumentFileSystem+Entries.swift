@@ -135,6 +135,7 @@ extension DocumentFileSystem {
 
     func setAttributes(inode: Inode, changes: AttributeChanges, handle: UInt64?, context: RequestContext) throws(FUSEError) -> AttributesReply {
         try requireWritable()
+        if let size = changes.size { try requireFits(offset: size) }
         guard let path = nodes.path(of: inode) else {
             // A truncation by a name that moved meanwhile: the kernel looks it up again.
             if changes.size != nil, handle == nil, nodes.existingNode(inode)?.state.withLock({ $0.superseded }) == true { throw .stale }

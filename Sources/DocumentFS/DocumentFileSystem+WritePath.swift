@@ -72,6 +72,7 @@ extension DocumentFileSystem {
 
     func write(inode: Inode, handle: UInt64, bytes: UnsafeRawBufferPointer, offset: Int64, context: RequestContext) throws(FUSEError) -> Int {
         guard let file = files.get(handle) else { throw .badHandle }
+        try requireFits(offset: offset, length: Int64(bytes.count))
         let wroteInPlace = try inPlace(file) { (descriptor: OwnedDescriptor) throws(FUSEError) in
             if context.userID != 0, let status = try? descriptor.status(), status.permissions & (S_ISUID | S_ISGID) != 0,
                let path = nodes.path(of: inode)
@@ -293,6 +294,7 @@ extension DocumentFileSystem {
 
     func allocate(inode: Inode, handle: UInt64, mode: Int32, offset: Int64, length: Int64) throws(FUSEError) {
         guard let file = files.get(handle) else { throw .badHandle }
+        try requireFits(offset: offset, length: length)
         if let path = nodes.path(of: file.node.inode) {
             try dropSetIDBits(of: file.node, path: path, writer: Requester.current, process: nil)
         }

@@ -269,6 +269,13 @@ final class DocumentFileSystem: FileSystemOperations {
         return claim?.isWritableType ?? true
     }
 
+    /// EFBIG for a file that would end past what the store can hold of one (`maximumFileSize`).
+    func requireFits(offset: Int64, length: Int64 = 0) throws(FUSEError) {
+        guard let limit = store.maximumFileSize else { return }
+        let (end, overflow) = offset.addingReportingOverflow(length)
+        if overflow || end > limit { throw .fileTooLarge }
+    }
+
     func requireWritable() throws(FUSEError) {
         if options.readOnly { throw .readOnlyFileSystem }
     }

@@ -116,6 +116,9 @@ public protocol DocumentStore: AnyObject, Sendable {
 
     func statistics() throws -> statvfs
 
+    /// The largest file the store can hold, where it has a limit of its own (a database's); nil
+    /// where its file system's limit is the one (the kernel applies that).
+    var maximumFileSize: Int64? { get }
     /// Whether raw files (no document type claims them) are opened and written in place. A store
     /// that must see every change whole (a database) says no: raw writes are then staged and
     /// installed at close, as documents are.
@@ -187,6 +190,7 @@ extension DocumentStore {
         try rename(source, to: destination, flags: flags, publishing: { try $0() })
     }
     public var writesInPlace: Bool { true }
+    public var maximumFileSize: Int64? { nil }
     public func fetchContent(of path: String) throws {}
     public var hasChangeFeed: Bool { false }
     public func startChangeFeed(_ handler: @escaping @Sendable ([StoreChange]) -> Void) {}

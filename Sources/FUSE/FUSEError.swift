@@ -23,6 +23,7 @@ public struct FUSEError: Error, Equatable, CustomStringConvertible, Sendable {
     public static let noAttribute = FUSEError(ENODATA)
     public static let range = FUSEError(ERANGE)
     public static let nameTooLong = FUSEError(ENAMETOOLONG)
+    public static let fileTooLarge = FUSEError(EFBIG)
 
     public var description: String { String(cString: strerror(errno)) }
 }

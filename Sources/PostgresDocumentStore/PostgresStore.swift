@@ -203,6 +203,11 @@ public final class PostgresStore: DocumentStore {
     public func localPath(of path: String) -> String? { nil }
 
     public var writesInPlace: Bool { false }
+    /// A file's content is one row's list of 32-byte chunk hashes (a bytea: at most 1 GB), and a
+    /// chunk may be as small as 16 KiB: 512 GiB always fits. Past it a write fails with EFBIG, where
+    /// it was taken, and its commit hashed the whole file (16 TiB of a sparse file's zeros for
+    /// xfstests generic/308).
+    public var maximumFileSize: Int64? { Int64(ContentChunks.minimum) * ((1 << 30) / Int64(ContentChunks.hashLength)) }
 
     public var hasChangeFeed: Bool { true }
 
