@@ -163,7 +163,7 @@ extension NodeState {
     /// beside the mount. Call before `live` is replaced. Whether a version is held.
     @discardableResult
     mutating func holdForCachedReaders() -> Bool {
-        guard cachedReaders > 0 else { return false }
+        guard cachedReaders > 0, !readersFollowWrites else { return false }
         if heldStatus == nil { heldStatus = try? live?.status() }
         return heldStatus != nil
     }

@@ -171,10 +171,12 @@ extension DocumentFileSystem {
             // A reader came to read through the page cache since `moveNameOffCachedReaders` looked,
             // or the name moved: looked at again (a writer of an inode left to readers writes to
             // the document that has the name now, as one of a renamed-over file does).
-            if writing && (state.superseded || (seenCommits != nil && state.cachedReaders > 0)) { return true }
+            // Readers who follow writes share their inode with a writer (see `readersFollowWrites`).
+            if writing && (state.superseded || (seenCommits != nil && state.cachedReaders > 0 && !state.readersFollowWrites)) { return true }
             state.holdIfChangedBeside(found: liveVersion)
             state.shownIdentity = status.identity
             if let live { state.live = live }
+            if readersFollowWrites(role) { state.readersFollowWrites = true }
             state.openHandles += 1
             if writing {
                 state.writableHandles += 1
@@ -279,7 +281,11 @@ extension DocumentFileSystem {
         guard let file = files.get(handle) else { throw .badHandle }
         let source: OwnedDescriptor? = file.node.state.withLock { state in
             if let view = file.view { return view.descriptor(commits: state.commits, lastRewrite: state.lastRewrite, live: state.live) }
-            if let staged = state.stagedFile { return staged.descriptor }
+            // A reader who followed the writes of a raw file renamed to a document's name since reads
+            // committed versions only: the stage holds bytes not judged yet.
+            if let staged = state.stagedFile, file.flags & O_ACCMODE != O_RDONLY || !file.node.isStaged.load(ordering: .acquiring) {
+                return staged.descriptor
+            }
             if case .raw(let descriptor) = file.access { return descriptor }
             return state.committed
         }

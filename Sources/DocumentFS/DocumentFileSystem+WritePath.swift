@@ -215,7 +215,10 @@ extension DocumentFileSystem {
         case .document(let claim):
             guard isEditable(claim: claim, status: status) else { throw .accessDenied }
         case .raw:
-            if file == nil {
+            // In place where the store writes raw files in place; staged where it stages them, as
+            // their writes are (a truncation of the stored file alone left a writer's stage to be
+            // seeded from the version before it: `echo hi > log` kept the rest of the old log).
+            if file == nil && store.writesInPlace {
                 // Held still against a rename that gives the file a document name meanwhile (it
                 // holds this lock): the kernel looks the name up again and truncates the document.
                 try node.staging.withLock { (_: inout StageSlot) throws(FUSEError) in
@@ -294,7 +297,8 @@ extension DocumentFileSystem {
 
     func allocate(inode: Inode, handle: UInt64, mode: Int32, offset: Int64, length: Int64) throws(FUSEError) {
         guard let file = files.get(handle) else { throw .badHandle }
-        try requireFits(offset: offset, length: length)
+        // FALLOC_FL_KEEP_SIZE (and a hole punch, which needs it) leaves the size as it is.
+        if mode & 0x01 == 0 { try requireFits(offset: offset, length: length) }
         if let path = nodes.path(of: file.node.inode) {
             try dropSetIDBits(of: file.node, path: path, writer: Requester.current, process: nil)
         }

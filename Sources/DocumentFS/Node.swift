@@ -83,6 +83,9 @@ struct NodeState {
     var pageCacheInUse = false
     /// Reading handles open through the kernel's page cache.
     var cachedReaders = 0
+    /// Opened as a file whose readers follow its writes (`DocumentFileSystem.readersFollowWrites`):
+    /// they keep no version, so none is held for them, and a writer shares their inode.
+    var readersFollowWrites = false
     /// The version cached readers read, held while a writer is at work or the stored version
     /// changed (see `DocumentFileSystem+HeldVersions`), until the last of them closes.
     var heldStatus: FileStatus?

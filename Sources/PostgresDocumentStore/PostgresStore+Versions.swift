@@ -163,7 +163,6 @@ extension PostgresStore {
         // elsewhere (fetched again there): gone here, unless kept or moved since the read began.
         let gone = localVersions.withLock { local in
             local.refused.formIntersection(storedDocuments.keys)
-            local.evicted.formIntersection(storedDocuments.keys)
             local.historyMoves = summary.historyMoves
             return local.locations.filter { id, entry in
                 guard entry.generation <= generation, !local.uncommitted.contains(id) else { return false }
@@ -176,7 +175,7 @@ extension PostgresStore {
         let deadline = ContinuousClock.now + Self.versionFetchBudget
         // Newest first: the versions a user looks for are the recent ones.
         for version in stored.sorted(by: { $0.id > $1.id })
-        where localVersions.withLock({ $0.locations[version.id] == nil && !$0.refused.contains(version.id) && !$0.evicted.contains(version.id) }) {
+        where localVersions.withLock({ $0.locations[version.id] == nil && !$0.refused.contains(version.id) }) {
             guard ContinuousClock.now < deadline else { return }
             do {
                 try fetchVersion(version, into: archive)
@@ -195,15 +194,12 @@ extension PostgresStore {
         }
     }
 
-    /// Removes the version `id` from the mirror's archive; `evicting` counts it as present (see
-    /// `LocalVersions.evicted`) so that it is not fetched again.
-    private func removeLocally(_ id: Int64, _ archive: VersionArchive, evicting: Bool = false) {
+    private func removeLocally(_ id: Int64, _ archive: VersionArchive) {
         localVersions.withLock { local in
             guard let entry = local.locations[id] else { return }
             let version = archive.version(of: entry.document, named: StorePath.lastComponent(entry.location))
             if let version { try? archive.remove(version) }
             local.locations[id] = nil
-            if evicting { local.evicted.insert(id) }
         }
     }
 
@@ -298,8 +294,8 @@ extension PostgresStore {
     /// A rename's versions go with it (see `DocumentStore.moveVersions`): in the database, in a
     /// transaction of their own after the rename's (a failure leaves them under the old path, and
     /// says so), then in this mirror's archive; other mounts move theirs at their next comparison.
+    /// In the database also through a mount that keeps no versions: they are every mount's.
     public func moveVersions(from source: String, to destination: String, exchanging: Bool) {
-        guard keepsVersions, let archive = mirror.versions else { return }
         do {
             try change(source, { db in
                 let moved = try queries.moveHistory(
@@ -307,11 +303,15 @@ extension PostgresStore {
                 if moved > 0 { try db.execute("SELECT pg_notify($1, 'versions')", [.text(queries.channel)]) }
                 return moved
             }, then: { moved in
-                guard moved > 0 else { return }
+                guard moved > 0, keepsVersions, let archive = mirror.versions else { return }
                 localVersions.withLock { local in
                     local.scanIfNeeded(archive)
                     archive.moveHistory(from: source, to: destination, exchanging: exchanging)
                     local.moveHistory(from: source, to: destination, exchanging: exchanging, in: archive)
+                    // A comparison that read the database between the move's commit and now may
+                    // have fetched a version at its new path that the archive's move then carried
+                    // on: the next one compares every path again.
+                    local.historyMoves = -1
                 }
             })
         } catch {
@@ -332,12 +332,11 @@ extension PostgresStore {
         StoreMetrics.dropped(1, .removed)
     }
 
-    /// Two passes. The store's policy, the same for every mount (the schedule and the cap kept in
-    /// the database, `StoreRetention`), drops versions from the database and so from every mount.
-    /// Then `mirror`, this mount's own cap (`--versions-cap`), only makes versions leave this mirror,
-    /// oldest first: the database and other mounts keep them, and this mount no longer lists them
-    /// (until it is mounted again and fetches them).
-    public func pruneVersions(_ mirrorRetention: VersionRetention, now: Date) -> (count: Int, bytes: Int64) {
+    /// The store's policy, the same for every mount: the schedule and the cap kept in the database
+    /// (`StoreRetention`), measured on this mirror's archive, which holds every version. A mount's
+    /// own `--versions-cap` decides nothing here (`ignored`): the smallest mount's would decide
+    /// everyone's history. What it drops leaves the database and so every mount.
+    public func pruneVersions(_ ignored: VersionRetention, now: Date) -> (count: Int, bytes: Int64) {
         guard keepsVersions, let archive = mirror.versions else { return (0, 0) }
         let storeCap: Int64?
         do {
@@ -346,9 +345,8 @@ extension PostgresStore {
             logger.warning("versions: the store's retention policy could not be read (\(error)); nothing is dropped this time")
             return (0, 0)
         }
-        let exists = { (path: String) in (try? self.status(of: path)) != nil }
         let documents = archive.allDocuments().map(\.versions)
-        let dropped = VersionRetention(capBytes: storeCap).versionsToDrop(documents, now: now, exists: exists)
+        let dropped = VersionRetention(capBytes: storeCap).versionsToDrop(documents, now: now) { (try? self.status(of: $0)) != nil }
         let rows = dropped.compactMap { version in Self.row(of: version.location).map { ($0, version) } }
         do {
             try dropVersions(rows.map(\.0))
@@ -359,13 +357,7 @@ extension PostgresStore {
         for (id, _) in rows { removeLocally(id, archive) }
         let bytes = rows.reduce(0) { $0 + $1.1.exclusiveBytes }
         StoreMetrics.retained(documents, droppedCount: rows.count, droppedBytes: bytes)
-        let droppedLocations = Set(rows.map(\.1.location))
-        let left = documents.map { $0.filter { !droppedLocations.contains($0.location) } }.filter { !$0.isEmpty }
-        let evicted = mirrorRetention.versionsToDrop(left, now: now, exists: exists).compactMap { Self.row(of: $0.location) }
-        if !evicted.isEmpty {
-            for id in evicted { removeLocally(id, archive, evicting: true) }
-            logger.info("versions: \(evicted.count) left this mirror for its --versions-cap; the store keeps them for every other mount")
-        }
+        logger.debug("versions: the store's retention (cap \(storeCap.map { "\($0) bytes" } ?? "none")) dropped \(rows.count)")
         return (rows.count, bytes)
     }
 
@@ -404,8 +396,6 @@ struct LocalVersions {
     var locations: [Int64: (location: String, document: String, generation: UInt64)] = [:]
     /// Rows refused (see `VersionRowRefusal`): counted as present, so they are not fetched again.
     var refused: Set<Int64> = []
-    /// Rows this mirror let go for its own cap: counted as present too, until the mount ends.
-    var evicted: Set<Int64> = []
     /// Rows that could not be fetched yet, already logged.
     var reported: Set<Int64> = []
     /// Counts additions, so that a synchronization spares what was kept after its read.
@@ -451,6 +441,13 @@ struct LocalVersions {
             guard let document = moved(entry.document) else { continue }
             let location = archive.folder(for: document) + "/" + StorePath.lastComponent(entry.location)
             guard PostgresStore.row(of: location) == id else {
+                // Left where it was (a name taken there): not shown under the old name any more,
+                // and fetched again under the new one.
+                if let stray = archive.version(of: entry.document, named: StorePath.lastComponent(entry.location)),
+                   PostgresStore.row(of: stray.location) == id
+                {
+                    try? archive.remove(stray)
+                }
                 locations[id] = nil
                 continue
             }
@@ -467,7 +464,7 @@ struct LocalVersions {
     }
 
     var summary: VersionSummary {
-        let ids = Set(locations.keys).union(refused).union(evicted)
+        let ids = Set(locations.keys).union(refused)
         return VersionSummary(
             count: Int64(ids.count), newest: ids.max() ?? 0, idSum: String(ids.reduce(Int128(0)) { $0 + Int128($1) }), historyMoves: historyMoves)
     }

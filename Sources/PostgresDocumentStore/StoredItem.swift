@@ -117,7 +117,15 @@ struct StoredItem: Sendable {
             : Glibc.timespec(tv_sec: Int(seconds), tv_nsec: Int(remainder))
     }
 
-    static func nanoseconds(_ time: Glibc.timespec) -> Int64 { Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec) }
+    /// A time as the database keeps it: nanoseconds since 1970, clamped to what 64 bits hold (1677 to
+    /// 2262), as ext4 clamps to its own range. Times come from anyone (`touch -d`): one past the
+    /// range trapped the daemon (xfstests generic/634).
+    static func nanoseconds(_ time: Glibc.timespec) -> Int64 {
+        let (seconds, overflow) = Int64(time.tv_sec).multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return time.tv_sec < 0 ? .min : .max }
+        let (sum, beyond) = seconds.addingReportingOverflow(Int64(time.tv_nsec))
+        return beyond ? (time.tv_sec < 0 ? .min : .max) : sum
+    }
 }
 
 /// Why a row is not mirrored.

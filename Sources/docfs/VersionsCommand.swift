@@ -123,24 +123,24 @@ struct ListedVersion: Encodable {
     static func below(_ place: DocumentPathArgument.Place, unreadable: inout Int) throws -> [ListedVersion] {
         switch place {
         case .mount(let mountPoint, let folder):
-            var listed: [ListedVersion] = []
+            var listed: [(document: String, versions: [ListedVersion])] = []
             var pending = [folder]
             while let document = pending.popLast() {
                 let view = mountPoint + "/.versions" + (document.isEmpty ? "" : "/" + document)
                 let names: [String]
                 do {
                     names = try FileIO.directoryEntries(view)
-                } catch {
+                } catch let error as SystemCallError where error.errno == EACCES {
                     unreadable += 1
                     continue
+                } catch {
+                    continue  // gone since its folder was listed
                 }
-                listed += Self.listed(names, in: view)
-                // Pushed in reverse, so they come off in order.
-                for name in names.filter({ VersionName.savedTime(of: $0) == nil }).sorted(by: { PathKey($0) > PathKey($1) }) {
-                    pending.append(document.isEmpty ? name : document + "/" + name)
-                }
+                listed.append((document, Self.listed(names, in: view)))
+                pending += names.filter { VersionName.savedTime(of: $0) == nil }.map { document.isEmpty ? $0 : document + "/" + $0 }
             }
-            return listed
+            // In the order of the documents' paths' bytes, as offline.
+            return listed.sorted { PathKey($0.document) < PathKey($1.document) }.flatMap(\.versions)
         case .store(let root, let folder):
             guard let archive = try DirectoryStore(path: root, readOnly: true).versions else { return [] }
             return archive.allDocuments()

@@ -113,6 +113,25 @@ final class PostgresStoreTests {
         #expect(result.output == "EFBIG\nEFBIG\nEFBIG\nok ok\n\(1 << 30 + 3)\n", "\(result.error)")
     }
 
+    /// Times past what the database's nanoseconds hold are clamped, as ext4 clamps to its range:
+    /// `touch -d` of the year 2514 trapped the daemon and the mount went away (xfstests
+    /// generic/634; fails on 2b537d2).
+    @Test func aTimeBeyondTheStoresRangeIsClampedNotACrash() throws {
+        let mount = try MountedStore(postgres: location)
+        defer { mount.unmount() }
+        let result = try mount.shell("""
+            echo x > far.bin && touch -d 'May 30 01:53:03 UTC 2514' far.bin && stat -c %Y far.bin
+            touch -d 'Dec 31 23:59:59 UTC 2147483647' far.bin && stat -c %Y far.bin
+            touch -d '@-9300000000' far.bin && stat -c %Y far.bin
+            touch -d 'Dec 13 20:45:52 UTC 1901' . && stat -c %Y .
+            """)
+        // Clamped where each is kept (the mirror's ext4 shows its own range, 1901 to 2446).
+        let shown = result.output.split(separator: "\n").compactMap { Int64($0) }
+        #expect(shown.count == 4 && shown[0] >= 15_032_385_535 && shown[1] == shown[0] && shown[2] <= -2_147_483_648 && shown[3] == -2_147_483_648,
+                "\(result.output)\(result.error)")
+        #expect(try mount.shell("cat far.bin").output == "x\n", "the mount is still there")
+    }
+
     @Test func everyLocationFormLibpqAcceptsMountsTheStore() throws {
         let port = cluster.port
         let hosts = "postgresql://docfs@127.0.0.1:1,127.0.0.1:\(port)/docfs?target_session_attrs=read-write&connect_timeout=2&store=forms"

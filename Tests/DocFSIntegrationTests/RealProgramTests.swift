@@ -257,6 +257,28 @@ struct RealProgramTests {
         #expect(result.output == "cccccccccc\n", "\(result.error)")
     }
 
+    /// A raw file rewritten under a reader who read it through the page cache: the reader reads
+    /// the new bytes, and everyone sees the new size, as on a local disk. A PostgreSQL store held
+    /// the old version for the reader: `stat` showed the old size until it closed, its cached
+    /// pages stayed, and a shared mapping failed with ENODEV (review of 18ab6ee).
+    @Test func aRawFileRewrittenUnderACachedReaderIsReadAnew() throws {
+        let mount = try MountedStore(texts: [:])
+        defer { mount.unmount() }
+        let result = try mount.python("""
+            import mmap, os, subprocess
+            with open('big.bin', 'wb') as f: f.write(b'x' * 1048576)
+            reader = open('big.bin', 'rb')
+            print(len(reader.read()))
+            subprocess.run(['sh', '-c', 'echo hi > big.bin'], check=True, timeout=30)
+            print(os.stat('big.bin').st_size)
+            reader.seek(0)
+            print(reader.read())
+            with open('big.bin', 'rb') as f:
+                print(mmap.mmap(f.fileno(), 0, mmap.MAP_SHARED, mmap.PROT_READ)[:])
+            """)
+        #expect(result.output == "1048576\n3\nb'hi\\n'\nb'hi\\n'\n", "\(result.error)")
+    }
+
     @Test func unlinkWhileOpenLeavesNoHiddenFiles() throws {
         let mount = try MountedStore(texts: Self.sample)
         defer { mount.unmount() }
