@@ -26,6 +26,9 @@ public final class PostgresStore: DocumentStore {
     public let location: PostgresLocation
     /// The local mirror: what the kernel is served from.
     public let mirror: DirectoryStore
+    /// The mirror's folder, locked (flock) for as long as the store is open: a second mount of the
+    /// same folder would take this one's writes in progress for a crash's leftovers.
+    private let mirrorLock: OwnedDescriptor
     let pool: ConnectionPool
     let queries: StoreQueries
     let rootID: Int64
@@ -76,6 +79,11 @@ public final class PostgresStore: DocumentStore {
         pool = ConnectionPool(parameters: location.connectionParameters)
         if (try? Paths.makeDirectory(cacheDirectory, mode: 0o700)) == nil && errno != EEXIST {
             throw SystemCallError.last("mkdir", path: cacheDirectory)
+        }
+        mirrorLock = OwnedDescriptor(try FileIO.open(cacheDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC))
+        if flock(mirrorLock.rawValue, LOCK_EX | LOCK_NB) != 0 {
+            if errno == EWOULDBLOCK { throw PostgresStoreError.mirrorInUse(cacheDirectory) }
+            throw SystemCallError.last("flock", path: cacheDirectory)
         }
         // Items are known by their rows' ids (see `identified`), not by the mirror's files.
         // The mirror's version archive shows the database's versions (see `synchronizeVersions`).

@@ -7,6 +7,7 @@ public enum PostgresStoreError: Error, CustomStringConvertible, Sendable {
     case missingContent(path: String)
     case unavailable(String)
     case noSuchStore(String)
+    case mirrorInUse(String)
 
     public var description: String {
         switch self {
@@ -18,6 +19,8 @@ public enum PostgresStoreError: Error, CustomStringConvertible, Sendable {
         case .missingContent(let path): "the database lacks content chunks of \(path)"
         case .unavailable(let reason): "the database is not reachable: \(reason)"
         case .noSuchStore(let name): "the database holds no DocFS store named \(name)"
+        case .mirrorInUse(let directory):
+            "the mirror \(directory) is in use by another mount (give each mount its own --cache-directory)"
         }
     }
 }

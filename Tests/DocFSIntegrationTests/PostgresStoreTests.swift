@@ -132,6 +132,25 @@ final class PostgresStoreTests {
         #expect(try mount.shell("cat far.bin").output == "x\n", "the mount is still there")
     }
 
+    /// Two mounts given one mirror folder: the second took the first's writes in progress for a
+    /// crash's leftovers (and both served one folder; xfstests generic/732 mounted so). Now the
+    /// second is refused, saying why, and the first goes on.
+    @Test func twoMountsCannotShareOneMirror() throws {
+        let mirror = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-mirror-\(UUID().uuidString.prefix(8))").path
+        defer { try? FileManager.default.removeItem(atPath: mirror) }
+        let first = try MountedStore(postgres: location, arguments: ["--cache-directory", mirror])
+        defer { first.unmount() }
+        #expect(try first.save("a.json", Data("[1]".utf8)) == "ok")
+        do {
+            let second = try MountedStore(postgres: location, arguments: ["--cache-directory", mirror])
+            second.unmount()
+            Issue.record("a second mount of the same mirror was made")
+        } catch {
+            #expect("\(error)".contains("is in use by another mount"), "\(error)")
+        }
+        #expect(try first.read("a.json") == "[1]")
+    }
+
     @Test func everyLocationFormLibpqAcceptsMountsTheStore() throws {
         let port = cluster.port
         let hosts = "postgresql://docfs@127.0.0.1:1,127.0.0.1:\(port)/docfs?target_session_attrs=read-write&connect_timeout=2&store=forms"
