@@ -28,7 +28,7 @@ struct MountCommand: ParsableCommand {
     var mountPoint: String
 
     @Option(name: .customShort("o"), help: ArgumentHelp(
-        "Mount options, comma-separated: ro, allow_other, uid=N, gid=N, umask=NNN, fsname=NAME, source=STORE, remount, config=FILE, metrics=ADDRESS:PORT, cache_directory=DIR, or any FUSE option; fstab and systemd options (nofail, _netdev, noauto, user, x-systemd.*) are ignored.",
+        "Mount options, comma-separated: ro, allow_other, uid=N, gid=N, umask=NNN, fsname=NAME, source=STORE, remount, config=FILE, metrics=ADDRESS:PORT, cache_directory=DIR, cache_root=DIR, or any FUSE option; fstab and systemd options (nofail, _netdev, noauto, user, x-systemd.*) are ignored.",
         valueName: "options"))
     var mountOptions: [String] = []
 
@@ -205,9 +205,9 @@ struct MountCommand: ParsableCommand {
         if let given = cacheDirectory ?? options.cacheDirectory {
             return absolutePath(given.hasPrefix("/") ? given : FileManager.default.currentDirectoryPath + "/" + given)
         }
-        let base = geteuid() == 0
+        let base = options.cacheRoot ?? (geteuid() == 0
             ? "/var/cache/docfs"
-            : (ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] ?? NSHomeDirectory() + "/.cache") + "/docfs"
+            : (ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] ?? NSHomeDirectory() + "/.cache") + "/docfs")
         // The location after its scheme (all of it in keyword/value form, which has none).
         let text = location.description
         let name = ((text.range(of: "://").map { text[$0.upperBound...] } ?? text[...]) + mountPath)

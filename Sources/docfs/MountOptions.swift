@@ -24,6 +24,9 @@ struct MountOptions {
     var metrics: String?
     /// `cache_directory=DIR`: `--cache-directory`, for fstab lines.
     var cacheDirectory: String?
+    /// `cache_root=DIR`: where mirrors are made when no folder is given, one per store and mount
+    /// point (default /var/cache/docfs): on a disk of their own, say.
+    var cacheRoot: String?
     /// Passed to FUSE as given.
     var forFUSE: [String] = []
     var ignored: [String] = []
@@ -57,6 +60,9 @@ struct MountOptions {
             case "cache_directory":
                 guard let value, !value.isEmpty else { throw ValidationError("-o cache_directory: needs a folder (cache_directory=/srv/mirror)") }
                 cacheDirectory = value
+            case "cache_root":
+                guard let value, value.hasPrefix("/") else { throw ValidationError("-o cache_root: needs an absolute folder (cache_root=/srv/docfs-mirrors)") }
+                cacheRoot = value
             case "max_read":
                 maxRead = try Self.number(option, value, radix: 10)
                 forFUSE.append(option)

@@ -151,6 +151,26 @@ final class PostgresStoreTests {
         #expect(try first.read("a.json") == "[1]")
     }
 
+    /// `-o cache_root=DIR` (for fstab lines and mounts by mount(8)) makes a mount's mirror in DIR,
+    /// one per store and mount point as under /var/cache/docfs.
+    @Test func cacheRootPlacesTheMirror() throws {
+        let place = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-root-\(UUID().uuidString.prefix(8))").path
+        let mountPoint = place + "/mnt"
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        defer {
+            _ = try? MountedStore.run(["fusermount3", "-uz", mountPoint], timeout: 30)
+            try? FileManager.default.removeItem(atPath: place)
+        }
+        let mounted = try MountedStore.run([MountedStore.binary, "mount", location, mountPoint, "-o", "cache_root=\(place)/mirrors"], timeout: 60)
+        #expect(mounted.succeeded, "\(mounted.error)")
+        #expect(try MountedStore.run(["sh", "-c", "echo '[1]' > '\(mountPoint)/a.json'"], timeout: 30).succeeded)
+        let mirrors = (try? FileManager.default.contentsOfDirectory(atPath: place + "/mirrors")) ?? []
+        #expect(mirrors.count == 1 && FileManager.default.fileExists(atPath: place + "/mirrors/" + (mirrors.first ?? "") + "/a.json"), "\(mirrors)")
+        let relative = try MountedStore.run([MountedStore.binary, "mount", location, mountPoint, "-o", "cache_root=mirrors"], timeout: 60)
+        #expect(!relative.succeeded && relative.error.contains("cache_root: needs an absolute folder"), "\(relative.error)")
+        #expect(try MountedStore.run(["fusermount3", "-u", mountPoint], timeout: 60).succeeded)
+    }
+
     @Test func everyLocationFormLibpqAcceptsMountsTheStore() throws {
         let port = cluster.port
         let hosts = "postgresql://docfs@127.0.0.1:1,127.0.0.1:\(port)/docfs?target_session_attrs=read-write&connect_timeout=2&store=forms"
