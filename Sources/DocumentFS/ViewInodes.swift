@@ -72,8 +72,9 @@ struct ViewEntry: Sendable {
 }
 
 extension HandleTable where Value == [ViewEntry] {
-    /// Plain entries, also for readdirplus: an entry without attributes makes the kernel look the
-    /// name up when it is used, with that user's rights.
+    /// Plain entries, also for readdirplus (the quarantine view's): an entry without attributes
+    /// makes the kernel look the name up when it is used, with that user's rights. The versions
+    /// view gives readdirplus its entries (`VersionsView.readDirectory`).
     func readDirectory(handle: UInt64, offset: Int64, add: (DirectoryEntry) -> Bool) throws(FUSEError) {
         guard let entries = get(handle) else { throw .badHandle }
         var position = Int(max(0, offset))
