@@ -163,6 +163,7 @@ extension DocumentFileSystem {
                 throw .ioError
             }
         }
+        let followsWrites = readersFollowWrites(role)
         // Counted before decoding, so a racing release cannot drop the live file under us. The
         // live file is set under the lock a commit sets it under, and only if no commit set a
         // newer one since this open found its file.
@@ -176,7 +177,7 @@ extension DocumentFileSystem {
             state.holdIfChangedBeside(found: liveVersion)
             state.shownIdentity = status.identity
             if let live { state.live = live }
-            if readersFollowWrites(role) { state.readersFollowWrites = true }
+            if followsWrites { state.readersFollowWrites = true }
             state.openHandles += 1
             if writing {
                 state.writableHandles += 1
@@ -206,7 +207,6 @@ extension DocumentFileSystem {
             }
         }
         let writeOnly = flags & O_ACCMODE == O_WRONLY
-        let followsWrites = readersFollowWrites(role)
         let reply = node.state.withLock { state in
             // While cached readers hold a version that changed beside this mount, the page cache
             // is theirs (see `heldStatus`).

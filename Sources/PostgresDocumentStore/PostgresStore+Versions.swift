@@ -167,7 +167,7 @@ extension PostgresStore {
             return local.locations.filter { id, entry in
                 guard entry.generation <= generation, !local.uncommitted.contains(id) else { return false }
                 guard let document = storedDocuments[id] else { return true }
-                return document != FileSystemPath.bytes(of: entry.document)
+                return local.movesUnderWay == 0 && document != FileSystemPath.bytes(of: entry.document)
             }.map(\.key)
         }
         for id in gone { removeLocally(id, archive) }
@@ -296,6 +296,15 @@ extension PostgresStore {
     /// says so), then in this mirror's archive; other mounts move theirs at their next comparison.
     /// In the database also through a mount that keeps no versions: they are every mount's.
     public func moveVersions(from source: String, to destination: String, exchanging: Bool) {
+        // From the move's commit until the archive has followed, a comparison must not take the
+        // versions for ones moved elsewhere; the next one compares every path again.
+        localVersions.withLock { $0.movesUnderWay += 1 }
+        defer {
+            localVersions.withLock { local in
+                local.movesUnderWay -= 1
+                local.historyMoves = -1
+            }
+        }
         do {
             try change(source, { db in
                 let moved = try queries.moveHistory(
@@ -308,10 +317,6 @@ extension PostgresStore {
                     local.scanIfNeeded(archive)
                     archive.moveHistory(from: source, to: destination, exchanging: exchanging)
                     local.moveHistory(from: source, to: destination, exchanging: exchanging, in: archive)
-                    // A comparison that read the database between the move's commit and now may
-                    // have fetched a version at its new path that the archive's move then carried
-                    // on: the next one compares every path again.
-                    local.historyMoves = -1
                 }
             })
         } catch {
@@ -406,6 +411,8 @@ struct LocalVersions {
     /// The store's count of history moves when this archive's paths were last compared with the
     /// database's.
     var historyMoves: Int64 = -1
+    /// History moves of this mount between their database's commit and the archive's move.
+    var movesUnderWay = 0
     private var scanned = false
 
     mutating func scanIfNeeded(_ archive: VersionArchive) {
