@@ -154,7 +154,29 @@ struct StoreQueries: Sendable {
         guard let base = buffer.baseAddress else { return [] }
         var held = 0
         var read: Int64 = 0
+        var zeroChunkStored = false
         while true {
+            // A hole at the next chunk's start, `maximum` bytes or more: its chunks are known
+            // without reading them.
+            if let zero = ContentChunks.zeroChunk {
+                let start = read - Int64(held)
+                let holes = Self.wholeChunksOfHole(descriptor.rawValue, from: start, size: size, chunk: zero.size)
+                if holes > 0 {
+                    for _ in 0..<holes {
+                        if zeroChunkStored {
+                            list += zero.hash
+                        } else {
+                            let zeros = UnsafeMutableRawBufferPointer.allocate(byteCount: zero.size, alignment: 16)
+                            defer { zeros.deallocate() }
+                            zeros.initializeMemory(as: UInt8.self, repeating: 0)
+                            try storeChunks(db, UnsafeRawBufferPointer(zeros), [0..<zero.size], into: &list)
+                            zeroChunkStored = true
+                        }
+                    }
+                    held = 0
+                    read = start + Int64(holes * zero.size)
+                }
+            }
             while read < size && held < buffer.count {
                 let wanted = Int(min(Int64(buffer.count - held), size - read))
                 let count = try retryingOnInterrupt("pread", path: path) { pread(descriptor.rawValue, base + held, wanted, off_t(read)) }
@@ -172,6 +194,15 @@ struct StoreQueries: Sendable {
             memmove(base, base + cut, held - cut)
             held -= cut
         }
+    }
+
+    /// How many whole chunks of `chunk` bytes from `start` lie in a hole of the file (none where the
+    /// file system cannot tell holes).
+    private static func wholeChunksOfHole(_ descriptor: Int32, from start: Int64, size: Int64, chunk: Int) -> Int {
+        guard size - start >= Int64(chunk) else { return 0 }
+        let data = FileIO.nextData(descriptor, from: off_t(start)).map { Int64($0) }
+        guard let data, data > start else { return data == nil ? Int((size - start) / Int64(chunk)) : 0 }
+        return Int((min(data, size) - start) / Int64(chunk))
     }
 
     /// How much of a file `upload` reads at a time.
@@ -199,20 +230,32 @@ struct StoreQueries: Sendable {
         list += hashes
     }
 
-    /// Writes the content a chunk list names to `descriptor`, a batch of chunks per query.
+    /// Writes the content a chunk list names to `descriptor` (a new, empty file), a batch of chunks
+    /// per query; chunks of zeros are left as holes.
     func download(_ db: PostgresConnection, chunks: [UInt8], to descriptor: Int32, path: String) throws {
-        let count = chunks.count / ContentChunks.hashLength
+        let length = ContentChunks.hashLength
+        let count = chunks.count / length
+        let zero = ContentChunks.zeroChunk
+        func isZero(_ index: Int) -> Bool {
+            zero.map { chunks[index * length..<(index + 1) * length].elementsEqual($0.hash) } ?? false
+        }
         var offset: Int64 = 0
         var first = 0
         while first < count {
-            let last = min(first + 64, count) - 1
+            if let zero, isZero(first) {
+                offset += Int64(zero.size)
+                first += 1
+                continue
+            }
+            var end = first + 1
+            while end < count && end - first < 64 && !isZero(end) { end += 1 }
             let rows = try db.execute(
                 """
-                SELECT c.data FROM generate_series($2::int, $3::int) AS i
+                SELECT c.data FROM generate_series(0, $2::int - 1) AS i
                 JOIN docfs_chunks c ON c.hash = substring($1::bytea FROM i * 32 + 1 FOR 32) ORDER BY i
                 """,
-                [.bytes(chunks), .integer(Int64(first)), .integer(Int64(last))])
-            guard rows.count == last - first + 1 else {
+                [.bytes(Array(chunks[first * length..<end * length])), .integer(Int64(end - first))])
+            guard rows.count == end - first else {
                 throw PostgresStoreError.missingContent(path: path)
             }
             for row in 0..<rows.count {
@@ -221,8 +264,10 @@ struct StoreQueries: Sendable {
                     offset += Int64(bytes.count)
                 }
             }
-            first = last + 1
+            first = end
         }
+        // Holes at the end: the size says they are there.
+        guard ftruncate(descriptor, off_t(offset)) == 0 else { throw SystemCallError.last("ftruncate", path: path) }
     }
 
     // MARK: Changes

@@ -117,19 +117,22 @@ public enum FileIO {
         guard size > 0 else { return }
         var offset: off_t = 0
         while offset < size {
-            let data = lseek(source, offset, seekData)
-            if data < 0 {
-                if errno == ENXIO { break }  // nothing but a hole is left
-                // A file system without SEEK_DATA: the rest, as it is.
-                try copyRange(from: source, to: destination, offset, size, path: path)
-                break
-            }
+            guard let data = nextData(source, from: offset) else { break }
+            // Without SEEK_HOLE (nor SEEK_DATA), the rest as it is.
             let hole = lseek(source, data, seekHole)
             let end = hole < 0 ? size : min(hole, size)
             try copyRange(from: source, to: destination, data, end, path: path)
             offset = end
         }
         guard ftruncate(destination, size) == 0 else { throw SystemCallError.last("ftruncate", path: path) }
+    }
+
+    /// Where the first data at or after `offset` is (lseek SEEK_DATA): nil when nothing but a hole
+    /// is left, `offset` itself on a file system that cannot tell holes.
+    public static func nextData(_ descriptor: Int32, from offset: off_t) -> off_t? {
+        let data = lseek(descriptor, offset, seekData)
+        if data >= 0 { return data }
+        return errno == ENXIO ? nil : offset
     }
 
     /// lseek's SEEK_DATA and SEEK_HOLE (Linux's values; Glibc shows them only to _GNU_SOURCE).
