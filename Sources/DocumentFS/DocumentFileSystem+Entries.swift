@@ -329,8 +329,17 @@ extension DocumentFileSystem {
                 nodes.detach(parent: parent, name: name)
             }
             try storeCall { try pipeline.commit(replacing: replaced, saving: []) { try store.removeFile(path, publishing: detach) } }
-            if let (document, folder) = removed { store.versions?.recordRemovedDocument(path, status: document, heldBy: folder) }
+            if let (document, folder) = removed { retireHistory(of: path, status: document, heldBy: folder) }
         }
+    }
+
+    /// A document removed through the mount: its history leaves the path for the view of removed
+    /// documents (`VersionArchive.removedPath`), so a new document there starts with none, and
+    /// stays as reachable as the document was (see `VersionsView`).
+    private func retireHistory(of path: String, status: FileStatus, heldBy folder: FileStatus) {
+        let removed = VersionArchive.removedPath(of: path)
+        store.moveVersions(from: path, to: removed, exchanging: false)
+        store.versions?.recordRemovedDocument(removed, status: status, heldBy: folder)
     }
 
     func removeDirectory(parent: Inode, name: FileName, context: RequestContext) throws(FUSEError) {
@@ -347,10 +356,15 @@ extension DocumentFileSystem {
             try storeCall { try store.removeDirectory(path, publishing: detach) }
             // Documents below it have versions, or it is a package that has: the view shows it as
             // it was (see `VersionsView`).
+            if let removed, let folder, classifier.claim(forPath: path, isDirectory: true) != nil {
+                retireHistory(of: path, status: removed, heldBy: folder)
+            }
             if let removed, let archive = store.versions {
+                // Where documents removed below it, or beside the mount, have versions.
                 let index = archive.index
-                if index.children[Array(path.utf8)] != nil { archive.recordRemovedFolder(path, as: removed) }
-                if index.documents.contains(Array(path.utf8)), let folder { archive.recordRemovedDocument(path, status: removed, heldBy: folder) }
+                for folder in [path, VersionArchive.removedPath(of: path)] where index.children[Array(folder.utf8)] != nil {
+                    archive.recordRemovedFolder(folder, as: removed)
+                }
             }
             packages.forget(path)
         }

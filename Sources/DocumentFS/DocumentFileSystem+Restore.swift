@@ -24,8 +24,20 @@ extension DocumentFileSystem {
             }
             // A version's own name: no path into one, nor out of the archive.
             guard (try? FileName(name)) != nil, VersionName.savedTime(of: name) != nil else { throw .invalid }
-            guard let archive = store.versions, let version = archive.version(of: root, named: name), version.isPackage else { throw .noEntry }
+            // Its own version, or one of the packages removed at its path (a removed package is
+            // made anew, empty, then restored), which only whom its record lets in may have.
+            guard let archive = store.versions else { throw .noEntry }
+            let removed = VersionArchive.removedPath(of: root)
+            let own = archive.version(of: root, named: name)
+            guard let version = own ?? archive.version(of: removed, named: name), version.isPackage else { throw .noEntry }
             guard mayRead(version.status, context) else { throw .accessDenied }
+            if own == nil, let readers = archive.readersOfRemovedDocument(removed) {
+                var gate = version.status
+                gate.userID = readers.userID
+                gate.groupID = readers.groupID
+                gate.mode = gate.mode & ~0o7777 | readers.permissions
+                guard mayRead(gate, context) else { throw .accessDenied }
+            }
             let wrapper: FileWrapper
             do {
                 wrapper = try FileWrapper(url: URL(fileURLWithPath: version.location), options: .immediate)

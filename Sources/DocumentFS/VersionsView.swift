@@ -277,12 +277,15 @@ final class VersionsView: Sendable {
             // root's alone: whoever could not enter it must not see its documents' names now.
             let gated = isDocument ? documentGate(document) : nil
             let folder = isDocument ? StorePath.split(document)?.parent ?? "" : document
-            var stored = gated?.status ?? (try? store.status(of: folder)).flatMap { $0.kind == .directory ? $0 : nil }
+            // Removed documents' folders (`.docfs/removed/notes`) show as the folder they were in.
+            let beforeRemoval = VersionArchive.pathBeforeRemoval(folder)
+            var stored = gated?.status ?? (try? store.status(of: beforeRemoval ?? folder)).flatMap { $0.kind == .directory ? $0 : nil }
             let status: FileStatus
             if let stored { status = stored } else { status = try storeCall { try store.status(of: "") } }
             var permissions = stored.map { $0.permissions & 0o555 } ?? 0o500
-            // A folder removed through the mount shows as it was then: its owner keeps their undo.
-            if stored == nil, let removed = archive.removedFolder(folder) {
+            // A folder removed through the mount shows as it was then: its owner keeps their undo,
+            // and whoever has its path now gets nothing of it.
+            if stored == nil || beforeRemoval != nil, let removed = archive.removedFolder(folder) {
                 stored = status
                 stored?.userID = removed.userID
                 stored?.groupID = removed.groupID

@@ -188,6 +188,24 @@ public final class VersionArchive: Sendable {
         }
     }
 
+    // MARK: Removed documents
+
+    /// Where the history of a document removed through the mount goes: its old path under
+    /// `.docfs/removed/`, a path no document can have (`.docfs` at the root is DocFS's own), shown
+    /// as `MOUNT/.versions/.docfs/removed/PATH`. A new document at the old path starts with no
+    /// history; the documents removed at one path share one.
+    public static let removedArea = DirectoryStore.privateAreaName + "/removed"
+
+    public static func removedPath(of document: String) -> String { removedArea + "/" + document }
+
+    /// The path a view folder's documents had before they were removed: `notes` for
+    /// `.docfs/removed/notes`, the root for `.docfs` and `.docfs/removed`; nil outside the area.
+    public static func pathBeforeRemoval(_ folder: String) -> String? {
+        if folder == DirectoryStore.privateAreaName || folder == removedArea { return "" }
+        guard folder.utf8.starts(with: (removedArea + "/").utf8) else { return nil }
+        return String(Substring(folder.utf8.dropFirst(removedArea.utf8.count + 1)))
+    }
+
     // MARK: Folders that are gone
 
     /// Who may enter a folder of the view: an owner, a group and permissions (a removed folder's
@@ -235,13 +253,16 @@ public final class VersionArchive: Sendable {
     /// Records what `path`, a folder with documents with versions below it, was when it was
     /// removed, so the view shows it as it was: who could enter it may still reach their documents'
     /// versions (a user's own `rm -r` leaves their undo to them), and nobody else.
+    /// A folder removed again under the same path keeps out whom either kept out (see
+    /// `recordRemovedDocument`).
     public func recordRemovedFolder(_ path: String, as status: FileStatus) {
         let record = removedFolderRecord(path)
+        let readers = removedFolder(path).map { Readers(status).narrowed(by: $0) } ?? Readers(status)
         try? Paths.makeDirectory(directory, mode: 0o700)
         try? Paths.makeDirectory(directory + "/folders", mode: 0o700)
         guard let descriptor = try? FileIO.open(record, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600) else { return }
         defer { FileIO.close(descriptor) }
-        try? FileIO.writeAll(descriptor, Data((Readers(status).text + "\n").utf8), path: record)
+        try? FileIO.writeAll(descriptor, Data((readers.text + "\n").utf8), path: record)
     }
 
     /// What the folder at `path` was when it was removed, if it held documents with versions.
@@ -322,8 +343,13 @@ public final class VersionArchive: Sendable {
     /// Moves the history of the document at `source`, and of every document below it, under
     /// `destination`.
     private func moveAll(below source: String, to destination: String, in index: inout Index) {
-        let prefix = Array(source.utf8) + [UInt8(ascii: "/")]
-        let documents = index.documents.filter { $0 == Array(source.utf8) || $0.starts(with: prefix) }
+        let sourceBytes = Array(source.utf8)
+        var documents = index.documents.contains(sourceBytes) ? [sourceBytes] : []
+        // Documents below it, where it is a folder of the index: a removed file costs no walk.
+        if index.children[sourceBytes] != nil {
+            let prefix = sourceBytes + [UInt8(ascii: "/")]
+            documents += index.documents.filter { $0.starts(with: prefix) }
+        }
         for bytes in documents {
             let document = String(decoding: bytes, as: UTF8.self)
             let target = destination + String(decoding: bytes.dropFirst(source.utf8.count), as: UTF8.self)

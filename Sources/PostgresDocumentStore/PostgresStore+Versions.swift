@@ -227,7 +227,7 @@ extension PostgresStore {
     }
 
     /// A version's document path, checked: every name in it a file name, no longer than a path,
-    /// and none in the private area.
+    /// and none in the private area but the removed documents' (`VersionArchive.removedArea`).
     private static func documentPath(_ bytes: [UInt8]) throws -> String {
         guard bytes.count < Int(PATH_MAX) else { throw VersionRowRefusal("its document path is \(bytes.count) bytes long") }
         let components = bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
@@ -235,7 +235,7 @@ extension PostgresStore {
             do { _ = try FileName(bytes: component) } catch { throw VersionRowRefusal("its document path has \(error)") }
         }
         let path = FileSystemPath.string(fromBytes: bytes)
-        guard !components.isEmpty, !isPrivate(path) else { throw VersionRowRefusal("its document path is DocFS's private area") }
+        guard !components.isEmpty, !isPrivate(path) || VersionArchive.pathBeforeRemoval(path).map({ !$0.isEmpty }) == true else { throw VersionRowRefusal("its document path is DocFS's private area") }
         return path
     }
 

@@ -12,21 +12,65 @@ struct DocumentPathArgument: ParsableArguments {
     @Argument(help: ArgumentHelp("The document: its path in a DocFS mount or in a store.", valueName: "path"))
     var path: String
 
+    @Flag(help: """
+        The documents removed at PATH (their versions are in MOUNT/.versions/.docfs/removed/PATH), \
+        even where a document is there again. Without it, they are what a PATH no document has means.
+        """)
+    var removed = false
+
     enum Place {
         /// In a mount: its versions are read through `MOUNT/.versions`, with the reader's rights.
         case mount(mountPoint: String, document: String)
         /// In a store no mount serves: read from its archive (root's).
         case store(root: String, document: String)
 
+        /// The path whose versions are meant: the document's, or under `VersionArchive.removedArea`.
         var document: String {
             switch self {
             case .mount(_, let document), .store(_, let document): document
+            }
+        }
+
+        /// The path a restore writes: the document's, also for a removed one.
+        var target: String { VersionArchive.pathBeforeRemoval(document).flatMap { $0.isEmpty ? nil : $0 } ?? document }
+
+        /// The same, for the versions of the documents removed there.
+        var removed: Place {
+            switch self {
+            case .mount(let mountPoint, let document): .mount(mountPoint: mountPoint, document: VersionArchive.removedPath(of: document))
+            case .store(let root, let document): .store(root: root, document: VersionArchive.removedPath(of: document))
+            }
+        }
+
+        /// Whether nothing is at the path now and it has no versions of its own, but documents
+        /// removed there have: then they are meant (`rm` is undone by `docfs restore` as it was).
+        var meansRemoved: Bool {
+            switch self {
+            case .mount(let mountPoint, let document):
+                func missing(_ path: String) -> Bool {
+                    var status = stat()
+                    return lstat(path, &status) != 0 && errno == ENOENT
+                }
+                let view = mountPoint + "/.versions/"
+                return !document.isEmpty && missing(mountPoint + "/" + document) && missing(view + document)
+                    && !missing(view + VersionArchive.removedPath(of: document))
+            case .store(let root, let document):
+                guard !document.isEmpty, (try? FileStatus.of(path: root + "/" + document)) == nil,
+                      let archive = try? DirectoryStore(path: root, readOnly: true).versions
+                else { return false }
+                return archive.versions(of: document, measuring: false).isEmpty
+                    && !archive.versions(of: VersionArchive.removedPath(of: document), measuring: false).isEmpty
             }
         }
     }
 
     /// Where the document is. Throws, with a message, for a path in neither a mount nor a store.
     func place() throws -> Place {
+        let place = try documentPlace()
+        return removed || place.meansRemoved ? place.removed : place
+    }
+
+    private func documentPlace() throws -> Place {
         let absolute = Self.resolved(path.utf8.first == UInt8(ascii: "/") ? path : FileManager.default.currentDirectoryPath + "/" + path)
         if let mount = MountTable.docfsMount(containing: absolute) {
             return .mount(mountPoint: mount.mountPoint, document: Self.relative(absolute, to: mount.mountPoint))
@@ -173,7 +217,8 @@ struct VersionsCommand: ParsableCommand {
         abstract: "List a document's earlier versions: when each was saved, its size, and who saved it.",
         discussion: """
             PATH is the document in a DocFS mount (read through MOUNT/.versions, with your rights) or \
-            in a store no mount serves. A removed document's versions are listed under its old path. \
+            in a store no mount serves. A removed document's versions are listed by its old path, \
+            with --removed where a document is there again. \
             For a folder, the versions of every document below it are listed (in a mount, those in \
             folders you may enter). Exits 1 when there are none. With --prune, removes the document's versions but the \
             newest --keep (of every document below PATH, for a folder), giving their space back at \
@@ -239,7 +284,9 @@ struct VersionsCommand: ParsableCommand {
             guard let names = try? FileIO.directoryEntries(mountPoint + "/.versions" + (document.isEmpty ? "" : "/" + document)) else { return false }
             return !names.contains { VersionName.savedTime(of: $0) != nil }
         case .store(let root, let document):
-            return document.isEmpty || (try? FileStatus.of(path: root + "/" + document))?.kind == .directory
+            // A removed folder has none in the store: the archive's documents below it are listed.
+            return document.isEmpty || VersionArchive.pathBeforeRemoval(document) != nil
+                || (try? FileStatus.of(path: root + "/" + document))?.kind == .directory
         }
     }
 
@@ -252,7 +299,7 @@ struct VersionsCommand: ParsableCommand {
         case .mount(let mountPoint, _): root = MountTable.docfsStore(mountedAt: mountPoint).flatMap { $0.hasPrefix("/") ? $0 : nil }
         }
         guard let root else { return [] }
-        return VersionsGivenUp(storeRoot: root).events().filter { FileSystemPath.same($0.document, place.document) }
+        return VersionsGivenUp(storeRoot: root).events().filter { FileSystemPath.same($0.document, place.target) }
     }
 }
 
@@ -286,13 +333,15 @@ struct RestoreCommand: ParsableCommand {
                 status: ExitCode(1))
         }
         switch place {
-        case .mount(let mountPoint, let path):
+        case .mount(let mountPoint, _):
+            let path = place.target
             if version.package {
                 try restorePackage(at: mountPoint + "/" + path, to: version)
             } else {
                 try copy(version.path, to: mountPoint + "/" + path)
             }
-        case .store(let root, let path):
+        case .store(let root, _):
+            let path = place.target
             let store = try DirectoryStore.opened(at: root)
             let library = DocumentLibrary(store: store, rules: try typeConfiguration.load(storePath: root).rules)
             do {
@@ -318,6 +367,17 @@ struct RestoreCommand: ParsableCommand {
     /// Asks the mount to put the package's version back whole (`user.docfs.restore`): one
     /// validated commit, the replaced package kept as a version.
     private func restorePackage(at package: String, to version: ListedVersion) throws {
+        // A removed package: made anew, empty, for the mount to fill; removed again if it cannot.
+        var made = false
+        if (try? FileStatus.of(path: package)) == nil {
+            do {
+                try Paths.makeDirectory(package, mode: 0o755)
+                made = true
+            } catch {
+                throw CommandFailure(message: "could not restore \(PrintableText.escaped(package)): \(error)", status: ExitCode(1))
+            }
+        }
+        defer { if made && (try? FileIO.directoryEntries(package))?.isEmpty == true { _ = rmdir(package) } }
         do {
             try Array(version.name.utf8).withUnsafeBytes { value in
                 try Paths.setExtendedAttribute(package, name: "user.docfs.restore", value: value, flags: 0)

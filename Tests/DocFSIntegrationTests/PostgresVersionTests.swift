@@ -47,11 +47,13 @@ final class PostgresVersionTests {
         let target = second.inMount(".versions/notes.json/" + versions(second, "notes.json")[0])
         #expect(!(try second.run(["sh", "-c", "echo x >> '\(target)'"]).succeeded))
 
-        // rm through the first: the second still lists every version, and copying one back restores it.
+        // rm through the first: the second lists every version among the removed documents', and
+        // copying one back restores it.
         #expect(try first.run(["rm", first.inMount("notes.json")]).succeeded)
-        #expect(MountedStore.waitUntil { versions(second, "notes.json").count == 3 && !FileManager.default.fileExists(atPath: second.inMount("notes.json")) })
-        let oldest = versions(second, "notes.json")[0]
-        #expect(try second.run(["cp", second.inMount(".versions/notes.json/" + oldest), second.inMount("notes.json")]).succeeded)
+        let removed = ".docfs/removed/notes.json"
+        #expect(MountedStore.waitUntil { versions(second, removed).count == 3 && !FileManager.default.fileExists(atPath: second.inMount("notes.json")) })
+        let oldest = versions(second, removed)[0]
+        #expect(try second.run(["cp", second.inMount(".versions/\(removed)/" + oldest), second.inMount("notes.json")]).succeeded)
         #expect(MountedStore.waitUntil { (try? first.read("notes.json")) == #"{"v": 1}"# }, "the restore is a save the first mount sees")
 
         // A package's version is its whole folder, in both mounts.
@@ -67,18 +69,18 @@ final class PostgresVersionTests {
         #expect(try second.read(package + "/info.json") == bundle["Trip.textbundle/info.json"])
 
         // Removed through one mount (by root, its owner), gone from the database and the other.
-        #expect(try second.run(["rm", second.inMount(".versions/notes.json/" + oldest)]).succeeded)
-        #expect(MountedStore.waitUntil { !versions(first, "notes.json").contains(oldest) && versions(first, "notes.json").count == 2 })
+        #expect(try second.run(["rm", second.inMount(".versions/\(removed)/" + oldest)]).succeeded)
+        #expect(MountedStore.waitUntil { !versions(first, removed).contains(oldest) && versions(first, removed).count == 2 })
 
         // gc keeps what versions use; a fresh mount (an empty mirror) and a remount list and read them.
         let collected = try MountedStore.run([MountedStore.binary, "gc", location], timeout: 60)
         #expect(collected.succeeded, "\(collected.error)")
         let third = try MountedStore(postgres: location)
         defer { third.unmount() }
-        #expect(MountedStore.waitUntil { contents(third, "notes.json") == contents(first, "notes.json") && !contents(third, "notes.json").isEmpty })
+        #expect(MountedStore.waitUntil { contents(third, removed) == contents(first, removed) && !contents(third, removed).isEmpty })
         #expect(MountedStore.waitUntil { (try? third.read(package + "/text.md")) == "# Trip\n" })
         try second.remount()
-        #expect(contents(second, "notes.json") == contents(first, "notes.json"))
+        #expect(contents(second, removed) == contents(first, removed))
         let status = try MountedStore.run([MountedStore.binary, "status", "--json", location], timeout: 60)
         let counted = try JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [String: Any] ?? [:]
         #expect(counted["versions"] as? Int == count("SELECT count(*) FROM docfs_document_versions"), "\(status.output)\(status.error)")
@@ -106,7 +108,7 @@ final class PostgresVersionTests {
         #expect(MountedStore.waitUntil { first.log.components(separatedBy: "versions compared with the database").count > compared })
         try FileManager.default.removeItem(atPath: hooks + "/commit-before-send.reached")
         #expect(removal.wait() == 0)
-        #expect(contents(first, "docs/a.md") == ["keep me\n"], "\(first.log)")
+        #expect(contents(first, ".docfs/removed/docs/a.md") == ["keep me\n"], "\(first.log)")
     }
 
     /// Issue 36, item 1, on a shared store: versions were kept by path, so a rename left them under

@@ -243,13 +243,53 @@ import Testing
         #expect(try mount.run(["stat", "-c", "%h", mount.inMount(".versions/T.textbundle/\(try newest())/info.json")]).output != "1\n", "info.json is linked")
     }
 
-    @Test func rmLeavesTheVersionsListedAndCanBeUndone() throws {
+    @Test func rmMovesTheHistoryAmongTheRemovedAndCanBeUndone() throws {
         let mount = try MountedStore(texts: ["notes/a.md": "keep me\n"])
         defer { mount.unmount() }
         #expect(try mount.run(["rm", mount.inMount("notes/a.md")]).succeeded)
-        let version = try #require(try versions(mount, "notes/a.md").first)
-        #expect(try mount.run(["cp", mount.inMount(".versions/notes/a.md/" + version), mount.inMount("notes/a.md")]).succeeded)
+        let version = try #require(try versions(mount, ".docfs/removed/notes/a.md").first)
+        #expect(try mount.run(["cp", mount.inMount(".versions/.docfs/removed/notes/a.md/" + version), mount.inMount("notes/a.md")]).succeeded)
         #expect(try mount.read("notes/a.md") == "keep me\n")
+    }
+
+    /// Issue 36, item 1: a removed document's history stayed under its path, and the next document
+    /// made there showed it as its own (a restore then put the other document's text in it; fails
+    /// on 3b6eed4). Now it goes among the removed documents' (`.versions/.docfs/removed/PATH`),
+    /// where `docfs versions` finds it by the old path, and the new document starts with none.
+    @Test func aNewDocumentAtARemovedOnesPathStartsWithNoHistory() throws {
+        let mount = try MountedStore(texts: ["a.md": "one\n"])
+        defer { mount.unmount() }
+        #expect(try mount.shell("echo two > a.md && rm a.md").succeeded)
+        let listed = try mount.run([MountedStore.binary, "versions", mount.inMount("a.md")])
+        #expect(listed.succeeded && listed.output.split(separator: "\n").count == 2, "\(listed.output)\(listed.error)")
+        #expect(listed.output.contains("/.versions/.docfs/removed/a.md/"), "\(listed.output)")
+        #expect(try mount.shell("echo fresh > a.md && echo fresher > a.md").succeeded)
+        #expect(try contents(mount, "a.md") == ["fresh\n"], "the new document's own history only")
+        #expect(try contents(mount, ".docfs/removed/a.md").sorted() == ["one\n", "two\n"])
+        let removed = try mount.run([MountedStore.binary, "versions", "--removed", mount.inMount("a.md")])
+        #expect(removed.succeeded && removed.output.split(separator: "\n").count == 2, "\(removed.output)\(removed.error)")
+        // Removed again: both documents' histories are the removed ones of that path.
+        #expect(try mount.shell("rm a.md").succeeded)
+        #expect(try contents(mount, ".docfs/removed/a.md").sorted() == ["fresh\n", "fresher\n", "one\n", "two\n"])
+        let oldest = try #require(try versions(mount, ".docfs/removed/a.md").first)
+        let restored = try mount.run([MountedStore.binary, "restore", mount.inMount("a.md"), "--at", oldest])
+        #expect(restored.succeeded, "\(restored.error)")
+        #expect(try mount.read("a.md") == "one\n")
+    }
+
+    /// A removed package is restored whole by `docfs restore`, as one validated commit: the CLI
+    /// makes its folder anew and the mount fills it from the removed package's version.
+    @Test func aRemovedPackageIsRestoredWhole() throws {
+        let mount = try MountedStore(texts: Self.textBundle("T.textbundle", text: "# One\n"))
+        defer { mount.unmount() }
+        #expect(try mount.shell("echo '# Two' > T.textbundle/text.md && rm -r T.textbundle").succeeded)
+        let kept = try versions(mount, ".docfs/removed/T.textbundle")
+        #expect(kept.count >= 2, "\(kept)")
+        let oldest = try #require(kept.first)
+        let restored = try mount.run([MountedStore.binary, "restore", mount.inMount("T.textbundle"), "--at", oldest])
+        #expect(restored.succeeded, "\(restored.output)\(restored.error)")
+        #expect(try mount.read("T.textbundle/text.md") == "# One\n")
+        #expect(try mount.read("T.textbundle/info.json") != nil)
     }
 
     @Test func aPrivateDocumentsVersionsAreUnreadableByOthers() throws {
@@ -276,10 +316,11 @@ import Testing
 
         // A folder that is gone protects its documents' versions as it protected them: root's alone.
         #expect(try mount.shell("mkdir -m 700 private && echo a > private/a.md && echo b > private/a.md && rm -r private").succeeded)
-        #expect(try versions(mount, "private/a.md").count == 2)
-        let listing = try asNobody(["ls", mount.inMount(".versions/private")])
+        #expect(try versions(mount, ".docfs/removed/private/a.md").count == 2)
+        let listing = try asNobody(["ls", mount.inMount(".versions/.docfs/removed/private")])
         #expect(!listing.succeeded && listing.error.contains("Permission denied"), "\(listing.output)\(listing.error)")
-        #expect(!(try asNobody(["cat", mount.inMount(".versions/private/a.md/") + (try versions(mount, "private/a.md")[0])])).succeeded)
+        let gone = mount.inMount(".versions/.docfs/removed/private/a.md/") + (try versions(mount, ".docfs/removed/private/a.md")[0])
+        #expect(!(try asNobody(["cat", gone])).succeeded)
     }
 
     /// Issue 36, item 4: a document saved at 0644, then made 0600 or given to another owner. On
@@ -340,11 +381,11 @@ import Testing
         }
         let removed = try run(as: "nobody", "mkdir -m 700 shared/mine && mkdir shared/mine/sub && echo one > shared/mine/sub/a.md && echo two > shared/mine/sub/a.md && rm -r shared/mine")
         #expect(removed.succeeded, "\(removed.error)")
-        let undo = try run(as: "nobody", "cat .versions/shared/mine/sub/a.md/*")
+        let undo = try run(as: "nobody", "cat .versions/.docfs/removed/shared/mine/sub/a.md/*")
         #expect(undo.succeeded && undo.output == "one\ntwo\n", "\(undo.output)\(undo.error)")
         let listed = try run(as: "nobody", "'\(MountedStore.binary)' versions shared/mine/sub/a.md")
         #expect(listed.succeeded && listed.output.split(separator: "\n").count == 2, "\(listed.output)\(listed.error)")
-        let other = try run(as: "daemon", "ls .versions/shared/mine")
+        let other = try run(as: "daemon", "ls .versions/.docfs/removed/shared/mine")
         #expect(!other.succeeded && other.error.contains("Permission denied"), "\(other.output)\(other.error)")
     }
 
@@ -363,27 +404,28 @@ import Testing
             "mkdir -m 700 private && echo s1 > private/secret.md && echo s2 > private/secret.md && echo ours > private/keep.md && rm private/secret.md && chmod 755 private && mkdir -m 1777 shared"
         ).succeeded)
         #expect(try run(as: "nobody", "cat private/keep.md").output == "ours\n", "the folder is open now")
-        let secret = try run(as: "nobody", "cat .versions/private/secret.md/*")
+        let secret = try run(as: "nobody", "cat .versions/.docfs/removed/private/secret.md/*")
         #expect(!secret.succeeded && secret.error.contains("Permission denied"), "\(secret.output)\(secret.error)")
         #expect(try run(as: "nobody", "mkdir -m 700 shared/p && echo a > shared/p/x.md && echo b > shared/p/x.md && rm -r shared/p").succeeded)
         #expect(try run(as: "daemon", "mkdir -m 755 shared/p").succeeded)
-        let taken = try run(as: "daemon", "cat .versions/shared/p/x.md/*")
+        let taken = try run(as: "daemon", "cat .versions/.docfs/removed/shared/p/x.md/*")
         #expect(!taken.succeeded && taken.error.contains("Permission denied"), "\(taken.output)\(taken.error)")
-        #expect(try run(as: "nobody", "cat .versions/shared/p/x.md/*").output == "a\nb\n", "still the owner's undo")
-        // A document made anew under the name by the new folder's owner, or a link there, opens nothing.
+        #expect(try run(as: "nobody", "cat .versions/.docfs/removed/shared/p/x.md/*").output == "a\nb\n", "still the owner's undo")
+        // A document made anew under the name by the new folder's owner, or a link there, opens
+        // nothing: the new one has no history, and the removed one's stays closed.
         #expect(try run(as: "daemon", "touch shared/p/x.md").succeeded)
-        let remade = try run(as: "daemon", "cat .versions/shared/p/x.md/*")
-        #expect(!remade.succeeded && remade.error.contains("Permission denied"), "\(remade.output)\(remade.error)")
+        let remade = try run(as: "daemon", "ls .versions/shared/p/x.md")
+        #expect(!remade.succeeded && remade.error.contains("No such file"), "\(remade.output)\(remade.error)")
         #expect(try run(as: "daemon", "rm shared/p/x.md && ln -s / shared/p/x.md").succeeded)
-        let linked = try run(as: "daemon", "cat .versions/shared/p/x.md/*")
+        let linked = try run(as: "daemon", "cat .versions/.docfs/removed/shared/p/x.md/*")
         #expect(!linked.succeeded && linked.error.contains("Permission denied"), "\(linked.output)\(linked.error)")
         // A document closed (chmod 600) before its rm stays closed, and so does a removed package.
         #expect(try mount.shell(
             "echo c1 > c.md && echo c2 > c.md && chmod 600 c.md && rm c.md && mkdir -m 700 box && mkdir box/P.textbundle && echo '{\"version\": 2}' > box/P.textbundle/info.json && echo t1 > box/P.textbundle/text.md && echo t2 > box/P.textbundle/text.md && rm -r box/P.textbundle && chmod 755 box"
         ).succeeded)
-        let closed = try run(as: "nobody", "cat .versions/c.md/*")
+        let closed = try run(as: "nobody", "cat .versions/.docfs/removed/c.md/*")
         #expect(!closed.succeeded && closed.error.contains("Permission denied"), "\(closed.output)\(closed.error)")
-        let package = try run(as: "nobody", "cat .versions/box/P.textbundle/*/text.md")
+        let package = try run(as: "nobody", "cat .versions/.docfs/removed/box/P.textbundle/*/text.md")
         #expect(!package.succeeded && package.error.contains("Permission denied"), "\(package.output)\(package.error)")
     }
 
@@ -406,7 +448,7 @@ import Testing
         let mount = try MountedStore(texts: ["secret.md": "mine\n"])
         defer { mount.unmount() }
         #expect(try mount.shell("chmod 600 secret.md && rm secret.md").succeeded)
-        let version = try #require(try versions(mount, "secret.md").first)
+        let version = try #require(try versions(mount, ".docfs/removed/secret.md").first)
         let restored = try mount.run([MountedStore.binary, "restore", mount.inMount("secret.md"), "--at", String(version.prefix(15))])
         #expect(restored.succeeded, "\(restored.error)")
         #expect(try mount.run(["stat", "-c", "%a", "secret.md"]).output == "600\n")
