@@ -329,17 +329,9 @@ extension DocumentFileSystem {
                 nodes.detach(parent: parent, name: name)
             }
             try storeCall { try pipeline.commit(replacing: replaced, saving: []) { try store.removeFile(path, publishing: detach) } }
-            if let (document, folder) = removed { retireHistory(of: path, status: document, heldBy: folder) }
+            // Its history leaves the path, so a new document there starts with none.
+            if let (document, folder) = removed { store.retireVersions(of: path, status: document, heldBy: folder) }
         }
-    }
-
-    /// A document removed through the mount: its history leaves the path for the view of removed
-    /// documents (`VersionArchive.removedPath`), so a new document there starts with none, and
-    /// stays as reachable as the document was (see `VersionsView`).
-    private func retireHistory(of path: String, status: FileStatus, heldBy folder: FileStatus) {
-        let removed = VersionArchive.removedPath(of: path)
-        store.moveVersions(from: path, to: removed, exchanging: false)
-        store.versions?.recordRemovedDocument(removed, status: status, heldBy: folder)
     }
 
     func removeDirectory(parent: Inode, name: FileName, context: RequestContext) throws(FUSEError) {
@@ -354,18 +346,12 @@ extension DocumentFileSystem {
             let folder = try? store.status(of: StorePath.split(path)?.parent ?? "")
             let detach = publishing { [nodes] in nodes.detach(parent: parent, name: name) }
             try storeCall { try store.removeDirectory(path, publishing: detach) }
-            // Documents below it have versions, or it is a package that has: the view shows it as
-            // it was (see `VersionsView`).
+            // A package's history goes among the removed documents'; a folder they were in shows
+            // there as it was (see `VersionsView`).
             if let removed, let folder, classifier.claim(forPath: path, isDirectory: true) != nil {
-                retireHistory(of: path, status: removed, heldBy: folder)
+                store.retireVersions(of: path, status: removed, heldBy: folder)
             }
-            if let removed, let archive = store.versions {
-                // Where documents removed below it, or beside the mount, have versions.
-                let index = archive.index
-                for folder in [path, VersionArchive.removedPath(of: path)] where index.children[Array(folder.utf8)] != nil {
-                    archive.recordRemovedFolder(folder, as: removed)
-                }
-            }
+            if let removed { store.recordRemovedFolder(path, status: removed) }
             packages.forget(path)
         }
     }

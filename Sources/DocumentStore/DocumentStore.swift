@@ -162,6 +162,13 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// A document (or a folder of them) renamed from `source` to `destination` takes its versions
     /// along (both ways with `exchanging`); called after the store's rename.
     func moveVersions(from source: String, to destination: String, exchanging: Bool)
+    /// A document (or package) of `status`, in a folder of `folder`, removed through the mount:
+    /// its versions go among the removed documents' (`VersionArchive.removedPath`), open only to
+    /// whom could read it then. Called after the store's removal.
+    func retireVersions(of path: String, status: FileStatus, heldBy folder: FileStatus)
+    /// A folder of `status` removed through the mount: where documents with versions were below
+    /// it, the view shows it as it was (`VersionArchive.recordRemovedFolder`).
+    func recordRemovedFolder(_ path: String, status: FileStatus)
     /// A package just put back whole from its version at `location` gets each item's owner, mode
     /// and extended attributes from the version. Nothing where the store keeps them otherwise.
     func restoreMetadata(fromVersionAt location: String, to path: String)
@@ -211,6 +218,19 @@ extension DocumentStore {
     public func keepReplacedVersion(of path: String, file: OwnedDescriptor) throws {}
     public func dropPendingVersions(of paths: [String]) {}
     public func moveVersions(from source: String, to destination: String, exchanging: Bool) {}
+    public func retireVersions(of path: String, status: FileStatus, heldBy folder: FileStatus) {
+        let removed = VersionArchive.removedPath(of: path)
+        moveVersions(from: path, to: removed, exchanging: false)
+        versions?.recordRemovedDocument(removed, status: status, heldBy: folder)
+    }
+    public func recordRemovedFolder(_ path: String, status: FileStatus) {
+        guard let archive = versions else { return }
+        // Documents removed below it, or (beside the mount) left there with versions.
+        let index = archive.index
+        for folder in [path, VersionArchive.removedPath(of: path)] where index.children[Array(folder.utf8)] != nil {
+            archive.recordRemovedFolder(folder, as: status)
+        }
+    }
     public func restoreMetadata(fromVersionAt location: String, to path: String) {}
     public func prepareVersion(of path: String) {}
     public func removeVersion(_ version: DocumentVersion) throws {

@@ -210,7 +210,7 @@ public final class VersionArchive: Sendable {
 
     /// Who may enter a folder of the view: an owner, a group and permissions (a removed folder's
     /// as they were, or who could read a removed document).
-    public struct Readers: Sendable {
+    public struct Readers: Sendable, Equatable {
         public var userID: uid_t
         public var groupID: gid_t
         public var permissions: mode_t
@@ -221,6 +221,15 @@ public final class VersionArchive: Sendable {
             permissions = status.permissions
         }
 
+        public init(userID: uid_t, groupID: gid_t, permissions: mode_t) {
+            self.userID = userID
+            self.groupID = groupID
+            self.permissions = permissions
+        }
+
+        /// Root alone may enter (mode 0500).
+        public static let rootAlone = Readers(userID: 0, groupID: 0, permissions: 0o500)
+
         /// Those both let in: the same owner and group with the permissions both give, else root
         /// alone (mode 0500).
         public func narrowed(by other: Readers) -> Readers {
@@ -228,9 +237,7 @@ public final class VersionArchive: Sendable {
             if userID == other.userID && groupID == other.groupID {
                 both.permissions &= other.permissions
             } else {
-                both.userID = 0
-                both.groupID = 0
-                both.permissions = 0o500
+                both = .rootAlone
             }
             return both
         }
@@ -256,8 +263,12 @@ public final class VersionArchive: Sendable {
     /// A folder removed again under the same path keeps out whom either kept out (see
     /// `recordRemovedDocument`).
     public func recordRemovedFolder(_ path: String, as status: FileStatus) {
+        setRemovedFolder(path, removedFolder(path).map { Readers(status).narrowed(by: $0) } ?? Readers(status))
+    }
+
+    /// Sets the record of the removed folder at `path` (one a shared store's database holds).
+    public func setRemovedFolder(_ path: String, _ readers: Readers) {
         let record = removedFolderRecord(path)
-        let readers = removedFolder(path).map { Readers(status).narrowed(by: $0) } ?? Readers(status)
         try? Paths.makeDirectory(directory, mode: 0o700)
         try? Paths.makeDirectory(directory + "/folders", mode: 0o700)
         guard let descriptor = try? FileIO.open(record, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600) else { return }
@@ -284,9 +295,17 @@ public final class VersionArchive: Sendable {
     public func recordRemovedDocument(_ document: String, status: FileStatus, heldBy folder: FileStatus) {
         var readers = Self.readers(of: status, in: folder)
         if let earlier = readersOfRemovedDocument(document) { readers = readers.narrowed(by: earlier) }
+        setReadersOfRemovedDocument(document, readers, makingFolder: false)
+    }
+
+    /// Sets who could read `document` when it was removed (a record a shared store's database
+    /// holds, which may come before its versions: `makingFolder` makes the document's folder).
+    public func setReadersOfRemovedDocument(_ document: String, _ readers: Readers, makingFolder: Bool) {
+        let folder = folder(for: document)
+        if makingFolder, (try? FileStatus.of(path: folder)) == nil { try? makeFolder(folder, for: document) }
         let text = Array(readers.text.utf8)
         _ = try? text.withUnsafeBytes { value in
-            try Paths.setExtendedAttribute(self.folder(for: document), name: Self.heldByAttribute, value: value, flags: 0)
+            try Paths.setExtendedAttribute(folder, name: Self.heldByAttribute, value: value, flags: 0)
         }
     }
 
@@ -299,7 +318,7 @@ public final class VersionArchive: Sendable {
     /// The document's owner and group, and r-x for each class of them that could read it through
     /// its folder: that may search the folder and read the document. Supplementary groups are not
     /// known here: a class counts only by the owner and group both share, else as others.
-    static func readers(of document: FileStatus, in folder: FileStatus) -> Readers {
+    public static func readers(of document: FileStatus, in folder: FileStatus) -> Readers {
         func bits(_ mode: mode_t, _ shift: mode_t) -> mode_t { (mode >> shift) & 0o7 }
         let folderForOwner = folder.userID == document.userID ? bits(folder.permissions, 6)
             : folder.groupID == document.groupID ? bits(folder.permissions, 3) : bits(folder.permissions, 0)

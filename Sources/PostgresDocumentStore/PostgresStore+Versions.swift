@@ -157,6 +157,8 @@ extension PostgresStore {
             return (local.summary, local.generation)
         }
         guard summary != localSummary else { return }
+        // Records come with history moves: applied before the versions they gate are fetched.
+        if summary.historyMoves != localSummary.historyMoves { try applyRemovals(archive) }
         let stored = try pool.withConnection { try queries.versions($0) }
         let storedDocuments = Dictionary(stored.map { ($0.id, $0.document) }) { first, _ in first }
         // Dropped elsewhere (or never committed), or moved to another document's path by a rename
@@ -321,6 +323,73 @@ extension PostgresStore {
             })
         } catch {
             logger.warning("\(source): its versions stay under its former name, not \(destination): \(error)")
+        }
+    }
+
+    /// A removal's versions go among the removed documents' with who could read it then, in one
+    /// transaction (after the removal's), and every mount's view gates them by that record (see
+    /// `applyRemovals`); then this mirror's archive follows.
+    public func retireVersions(of path: String, status: FileStatus, heldBy folder: FileStatus) {
+        let removed = VersionArchive.removedPath(of: path)
+        let readers = VersionArchive.readers(of: status, in: folder)
+        localVersions.withLock { $0.movesUnderWay += 1 }
+        defer {
+            localVersions.withLock { local in
+                local.movesUnderWay -= 1
+                local.historyMoves = -1
+            }
+        }
+        do {
+            try change(path, { db in
+                let moved = try queries.moveHistory(db, from: FileSystemPath.bytes(of: path), to: FileSystemPath.bytes(of: removed), exchanging: false)
+                let gate = try queries.recordRemoval(db, folder: false, path: FileSystemPath.bytes(of: removed), readers: readers)
+                try db.execute("SELECT pg_notify($1, 'versions')", [.text(queries.channel)])
+                return (moved, gate)
+            }, then: { (moved: Int, gate: VersionArchive.Readers) in
+                guard keepsVersions, let archive = mirror.versions else { return }
+                localVersions.withLock { local in
+                    local.scanIfNeeded(archive)
+                    if moved > 0 {
+                        archive.moveHistory(from: path, to: removed, exchanging: false)
+                        local.moveHistory(from: path, to: removed, exchanging: false, in: archive)
+                    }
+                    archive.setReadersOfRemovedDocument(removed, gate, makingFolder: true)
+                }
+            })
+        } catch {
+            logger.warning("\(path): its versions stay under its name, not among the removed documents': \(error)")
+        }
+    }
+
+    /// A removed folder that removed documents were in is recorded for every mount.
+    public func recordRemovedFolder(_ path: String, status: FileStatus) {
+        guard let archive = mirror.versions else { return }
+        let removed = VersionArchive.removedPath(of: path)
+        guard archive.index.children[Array(removed.utf8)] != nil else { return }
+        do {
+            let gate = try change(path, { db in
+                let gate = try queries.recordRemoval(db, folder: true, path: FileSystemPath.bytes(of: removed), readers: VersionArchive.Readers(status))
+                try db.execute("SELECT pg_notify($1, 'versions')", [.text(queries.channel)])
+                return gate
+            })
+            archive.setRemovedFolder(removed, gate)
+        } catch {
+            logger.warning("\(path): the record of the removed folder was not kept (its documents' versions there show as root's): \(error)")
+        }
+    }
+
+    /// Brings the archive's removal records to the database's (`StoreQueries.recordRemoval`).
+    func applyRemovals(_ archive: VersionArchive) throws {
+        let records = try pool.withConnection { try queries.removals($0) }
+        for record in records {
+            let path = FileSystemPath.string(fromBytes: record.path)
+            // Only paths among the removed, each name a file name: a row is not trusted.
+            guard VersionArchive.pathBeforeRemoval(path).map({ !$0.isEmpty }) == true, (try? Self.documentPath(record.path)) != nil else { continue }
+            if record.folder {
+                if archive.removedFolder(path) != record.readers { archive.setRemovedFolder(path, record.readers) }
+            } else if archive.readersOfRemovedDocument(path) != record.readers {
+                archive.setReadersOfRemovedDocument(path, record.readers, makingFolder: true)
+            }
         }
     }
 

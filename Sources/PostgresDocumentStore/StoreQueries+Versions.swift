@@ -122,6 +122,47 @@ extension StoreQueries {
         return moved
     }
 
+    /// Records who could reach the document or folder removed to `path` (under
+    /// `VersionArchive.removedArea`), narrowed by an earlier record of that path in the same
+    /// statement (`VersionArchive.Readers.narrowed`), and counts it as a history move so other
+    /// mounts look. Returns the record as it stands.
+    func recordRemoval(_ db: PostgresConnection, folder: Bool, path: [UInt8], readers: VersionArchive.Readers) throws -> VersionArchive.Readers {
+        let same = "docfs_removals.uid = excluded.uid AND docfs_removals.gid = excluded.gid"
+        let rows = try db.execute(
+            """
+            INSERT INTO docfs_removals (store, kind, path, uid, gid, mode) VALUES ($1, $2, $3, $4, $5, $6)
+            ON CONFLICT (store, kind, path) DO UPDATE SET
+                uid = CASE WHEN \(same) THEN excluded.uid ELSE 0 END,
+                gid = CASE WHEN \(same) THEN excluded.gid ELSE 0 END,
+                mode = CASE WHEN \(same) THEN docfs_removals.mode & excluded.mode ELSE \(VersionArchive.Readers.rootAlone.permissions) END
+            RETURNING uid, gid, mode
+            """,
+            [
+                .integer(storeID), .text(folder ? "f" : "d"), .bytes(path), .integer(Int64(readers.userID)), .integer(Int64(readers.groupID)),
+                .integer(Int64(readers.permissions)),
+            ])
+        try db.execute("UPDATE docfs_stores SET history_moves = history_moves + 1 WHERE id = $1", [.integer(storeID)])
+        return Self.readers(rows, 0) ?? .rootAlone
+    }
+
+    /// Every removal record of the store: whether a folder's, its path, and who could reach it.
+    func removals(_ db: PostgresConnection) throws -> [(folder: Bool, path: [UInt8], readers: VersionArchive.Readers)] {
+        // Results are binary: a boolean would be one byte; an integer says it plainly.
+        let rows = try db.execute("SELECT (kind = 'f')::int, path, uid, gid, mode FROM docfs_removals WHERE store = $1", [.integer(storeID)])
+        return (0..<rows.count).compactMap { row in
+            Self.readers(rows, row, from: 2).map { (rows.integer(row, 0) == 1, rows.bytes(row, 1), $0) }
+        }
+    }
+
+    /// The readers in columns `from`, `from + 1` and `from + 2` of a row; nil where one is not an
+    /// owner, group or mode.
+    private static func readers(_ rows: borrowing PostgresRows, _ row: Int, from column: Int = 0) -> VersionArchive.Readers? {
+        guard let user = rows.integer(row, column).flatMap(uid_t.init(exactly:)), let group = rows.integer(row, column + 1).flatMap(gid_t.init(exactly:)),
+              let mode = rows.integer(row, column + 2).flatMap(mode_t.init(exactly:))
+        else { return nil }
+        return VersionArchive.Readers(userID: user, groupID: group, permissions: mode & 0o777)
+    }
+
     /// The store's space cap for versions (`StoreRetention`), nil when it has none.
     func versionsCap(_ db: PostgresConnection) throws -> Int64? {
         let rows = try db.execute("SELECT versions_cap FROM docfs_stores WHERE id = $1", [.integer(storeID)])

@@ -91,6 +91,19 @@ enum StoreSchema {
         "ALTER TABLE docfs_stores ADD COLUMN history_moves bigint NOT NULL DEFAULT 0;",
         // The store's space cap for versions (`StoreRetention`), one for every mount; NULL: none.
         "ALTER TABLE docfs_stores ADD COLUMN versions_cap bigint;",
+        // Who could reach a document (kind 'd') or a folder ('f') removed through any mount, by its
+        // path among the removed (`StoreQueries.recordRemoval`): every mount's view gates by it.
+        """
+        CREATE TABLE docfs_removals (
+            store bigint NOT NULL REFERENCES docfs_stores (id),
+            kind "char" NOT NULL,
+            path bytea NOT NULL,
+            uid bigint NOT NULL,
+            gid bigint NOT NULL,
+            mode integer NOT NULL,
+            PRIMARY KEY (store, kind, path)
+        );
+        """,
     ]
 
     /// Brings the database to the latest schema. Refuses a database a newer DocFS migrated.

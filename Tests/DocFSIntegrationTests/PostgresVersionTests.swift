@@ -140,6 +140,47 @@ final class PostgresVersionTests {
     /// it drop versions from the database, for every mount (fails on fc98fe2); now it decides
     /// nothing there. The store's cap, kept in the database (`docfs retention --cap`), drops them
     /// for every mount, each document keeping its newest earlier version.
+    /// Issue 36, items 2 and 3, on a shared store: who could reach a removed document, and a
+    /// removed folder as it was, were kept in the removing mount's mirror only, so another mount
+    /// showed the secret of a private folder (opened later) to everyone, and a user's own `rm -r`
+    /// as root's (fails on 9b429dc). Now the database holds them for every mount.
+    @Test func whoCouldReachARemovedDocumentDecidesInEveryMount() throws {
+        let first = try MountedStore(postgres: location, arguments: ["-o", "allow_other"])
+        let second = try MountedStore(postgres: location, arguments: ["-o", "allow_other"])
+        defer { first.unmount(); second.unmount() }
+        func run(_ mount: MountedStore, as user: String, _ script: String) throws -> MountedStore.Result {
+            try MountedStore.run(["runuser", "-u", user, "--", "sh", "-c", "cd \(mount.mountPoint) && " + script], timeout: 30)
+        }
+        #expect(try first.shell(
+            "mkdir -m 700 private && echo s1 > private/secret.md && echo s2 > private/secret.md && rm private/secret.md && chmod 755 private && mkdir -m 1777 shared"
+        ).succeeded)
+        #expect(try run(first, as: "nobody", "mkdir -m 700 shared/mine && echo one > shared/mine/a.md && echo two > shared/mine/a.md && rm -r shared/mine").succeeded)
+        // The folder's record comes with the rmdir, after the versions: waited for as well.
+        func owner(_ path: String) -> uid_t? {
+            var status = stat()
+            return stat(path, &status) == 0 ? status.st_uid : nil
+        }
+        #expect(MountedStore.waitUntil {
+            versions(second, ".docfs/removed/private/secret.md").count == 2 && versions(second, ".docfs/removed/shared/mine/a.md").count == 2
+                && owner(second.inMount(".versions/.docfs/removed/shared/mine")) == 65534
+        })
+        for mount in [first, second] {
+            let secret = try run(mount, as: "nobody", "cat .versions/.docfs/removed/private/secret.md/*")
+            #expect(!secret.succeeded && secret.error.contains("Permission denied"), "\(mount.mountPoint): \(secret.output)\(secret.error)")
+            let undo = try run(mount, as: "nobody", "cat .versions/.docfs/removed/shared/mine/a.md/*")
+            #expect(undo.output == "one\ntwo\n", "\(mount.mountPoint): \(undo.error)")
+            let other = try run(mount, as: "daemon", "ls .versions/.docfs/removed/shared/mine")
+            #expect(!other.succeeded && other.error.contains("Permission denied"), "\(mount.mountPoint): \(other.output)\(other.error)")
+        }
+        // A mount started later reads the records with the versions.
+        let third = try MountedStore(postgres: location, arguments: ["-o", "allow_other"])
+        defer { third.unmount() }
+        #expect(MountedStore.waitUntil { versions(third, ".docfs/removed/shared/mine/a.md").count == 2 })
+        let secret = try run(third, as: "nobody", "cat .versions/.docfs/removed/private/secret.md/*")
+        #expect(!secret.succeeded && secret.error.contains("Permission denied"), "\(secret.output)\(secret.error)")
+        #expect(try run(third, as: "nobody", "cat .versions/.docfs/removed/shared/mine/a.md/*").output == "one\ntwo\n")
+    }
+
     @Test func retentionIsTheStoresNotAMounts() throws {
         let first = try MountedStore(postgres: location)
         let second = try MountedStore(postgres: location)
