@@ -475,10 +475,13 @@ extension DocumentFileSystem {
                 }
                 try storeCall {
                     try pipeline.commit(replacing: replaced, saving: saved) {
-                        try store.rename(source, to: destination, flags: flags, publishing: renameNodes)
-                        if historyFollows { store.moveVersions(from: source, to: destination, exchanging: exchange) }
+                        try store.rename(source, to: destination, flags: flags, carryingVersions: historyFollows, publishing: renameNodes)
                     }
                 }
+                // The documents removed from a folder stay removed from its old path: that path
+                // among the removed shows as the folder was, as after an rmdir, so its owner keeps
+                // their undo and whoever makes a folder of the name later gets none of it.
+                if !exchange, let moved = now.source, moved.kind == .directory { store.recordRemovedFolder(source, status: moved) }
                 // A package folder renamed (or a folder renamed to or from a package name) is judged
                 // afresh at its new path.
                 packages.forget(source)

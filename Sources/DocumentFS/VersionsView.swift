@@ -342,7 +342,12 @@ final class VersionsView: Sendable {
             gate.permissions = Self.readableAsSearchable(status.permissions)
             return gate
         }
-        guard let then = archive.readersOfRemovedDocument(document) else { return now.map { ($0, current) } }
+        guard let then = archive.readersOfRemovedDocument(document) else {
+            // A removed document's history without its record (a failure between the move and the
+            // record): root's alone, not its folder's.
+            if VersionArchive.pathBeforeRemoval(document) != nil { return (.rootAlone, nil) }
+            return now.map { ($0, current) }
+        }
         return (now.map { $0.narrowed(by: then) } ?? then, current)
     }
 

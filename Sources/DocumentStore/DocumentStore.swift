@@ -100,6 +100,9 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// `publish` once, with the part of the change that lookups see, after everything that can
     /// wait (a database's commit): see `Publication`.
     func rename(_ source: String, to destination: String, flags: UInt32, publishing publish: Publication) throws
+    /// `rename`, and with `carryingVersions` the versions of what moves go with it
+    /// (`moveVersions`): in the rename's own transaction, where the store has transactions.
+    func rename(_ source: String, to destination: String, flags: UInt32, carryingVersions: Bool, publishing publish: Publication) throws
     func makeSymbolicLink(_ path: String, target: String, owner: Ownership?) throws
     func symbolicLinkTarget(_ path: String) throws -> String
     func makeHardLink(_ path: String, to existing: String) throws
@@ -196,6 +199,10 @@ extension DocumentStore {
     public func rename(_ source: String, to destination: String, flags: UInt32) throws {
         try rename(source, to: destination, flags: flags, publishing: { try $0() })
     }
+    public func rename(_ source: String, to destination: String, flags: UInt32, carryingVersions: Bool, publishing publish: Publication) throws {
+        try rename(source, to: destination, flags: flags, publishing: publish)
+        if carryingVersions { moveVersions(from: source, to: destination, exchanging: flags & 2 != 0) }
+    }
     public var writesInPlace: Bool { true }
     public var maximumFileSize: Int64? { nil }
     public func fetchContent(of path: String) throws {}
@@ -220,8 +227,11 @@ extension DocumentStore {
     public func moveVersions(from source: String, to destination: String, exchanging: Bool) {}
     public func retireVersions(of path: String, status: FileStatus, heldBy folder: FileStatus) {
         let removed = VersionArchive.removedPath(of: path)
+        // Recorded only for a history that goes there: an empty package made and removed again at
+        // the path narrows nobody's record.
+        let hadHistory = versions?.index.documents.contains(Array(path.utf8)) == true
         moveVersions(from: path, to: removed, exchanging: false)
-        versions?.recordRemovedDocument(removed, status: status, heldBy: folder)
+        if hadHistory { versions?.recordRemovedDocument(removed, status: status, heldBy: folder) }
     }
     public func recordRemovedFolder(_ path: String, status: FileStatus) {
         guard let archive = versions else { return }

@@ -196,7 +196,7 @@ public final class VersionArchive: Sendable {
     /// history; the documents removed at one path share one.
     public static let removedArea = DirectoryStore.privateAreaName + "/removed"
 
-    public static func removedPath(of document: String) -> String { removedArea + "/" + document }
+    public static func removedPath(of document: String) -> String { document.isEmpty ? removedArea : removedArea + "/" + document }
 
     /// The path a view folder's documents had before they were removed: `notes` for
     /// `.docfs/removed/notes`, the root for `.docfs` and `.docfs/removed`; nil outside the area.
@@ -230,14 +230,16 @@ public final class VersionArchive: Sendable {
         /// Root alone may enter (mode 0500).
         public static let rootAlone = Readers(userID: 0, groupID: 0, permissions: 0o500)
 
-        /// Those both let in: the same owner and group with the permissions both give, else root
-        /// alone (mode 0500).
+        /// Those both let in: the same owner and group with the permissions both give; the same
+        /// owner in two groups, the owner's and others' permissions both give (no group's); else
+        /// root alone (mode 0500). `StoreQueries.recordRemoval` narrows so too.
         public func narrowed(by other: Readers) -> Readers {
             var both = self
-            if userID == other.userID && groupID == other.groupID {
-                both.permissions &= other.permissions
-            } else {
-                both = .rootAlone
+            if userID != other.userID { return .rootAlone }
+            both.permissions &= other.permissions
+            if groupID != other.groupID {
+                both.groupID = 0
+                both.permissions &= 0o707
             }
             return both
         }

@@ -309,6 +309,13 @@ extension PostgresStore {
     }
 
     public func rename(_ source: String, to destination: String, flags: UInt32, publishing publish: Publication) throws {
+        try rename(source, to: destination, flags: flags, carryingVersions: false, publishing: publish)
+    }
+
+    /// With `carryingVersions`, the versions move in the rename's transaction (in the database also
+    /// through a mount that keeps no versions: they are every mount's), then in this mirror's
+    /// archive; other mounts move theirs at their next comparison.
+    public func rename(_ source: String, to destination: String, flags: UInt32, carryingVersions: Bool, publishing publish: Publication) throws {
         switch (Self.isPrivate(source), Self.isPrivate(destination)) {
         case (true, true): return try mirror.rename(source, to: destination, flags: flags, publishing: publish)
         case (false, false): break
@@ -320,6 +327,18 @@ extension PostgresStore {
         let wishes = takeVersionWishes(touching: [source, destination])
         var kept: [Int64] = []
         defer { settle(kept) }
+        var versionsMoved = 0
+        // From the commit until the archive has followed, a comparison must not take the versions
+        // for ones moved elsewhere; the next one compares every path again.
+        if carryingVersions { localVersions.withLock { $0.movesUnderWay += 1 } }
+        defer {
+            if carryingVersions {
+                localVersions.withLock { local in
+                    local.movesUnderWay -= 1
+                    local.historyMoves = -1
+                }
+            }
+        }
         try publishingAfterCommit(source, folders: [sourceParentPath, destinationParentPath], publish, {
             try checkRename(source, to: destination, exchange: exchange)
             try change(source, { db in
@@ -349,6 +368,12 @@ extension PostgresStore {
                     if exchange { throw SystemCallError(errno: ENOENT, operation: "rename", path: destination) }
                     try move(item.id, to: destinationParent.id, destinationName.bytes)
                 }
+                versionsMoved = 0
+                if carryingVersions {
+                    versionsMoved = try queries.moveHistory(
+                        db, from: FileSystemPath.bytes(of: source), to: FileSystemPath.bytes(of: destination), exchanging: exchange)
+                    if versionsMoved > 0 { try db.execute("SELECT pg_notify($1, 'versions')", [.text(queries.channel)]) }
+                }
                 try queries.recordChange(db, folders: [sourceParent.id, destinationParent.id])
             })
         }, apply: {
@@ -365,6 +390,12 @@ extension PostgresStore {
                 }
             }
         })
+        guard versionsMoved > 0, keepsVersions, let archive = mirror.versions else { return }
+        localVersions.withLock { local in
+            local.scanIfNeeded(archive)
+            archive.moveHistory(from: source, to: destination, exchanging: exchange)
+            local.moveHistory(from: source, to: destination, exchanging: exchange, in: archive)
+        }
     }
 
     /// rename(2)'s answers that the mirror gives and the database does not check (the kinds of the

@@ -291,40 +291,7 @@ extension PostgresStore {
         futimens(descriptor, &times)
     }
 
-    // MARK: Following renames
-
-    /// A rename's versions go with it (see `DocumentStore.moveVersions`): in the database, in a
-    /// transaction of their own after the rename's (a failure leaves them under the old path, and
-    /// says so), then in this mirror's archive; other mounts move theirs at their next comparison.
-    /// In the database also through a mount that keeps no versions: they are every mount's.
-    public func moveVersions(from source: String, to destination: String, exchanging: Bool) {
-        // From the move's commit until the archive has followed, a comparison must not take the
-        // versions for ones moved elsewhere; the next one compares every path again.
-        localVersions.withLock { $0.movesUnderWay += 1 }
-        defer {
-            localVersions.withLock { local in
-                local.movesUnderWay -= 1
-                local.historyMoves = -1
-            }
-        }
-        do {
-            try change(source, { db in
-                let moved = try queries.moveHistory(
-                    db, from: FileSystemPath.bytes(of: source), to: FileSystemPath.bytes(of: destination), exchanging: exchanging)
-                if moved > 0 { try db.execute("SELECT pg_notify($1, 'versions')", [.text(queries.channel)]) }
-                return moved
-            }, then: { moved in
-                guard moved > 0, keepsVersions, let archive = mirror.versions else { return }
-                localVersions.withLock { local in
-                    local.scanIfNeeded(archive)
-                    archive.moveHistory(from: source, to: destination, exchanging: exchanging)
-                    local.moveHistory(from: source, to: destination, exchanging: exchanging, in: archive)
-                }
-            })
-        } catch {
-            logger.warning("\(source): its versions stay under its former name, not \(destination): \(error)")
-        }
-    }
+    // MARK: Following removals
 
     /// A removal's versions go among the removed documents' with who could read it then, in one
     /// transaction (after the removal's), and every mount's view gates them by that record (see
@@ -342,17 +309,17 @@ extension PostgresStore {
         do {
             try change(path, { db in
                 let moved = try queries.moveHistory(db, from: FileSystemPath.bytes(of: path), to: FileSystemPath.bytes(of: removed), exchanging: false)
+                // Recorded only for a history that goes there (see `DocumentStore.retireVersions`).
+                guard moved > 0 else { return nil }
                 let gate = try queries.recordRemoval(db, folder: false, path: FileSystemPath.bytes(of: removed), readers: readers)
                 try db.execute("SELECT pg_notify($1, 'versions')", [.text(queries.channel)])
-                return (moved, gate)
-            }, then: { (moved: Int, gate: VersionArchive.Readers) in
-                guard keepsVersions, let archive = mirror.versions else { return }
+                return gate
+            }, then: { (gate: VersionArchive.Readers?) in
+                guard let gate, keepsVersions, let archive = mirror.versions else { return }
                 localVersions.withLock { local in
                     local.scanIfNeeded(archive)
-                    if moved > 0 {
-                        archive.moveHistory(from: path, to: removed, exchanging: false)
-                        local.moveHistory(from: path, to: removed, exchanging: false, in: archive)
-                    }
+                    archive.moveHistory(from: path, to: removed, exchanging: false)
+                    local.moveHistory(from: path, to: removed, exchanging: false, in: archive)
                     archive.setReadersOfRemovedDocument(removed, gate, makingFolder: true)
                 }
             })

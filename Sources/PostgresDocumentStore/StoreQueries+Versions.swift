@@ -127,14 +127,16 @@ extension StoreQueries {
     /// statement (`VersionArchive.Readers.narrowed`), and counts it as a history move so other
     /// mounts look. Returns the record as it stands.
     func recordRemoval(_ db: PostgresConnection, folder: Bool, path: [UInt8], readers: VersionArchive.Readers) throws -> VersionArchive.Readers {
-        let same = "docfs_removals.uid = excluded.uid AND docfs_removals.gid = excluded.gid"
+        let owner = "docfs_removals.uid = excluded.uid", group = "docfs_removals.gid = excluded.gid"
         let rows = try db.execute(
             """
             INSERT INTO docfs_removals (store, kind, path, uid, gid, mode) VALUES ($1, $2, $3, $4, $5, $6)
             ON CONFLICT (store, kind, path) DO UPDATE SET
-                uid = CASE WHEN \(same) THEN excluded.uid ELSE 0 END,
-                gid = CASE WHEN \(same) THEN excluded.gid ELSE 0 END,
-                mode = CASE WHEN \(same) THEN docfs_removals.mode & excluded.mode ELSE \(VersionArchive.Readers.rootAlone.permissions) END
+                uid = CASE WHEN \(owner) THEN excluded.uid ELSE 0 END,
+                gid = CASE WHEN \(owner) AND \(group) THEN excluded.gid ELSE 0 END,
+                mode = CASE WHEN \(owner) AND \(group) THEN docfs_removals.mode & excluded.mode
+                    WHEN \(owner) THEN docfs_removals.mode & excluded.mode & \(0o707)
+                    ELSE \(VersionArchive.Readers.rootAlone.permissions) END
             RETURNING uid, gid, mode
             """,
             [

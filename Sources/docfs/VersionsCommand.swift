@@ -58,8 +58,9 @@ struct DocumentPathArgument: ParsableArguments {
                 guard !document.isEmpty, (try? FileStatus.of(path: root + "/" + document)) == nil,
                       let archive = try? DirectoryStore(path: root, readOnly: true).versions
                 else { return false }
+                let removed = VersionArchive.removedPath(of: document)
                 return archive.versions(of: document, measuring: false).isEmpty
-                    && !archive.versions(of: VersionArchive.removedPath(of: document), measuring: false).isEmpty
+                    && (!archive.versions(of: removed, measuring: false).isEmpty || archive.index.children[Array(removed.utf8)] != nil)
             }
         }
     }

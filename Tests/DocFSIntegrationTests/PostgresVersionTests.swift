@@ -136,10 +136,6 @@ final class PostgresVersionTests {
         #expect(count("SELECT count(*) FROM docfs_document_versions WHERE document = 'g/b.json'::bytea") == 1)
     }
 
-    /// Issue 36, item 9: retention is the store's. A mount's `--versions-cap` (one byte here) made
-    /// it drop versions from the database, for every mount (fails on fc98fe2); now it decides
-    /// nothing there. The store's cap, kept in the database (`docfs retention --cap`), drops them
-    /// for every mount, each document keeping its newest earlier version.
     /// Issue 36, items 2 and 3, on a shared store: who could reach a removed document, and a
     /// removed folder as it was, were kept in the removing mount's mirror only, so another mount
     /// showed the secret of a private folder (opened later) to everyone, and a user's own `rm -r`
@@ -181,6 +177,40 @@ final class PostgresVersionTests {
         #expect(try run(third, as: "nobody", "cat .versions/.docfs/removed/shared/mine/a.md/*").output == "one\ntwo\n")
     }
 
+    /// Issue 36: a rename's history moved in a transaction of its own after the rename's, so the
+    /// database going away between the two left the history under the old name while the document
+    /// had the new one (fails on 089fbda). Now both are one transaction: the server stopped right
+    /// after the rename's COMMIT finds them together.
+    @Test func aRenameAndItsHistoryMoveAreOneTransaction() throws {
+        let hooks = try MountedStore.makeHookFolder()
+        defer { try? FileManager.default.removeItem(atPath: hooks) }
+        let mount = try MountedStore(postgres: location, arguments: ["--primary-wait", "1"], launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
+        defer { mount.unmount() }
+        for value in 1...2 { #expect(try mount.save("a.json", Data(#"{"v": \#(value)}"#.utf8)) == "ok") }
+        let armed = hooks + "/commit-before-send", reached = armed + ".reached"
+        #expect(FileManager.default.createFile(atPath: armed, contents: nil))
+        let rename = try ChildProcess(["timeout", "60", "mv", mount.inMount("a.json"), mount.inMount("b.json")], capture: true)
+        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: reached) })
+        // The rename's COMMIT goes; any commit after it stops at the hook, then finds no server.
+        #expect(FileManager.default.createFile(atPath: armed, contents: nil))
+        try FileManager.default.removeItem(atPath: reached)
+        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: reached) || !rename.isRunning })
+        let stopped = FileManager.default.fileExists(atPath: reached)
+        if stopped {
+            cluster.stop()
+            try FileManager.default.removeItem(atPath: reached)
+        }
+        #expect(rename.wait() == 0)
+        try? FileManager.default.removeItem(atPath: armed)
+        if stopped { try cluster.start() }
+        #expect(count("SELECT count(*) FROM docfs_document_versions WHERE document = 'b.json'::bytea") == 1)
+        #expect(count("SELECT count(*) FROM docfs_document_versions WHERE document = 'a.json'::bytea") == 0)
+    }
+
+    /// Issue 36, item 9: retention is the store's. A mount's `--versions-cap` (one byte here) made
+    /// it drop versions from the database, for every mount (fails on fc98fe2); now it decides
+    /// nothing there. The store's cap, kept in the database (`docfs retention --cap`), drops them
+    /// for every mount, each document keeping its newest earlier version.
     @Test func retentionIsTheStoresNotAMounts() throws {
         let first = try MountedStore(postgres: location)
         let second = try MountedStore(postgres: location)

@@ -387,6 +387,13 @@ import Testing
         #expect(listed.succeeded && listed.output.split(separator: "\n").count == 2, "\(listed.output)\(listed.error)")
         let other = try run(as: "daemon", "ls .versions/.docfs/removed/shared/mine")
         #expect(!other.succeeded && other.error.contains("Permission denied"), "\(other.output)\(other.error)")
+        // A folder renamed away leaves its removed documents' path as it was too: another user's
+        // folder of the old name later lists none of them (a review of 9b429dc).
+        #expect(try run(as: "nobody", "mkdir -m 700 shared/kept && echo one > shared/kept/b.md && echo two > shared/kept/b.md && rm shared/kept/b.md && mv shared/kept shared/moved").succeeded)
+        #expect(try run(as: "daemon", "mkdir -m 755 shared/kept").succeeded)
+        let renamed = try run(as: "daemon", "ls .versions/.docfs/removed/shared/kept")
+        #expect(!renamed.succeeded && renamed.error.contains("Permission denied"), "\(renamed.output)\(renamed.error)")
+        #expect(try run(as: "nobody", "cat .versions/.docfs/removed/shared/kept/b.md/*").output == "one\ntwo\n")
     }
 
     /// Issue 36, item 3: history leaked to whoever got the path next. (a) The owner of a 0700
