@@ -405,6 +405,24 @@ public final class VersionArchive: Sendable {
         return (moved, emptied)
     }
 
+    /// Moves one version to `document`'s history (a shared store's database moved it there):
+    /// where it went, or nil where it could not (a name taken there).
+    public func moveVersion(_ version: DocumentVersion, to document: String) -> String? {
+        known.withLock { index in
+            let target = folder(for: document)
+            if (try? FileStatus.of(path: target)) == nil, (try? makeFolder(target, for: document)) == nil { return nil }
+            let location = target + "/" + version.name
+            guard (try? FileIO.rename(version.location, location, flags: Self.renameNoReplace)) != nil else { return nil }
+            index?.add(document)
+            let source = folder(for: version.document)
+            if !Self.holdsAVersion(source) {
+                try? FileIO.removeItem(source)
+                index?.remove(version.document)
+            }
+            return location
+        }
+    }
+
     // MARK: Reading
 
     /// The versions of the document at `document`, oldest first.

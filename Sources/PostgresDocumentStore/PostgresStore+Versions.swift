@@ -161,19 +161,24 @@ extension PostgresStore {
         if summary.historyMoves != localSummary.historyMoves { try applyRemovals(archive) }
         let stored = try pool.withConnection { try queries.versions($0) }
         let storedDocuments = Dictionary(stored.map { ($0.id, $0.document) }) { first, _ in first }
-        // Dropped elsewhere (or never committed), or moved to another document's path by a rename
-        // elsewhere (fetched again there): gone here, unless kept or moved since the read began.
-        let gone = localVersions.withLock { local in
+        // Dropped elsewhere (or never committed): gone here; moved to another document's path by a
+        // rename or removal elsewhere: moved here too. Unless kept or moved since the read began.
+        let (gone, moved) = localVersions.withLock { local -> ([Int64], [(Int64, [UInt8])]) in
             local.refused.formIntersection(storedDocuments.keys)
             local.historyMoves = summary.historyMoves
-            return local.locations.filter { id, entry in
-                guard entry.generation <= generation, !local.uncommitted.contains(id) else { return false }
-                guard let document = storedDocuments[id] else { return true }
-                return local.movesUnderWay == 0 && document != FileSystemPath.bytes(of: entry.document)
-            }.map(\.key)
+            var gone: [Int64] = [], moved: [(Int64, [UInt8])] = []
+            for (id, entry) in local.locations where entry.generation <= generation && !local.uncommitted.contains(id) {
+                guard let document = storedDocuments[id] else {
+                    gone.append(id)
+                    continue
+                }
+                if local.movesUnderWay == 0 && document != FileSystemPath.bytes(of: entry.document) { moved.append((id, document)) }
+            }
+            return (gone, moved)
         }
         for id in gone { removeLocally(id, archive) }
-        logger.debug("versions compared with the database: \(stored.count) there, \(gone.count) gone from here")
+        for (id, document) in moved { moveLocally(id, to: document, archive) }
+        logger.debug("versions compared with the database: \(stored.count) there, \(gone.count) gone from here, \(moved.count) moved")
         let deadline = ContinuousClock.now + Self.versionFetchBudget
         // Newest first: the versions a user looks for are the recent ones.
         for version in stored.sorted(by: { $0.id > $1.id })
@@ -203,6 +208,20 @@ extension PostgresStore {
             if let version { try? archive.remove(version) }
             local.locations[id] = nil
         }
+    }
+
+    /// Moves a version to the path the database has it at now; where it cannot, it leaves and is
+    /// fetched again there.
+    private func moveLocally(_ id: Int64, to path: [UInt8], _ archive: VersionArchive) {
+        let moved = localVersions.withLock { local -> Bool in
+            guard let entry = local.locations[id], let document = try? Self.documentPath(path),
+                  let version = archive.version(of: entry.document, named: StorePath.lastComponent(entry.location)),
+                  let location = archive.moveVersion(version, to: document)
+            else { return false }
+            local.add(id, at: location, document: document)
+            return true
+        }
+        if !moved { removeLocally(id, archive) }
     }
 
     /// Fetches a version into a private folder, then moves it into the archive.
