@@ -43,6 +43,7 @@ extension DocumentFileSystem {
             }
             let wrapper: FileWrapper
             do {
+                try store.fetchVersionContent(at: version.location)
                 wrapper = try FileWrapper(url: URL(fileURLWithPath: version.location), options: .immediate)
             } catch {
                 throw FUSEError(error)

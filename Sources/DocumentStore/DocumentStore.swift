@@ -178,6 +178,9 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// Keeps `file`, which DocFS still holds open, as the version of the document at `path` that a
     /// change made beside DocFS replaced or removed.
     func keepReplacedVersion(of path: String, file: OwnedDescriptor) throws
+    /// Makes the content of the version at `location` (a file or a package's version) be there to
+    /// read, where the store holds it elsewhere (a database) and the archive only its place.
+    func fetchVersionContent(at location: String) throws
     /// Removes one of `versions`' versions (a package's whole).
     func removeVersion(_ version: DocumentVersion) throws
     /// Drops the versions `retention` does not keep at `now`: how many went, and the space they
@@ -243,6 +246,7 @@ extension DocumentStore {
     }
     public func restoreMetadata(fromVersionAt location: String, to path: String) {}
     public func prepareVersion(of path: String) {}
+    public func fetchVersionContent(at location: String) throws {}
     public func removeVersion(_ version: DocumentVersion) throws {
         try versions?.remove(version)
         StoreMetrics.dropped(1, .removed)

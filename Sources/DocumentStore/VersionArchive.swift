@@ -423,6 +423,17 @@ public final class VersionArchive: Sendable {
         }
     }
 
+    /// The version `location` is in (a version's file or folder, or a file inside a package's
+    /// version) and the item's path inside it (empty for the version itself).
+    public func version(containing location: String) -> (version: String, item: [UInt8])? {
+        guard location.utf8.starts(with: (directory + "/").utf8) else { return nil }
+        let components = Array(location.utf8.dropFirst(directory.utf8.count + 1)).split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        // A shard, a document's folder, the version's name, then the item's path.
+        guard components.count >= 3 else { return nil }
+        let version = directory + "/" + components[0..<3].map { String(decoding: $0, as: UTF8.self) }.joined(separator: "/")
+        return (version, Array(components.dropFirst(3).joined(separator: [UInt8(ascii: "/")])))
+    }
+
     // MARK: Reading
 
     /// The versions of the document at `document`, oldest first.

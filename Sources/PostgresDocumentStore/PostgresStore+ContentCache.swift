@@ -147,7 +147,11 @@ extension PostgresStore {
     /// A write to the mirror's disk (a save's staging file) found it full: content used least
     /// recently leaves the mirror, as past --cache-size.
     public func makeRoom(bytes: Int64) -> Bool {
-        let made = evictForSpace(max(Self.roomForWrites, bytes), sparing: nil)
+        // Versions' content first, as a disk full of snapshots gives them back first.
+        let wanted = max(Self.roomForWrites, bytes)
+        let freed = evictVersionContent(wanted)
+        if freed >= wanted { return true }
+        let made = evictForSpace(wanted - freed, sparing: nil) || freed > 0
         logger.warning(made
             ? "the mirror's disk was full; content used least recently left it to make room for a write"
             : "the mirror's disk is full, and it holds no content to give back for a write")

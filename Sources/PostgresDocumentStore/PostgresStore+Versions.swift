@@ -285,8 +285,12 @@ extension PostgresStore {
                 folders[item.path] = location
                 folderAttributes.append((location, item))
             case UInt32(S_IFREG):
+                // A placeholder: its content is fetched when first opened (see `VersionContent`).
                 let file = OwnedDescriptor(try FileIO.open(location, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode: 0o600))
-                try pool.withConnection { try queries.download($0, chunks: item.chunks, to: file.rawValue, path: location) }
+                if item.size > 0 {
+                    try retryingOnInterrupt("ftruncate", path: location) { ftruncate(file.rawValue, off_t(item.size)) }
+                    try Self.markPlaceholder(location)
+                }
                 try Self.giveAttributes(of: item, to: file.rawValue)
             case UInt32(S_IFLNK):
                 guard let target = item.target, !target.isEmpty, !target.contains(0) else { throw VersionRowRefusal("a symbolic link has no target") }

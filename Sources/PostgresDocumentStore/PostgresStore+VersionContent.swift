@@ -1,0 +1,105 @@
+import CSystemShims
+import DocumentStore
+import Glibc
+import SystemSupport
+
+/// The content of versions, held on demand: the database holds every version's content, so a
+/// mount's archive need not. A version fetched from the database is a placeholder (its size,
+/// owner, mode and times, and no content) until it is first opened through the view; and when the
+/// mirror's disk is full, versions give their content back first, oldest first (their files become
+/// placeholders again). So a mount keeps of the store's history what it read or saved itself, and
+/// a mount with less disk keeps less, deleting nobody's versions.
+extension PostgresStore {
+    /// On an archived file whose content is not here (root's namespace when the daemon is root).
+    static let placeholderAttribute = geteuid() == 0 ? "trusted.docfs.version-placeholder" : "user.docfs.version-placeholder"
+
+    static func markPlaceholder(_ location: String) throws {
+        try [UInt8(1)].withUnsafeBytes { try Paths.setExtendedAttribute(location, name: placeholderAttribute, value: $0, flags: 0) }
+    }
+
+    static func isPlaceholder(_ location: String) -> Bool {
+        (try? Paths.extendedAttribute(location, name: placeholderAttribute)) != nil
+    }
+
+    /// Fetches the content of the version at `location` (a file, or every file of a package's
+    /// version) where it is a placeholder. A disk too full for it gives back other versions'
+    /// content, then the live files' (`makeRoom`), and tries once more.
+    public func fetchVersionContent(at location: String) throws {
+        let status = try FileStatus.of(path: location)
+        if status.kind == .directory {
+            for name in try FileIO.directoryEntries(location) { try fetchVersionContent(at: location + "/" + name) }
+            return
+        }
+        guard status.kind == .regular, Self.isPlaceholder(location) else { return }
+        versionsBeingFetched.withLock { _ = $0.insert(location) }
+        defer { versionsBeingFetched.withLock { _ = $0.remove(location) } }
+        do {
+            try downloadVersionContent(at: location, status: status)
+        } catch let error as SystemCallError where error.errno == ENOSPC {
+            guard makeRoom(bytes: status.size) else { throw error }
+            try downloadVersionContent(at: location, status: status)
+        }
+    }
+
+    private func downloadVersionContent(at location: String, status: FileStatus) throws {
+        guard let archive = mirror.versions, let (top, item) = archive.version(containing: location), let id = Self.row(of: top) else {
+            throw SystemCallError(errno: EIO, operation: "fetch a version (its row is not known)", path: location)
+        }
+        let chunks = try pool.withConnection { db -> [UInt8]? in
+            let rows = try db.execute("SELECT chunks FROM docfs_version_items WHERE version = $1 AND path = $2", [.integer(id), .bytes(item)])
+            return rows.count == 1 ? rows.bytes(0, 0) : nil
+        }
+        guard let chunks else { throw PostgresStoreError.missingContent(path: location) }
+        let file = try Self.openForFilling(location, status: status)
+        // The same bytes over the placeholder's holes: a reader of a half-fetched file is not let
+        // in (the open waits here), and two fetches write the same bytes.
+        try pool.withConnection { try queries.download($0, chunks: chunks, to: file.rawValue, path: location) }
+        var times = [status.accessTime, status.modificationTime]
+        futimens(file.rawValue, &times)
+        try Paths.removeExtendedAttribute(location, name: Self.placeholderAttribute)
+    }
+
+    /// Opens an archived file to write its content, though its saved mode may forbid the daemon's
+    /// user to (the mode is put back).
+    private static func openForFilling(_ location: String, status: FileStatus) throws -> OwnedDescriptor {
+        if let descriptor = try? FileIO.open(location, O_WRONLY | O_NOFOLLOW | O_CLOEXEC) { return OwnedDescriptor(descriptor) }
+        guard chmod(location, mode_t(status.permissions | 0o200)) == 0 else { throw SystemCallError.last("chmod", path: location) }
+        defer { chmod(location, mode_t(status.permissions)) }
+        return OwnedDescriptor(try FileIO.open(location, O_WRONLY | O_NOFOLLOW | O_CLOEXEC))
+    }
+
+    /// Makes the versions this mirror holds the content of placeholders again, oldest first, until
+    /// `bytes` are given back; how many were. Only files no live file shares (a package's unchanged
+    /// member is the live package's too) give theirs.
+    func evictVersionContent(_ bytes: Int64) -> Int64 {
+        guard mirror.versions != nil else { return 0 }
+        let locations = localVersions.withLock { $0.locations.sorted { $0.key < $1.key }.map(\.value.location) }
+        var freed: Int64 = 0
+        for location in locations where freed < bytes { freed += evictContent(at: location) }
+        if freed > 0 { logger.notice("the mirror's disk was full; \(freed) bytes of versions' content left it (the database keeps them)") }
+        return freed
+    }
+
+    private func evictContent(at location: String) -> Int64 {
+        guard let status = try? FileStatus.of(path: location) else { return 0 }
+        if status.kind == .directory {
+            return ((try? FileIO.directoryEntries(location)) ?? []).reduce(0) { $0 + evictContent(at: location + "/" + $1) }
+        }
+        guard status.kind == .regular, status.linkCount == 1, status.blocks > 0 else { return 0 }
+        return versionsBeingFetched.withLock { fetching -> Int64 in
+            guard !fetching.contains(location), let file = try? Self.openForFilling(location, status: status) else { return 0 }
+            // Marked first: a crash between the two leaves a file fetched again, never holes shown as content.
+            guard (try? Self.markPlaceholder(location)) != nil else { return 0 }
+            guard docfs_fallocate(file.rawValue, Self.punchHole | Self.keepSize, 0, off_t(status.size)) == 0 else {
+                try? Paths.removeExtendedAttribute(location, name: Self.placeholderAttribute)
+                return 0
+            }
+            var times = [status.accessTime, status.modificationTime]
+            futimens(file.rawValue, &times)
+            return status.blocks * 512
+        }
+    }
+
+    private static let punchHole: Int32 = 0x02
+    private static let keepSize: Int32 = 0x01
+}
