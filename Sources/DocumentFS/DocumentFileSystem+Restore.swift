@@ -43,8 +43,9 @@ extension DocumentFileSystem {
             }
             let wrapper: FileWrapper
             do {
-                try store.fetchVersionContent(at: version.location)
-                wrapper = try FileWrapper(url: URL(fileURLWithPath: version.location), options: .immediate)
+                wrapper = try store.withVersionContent(at: version.location) {
+                    try FileWrapper(url: URL(fileURLWithPath: version.location), options: .immediate)
+                }
             } catch {
                 throw FUSEError(error)
             }

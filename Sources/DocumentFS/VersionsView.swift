@@ -103,8 +103,7 @@ final class VersionsView: Sendable {
     func open(_ inode: Inode, flags: Int32) throws(FUSEError) -> OpenReply {
         guard flags & O_ACCMODE == O_RDONLY, flags & O_TRUNC == 0 else { throw .readOnlyFileSystem }
         guard case .stored(let location) = try resolve(try inodes.path(of: inode)) else { throw .isDirectory }
-        try storeCall { try store.fetchVersionContent(at: location) }
-        let descriptor = try storeCall { OwnedDescriptor(try FileIO.open(location, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)) }
+        let descriptor = try storeCall { try store.openVersionContent(at: location) }
         guard (try? FileStatus.of(descriptor: descriptor.rawValue))?.kind == .regular else { throw .invalid }
         // A version never changes: the kernel may keep its pages.
         return OpenReply(handle: files.insert(descriptor), keepCache: true)

@@ -178,9 +178,12 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// Keeps `file`, which DocFS still holds open, as the version of the document at `path` that a
     /// change made beside DocFS replaced or removed.
     func keepReplacedVersion(of path: String, file: OwnedDescriptor) throws
-    /// Makes the content of the version at `location` (a file or a package's version) be there to
-    /// read, where the store holds it elsewhere (a database) and the archive only its place.
-    func fetchVersionContent(at location: String) throws
+    /// Opens the archived file at `location` (a version, or a file of a package's version) to read,
+    /// its content there: fetched first where the store holds it elsewhere (a database) and the
+    /// archive only its place, and kept there while the descriptor is open.
+    func openVersionContent(at location: String) throws -> OwnedDescriptor
+    /// Runs `body` with the content of the version at `location` (a package's whole) there to read.
+    func withVersionContent<T>(at location: String, _ body: () throws -> T) throws -> T
     /// Removes one of `versions`' versions (a package's whole).
     func removeVersion(_ version: DocumentVersion) throws
     /// Drops the versions `retention` does not keep at `now`: how many went, and the space they
@@ -246,7 +249,10 @@ extension DocumentStore {
     }
     public func restoreMetadata(fromVersionAt location: String, to path: String) {}
     public func prepareVersion(of path: String) {}
-    public func fetchVersionContent(at location: String) throws {}
+    public func openVersionContent(at location: String) throws -> OwnedDescriptor {
+        OwnedDescriptor(try FileIO.open(location, O_RDONLY | O_NOFOLLOW | O_NONBLOCK))
+    }
+    public func withVersionContent<T>(at location: String, _ body: () throws -> T) throws -> T { try body() }
     public func removeVersion(_ version: DocumentVersion) throws {
         try versions?.remove(version)
         StoreMetrics.dropped(1, .removed)

@@ -55,6 +55,9 @@ public final class VersionArchive: Sendable {
         }
     }
     private let known = OrderedMutex<Index?>(.versionIndex, nil)
+    /// Who could read each removed document, as its folder's attribute says, once read: the view
+    /// asks for every entry it shows, and only DocFS writes them.
+    private let removalRecords = OrderedMutex<[[UInt8]: Readers?]>(.leaf, [:])
 
     public init(directory: String) {
         self.directory = directory
@@ -306,16 +309,29 @@ public final class VersionArchive: Sendable {
         let folder = folder(for: document)
         if makingFolder, (try? FileStatus.of(path: folder)) == nil { try? makeFolder(folder, for: document) }
         let text = Array(readers.text.utf8)
-        _ = try? text.withUnsafeBytes { value in
-            try Paths.setExtendedAttribute(folder, name: Self.heldByAttribute, value: value, flags: 0)
+        removalRecords.withLock { records in
+            let set = (try? text.withUnsafeBytes { value in
+                try Paths.setExtendedAttribute(folder, name: Self.heldByAttribute, value: value, flags: 0)
+            }) != nil
+            records[Array(document.utf8)] = nil
+            if set { records[Array(document.utf8)] = .some(readers) }
         }
     }
 
     /// Who could read `document` when it was last removed, if it was: its owner and group, and r-x
     /// for each class that could.
     public func readersOfRemovedDocument(_ document: String) -> Readers? {
-        (try? Paths.extendedAttribute(folder(for: document), name: Self.heldByAttribute)).flatMap(Readers.init(text:))
+        let key = Array(document.utf8)
+        return removalRecords.withLock { records in
+            if let known = records[key] { return known }
+            let read = (try? Paths.extendedAttribute(folder(for: document), name: Self.heldByAttribute)).flatMap(Readers.init(text:))
+            records[key] = .some(read)
+            return read
+        }
     }
+
+    /// Forgets what `removalRecords` read: histories moved or went.
+    private func forgetRemovalRecords() { removalRecords.withLock { $0.removeAll() } }
 
     /// The document's owner and group, and r-x for each class of them that could read it through
     /// its folder: that may search the folder and read the document. Supplementary groups are not
@@ -355,6 +371,7 @@ public final class VersionArchive: Sendable {
                 moveAll(below: source, to: destination, in: &moved)
             }
             index = moved
+            forgetRemovalRecords()
         }
     }
 
@@ -418,6 +435,7 @@ public final class VersionArchive: Sendable {
             if !Self.holdsAVersion(source) {
                 try? FileIO.removeItem(source)
                 index?.remove(version.document)
+                forgetRemovalRecords()
             }
             return location
         }
@@ -426,9 +444,11 @@ public final class VersionArchive: Sendable {
     /// The version `location` is in (a version's file or folder, or a file inside a package's
     /// version) and the item's path inside it (empty for the version itself).
     public func version(containing location: String) -> (version: String, item: [UInt8])? {
-        guard location.utf8.starts(with: (directory + "/").utf8) else { return nil }
-        let components = Array(location.utf8.dropFirst(directory.utf8.count + 1)).split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-        // A shard, a document's folder, the version's name, then the item's path.
+        // By bytes: a member's name need not be UTF-8.
+        let bytes = FileSystemPath.bytes(of: location), prefix = FileSystemPath.bytes(of: directory + "/")
+        guard bytes.starts(with: prefix) else { return nil }
+        let components = bytes.dropFirst(prefix.count).split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        // A shard, a document's folder, the version's name (all ASCII), then the item's path.
         guard components.count >= 3 else { return nil }
         let version = directory + "/" + components[0..<3].map { String(decoding: $0, as: UTF8.self) }.joined(separator: "/")
         return (version, Array(components.dropFirst(3).joined(separator: [UInt8(ascii: "/")])))
@@ -515,7 +535,10 @@ public final class VersionArchive: Sendable {
         // lock, which a version added meanwhile takes to enter it (see `added`).
         let folder = folder(for: version.document)
         known.withLock { index in
-            if !Self.holdsAVersion(folder) { index?.remove(version.document) }
+            if !Self.holdsAVersion(folder) {
+                index?.remove(version.document)
+                forgetRemovalRecords()
+            }
         }
     }
 

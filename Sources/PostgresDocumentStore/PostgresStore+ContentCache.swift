@@ -69,9 +69,9 @@ extension PostgresStore {
                 }
                 downloaded = true
             } catch let error as SystemCallError where error.errno == ENOSPC {
-                // The mirror's disk is full: content used least recently leaves it, as past
-                // --cache-size, and the fetch is tried again.
-                guard evictForSpace(item.size, sparing: path) else {
+                // The mirror's disk is full: versions' content leaves it, else content used least
+                // recently, as past --cache-size, and the fetch is tried again.
+                guard evictVersionContent(item.size) > 0 || evictForSpace(item.size, sparing: path) else {
                     logger.error("\(path): cannot be fetched: the mirror's disk is full, and it holds no other content to give back")
                     throw error
                 }

@@ -9,6 +9,10 @@ import SystemSupport
 /// mirror's disk is full, versions give their content back first, oldest first (their files become
 /// placeholders again). So a mount keeps of the store's history what it read or saved itself, and
 /// a mount with less disk keeps less, deleting nobody's versions.
+///
+/// Content is never taken from under a reader: the view's descriptor holds a shared `flock` on
+/// its file, and eviction takes the file only when it gets an exclusive one at once; a version
+/// being fetched or read whole (a restore) is counted in `versionsInUse`, which eviction passes by.
 extension PostgresStore {
     /// On an archived file whose content is not here (root's namespace when the daemon is root).
     static let placeholderAttribute = geteuid() == 0 ? "trusted.docfs.version-placeholder" : "user.docfs.version-placeholder"
@@ -21,18 +25,40 @@ extension PostgresStore {
         (try? Paths.extendedAttribute(location, name: placeholderAttribute)) != nil
     }
 
-    /// Fetches the content of the version at `location` (a file, or every file of a package's
-    /// version) where it is a placeholder. A disk too full for it gives back other versions'
-    /// content, then the live files' (`makeRoom`), and tries once more.
-    public func fetchVersionContent(at location: String) throws {
+    public func openVersionContent(at location: String) throws -> OwnedDescriptor {
+        // Evicted between the fetch and the lock: fetched again (eviction waits for no one, so
+        // this ends unless the disk has no room for this one version).
+        for _ in 0..<3 {
+            try withVersionContent(at: location) {}
+            let file = OwnedDescriptor(try FileIO.open(location, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC))
+            try retryingOnInterrupt("flock", path: location) { flock(file.rawValue, LOCK_SH) }
+            if !Self.isPlaceholder(location) { return file }
+        }
+        throw SystemCallError(errno: ENOSPC, operation: "fetch a version (the mirror's disk has no room to keep it)", path: location)
+    }
+
+    public func withVersionContent<T>(at location: String, _ body: () throws -> T) throws -> T {
+        versionsInUse.withLock { $0[location, default: 0] += 1 }
+        defer {
+            versionsInUse.withLock { inUse in
+                let left = (inUse[location] ?? 1) - 1
+                inUse[location] = left > 0 ? left : nil
+            }
+        }
+        try fetchPlaceholders(at: location)
+        return try body()
+    }
+
+    /// Fetches the content of each placeholder at `location` (a file, or every file of a package's
+    /// version). A disk too full for one gives back other versions' content, then the live
+    /// files' (`makeRoom`), and tries once more.
+    private func fetchPlaceholders(at location: String) throws {
         let status = try FileStatus.of(path: location)
         if status.kind == .directory {
-            for name in try FileIO.directoryEntries(location) { try fetchVersionContent(at: location + "/" + name) }
+            for name in try FileIO.directoryEntries(location) { try fetchPlaceholders(at: location + "/" + name) }
             return
         }
         guard status.kind == .regular, Self.isPlaceholder(location) else { return }
-        versionsBeingFetched.withLock { _ = $0.insert(location) }
-        defer { versionsBeingFetched.withLock { _ = $0.remove(location) } }
         do {
             try downloadVersionContent(at: location, status: status)
         } catch let error as SystemCallError where error.errno == ENOSPC {
@@ -42,7 +68,7 @@ extension PostgresStore {
     }
 
     private func downloadVersionContent(at location: String, status: FileStatus) throws {
-        guard let archive = mirror.versions, let (top, item) = archive.version(containing: location), let id = Self.row(of: top) else {
+        guard let archive = mirror.versions, let (version, item) = archive.version(containing: location), let id = Self.row(of: version) else {
             throw SystemCallError(errno: EIO, operation: "fetch a version (its row is not known)", path: location)
         }
         let chunks = try pool.withConnection { db -> [UInt8]? in
@@ -50,32 +76,39 @@ extension PostgresStore {
             return rows.count == 1 ? rows.bytes(0, 0) : nil
         }
         guard let chunks else { throw PostgresStoreError.missingContent(path: location) }
-        let file = try Self.openForFilling(location, status: status)
-        // The same bytes over the placeholder's holes: a reader of a half-fetched file is not let
-        // in (the open waits here), and two fetches write the same bytes.
-        try pool.withConnection { try queries.download($0, chunks: chunks, to: file.rawValue, path: location) }
-        var times = [status.accessTime, status.modificationTime]
-        futimens(file.rawValue, &times)
-        try Paths.removeExtendedAttribute(location, name: Self.placeholderAttribute)
+        try Self.withWritable(location, status: status) { file in
+            // The same bytes over the placeholder's holes (two fetches at once write the same).
+            try pool.withConnection { try queries.download($0, chunks: chunks, to: file.rawValue, path: location) }
+            var times = [status.accessTime, status.modificationTime]
+            futimens(file.rawValue, &times)
+            do {
+                try Paths.removeExtendedAttribute(location, name: Self.placeholderAttribute)
+            } catch let error as SystemCallError where error.errno == ENODATA {}  // the other fetch's
+        }
     }
 
-    /// Opens an archived file to write its content, though its saved mode may forbid the daemon's
-    /// user to (the mode is put back).
-    private static func openForFilling(_ location: String, status: FileStatus) throws -> OwnedDescriptor {
-        if let descriptor = try? FileIO.open(location, O_WRONLY | O_NOFOLLOW | O_CLOEXEC) { return OwnedDescriptor(descriptor) }
+    /// Runs `body` with the archived file open to write, though its saved mode may forbid the
+    /// daemon's user to (write permission is lent for `body`, which also changes its attributes).
+    private static func withWritable<T>(_ location: String, status: FileStatus, _ body: (OwnedDescriptor) throws -> T) throws -> T {
+        if geteuid() == 0 || status.permissions & 0o200 != 0 {
+            return try body(OwnedDescriptor(try FileIO.open(location, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)))
+        }
         guard chmod(location, mode_t(status.permissions | 0o200)) == 0 else { throw SystemCallError.last("chmod", path: location) }
         defer { chmod(location, mode_t(status.permissions)) }
-        return OwnedDescriptor(try FileIO.open(location, O_WRONLY | O_NOFOLLOW | O_CLOEXEC))
+        return try body(OwnedDescriptor(try FileIO.open(location, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)))
     }
 
     /// Makes the versions this mirror holds the content of placeholders again, oldest first, until
     /// `bytes` are given back; how many were. Only files no live file shares (a package's unchanged
-    /// member is the live package's too) give theirs.
+    /// member is the live package's too), no one reads and no one fetches give theirs.
     func evictVersionContent(_ bytes: Int64) -> Int64 {
         guard mirror.versions != nil else { return 0 }
         let locations = localVersions.withLock { $0.locations.sorted { $0.key < $1.key }.map(\.value.location) }
         var freed: Int64 = 0
-        for location in locations where freed < bytes { freed += evictContent(at: location) }
+        for location in locations where freed < bytes {
+            let inUse = versionsInUse.withLock { inUse in inUse.keys.contains { StorePath.isWithin($0, location) || StorePath.isWithin(location, $0) } }
+            if !inUse { freed += evictContent(at: location) }
+        }
         if freed > 0 { logger.notice("the mirror's disk was full; \(freed) bytes of versions' content left it (the database keeps them)") }
         return freed
     }
@@ -86,10 +119,11 @@ extension PostgresStore {
             return ((try? FileIO.directoryEntries(location)) ?? []).reduce(0) { $0 + evictContent(at: location + "/" + $1) }
         }
         guard status.kind == .regular, status.linkCount == 1, status.blocks > 0 else { return 0 }
-        return versionsBeingFetched.withLock { fetching -> Int64 in
-            guard !fetching.contains(location), let file = try? Self.openForFilling(location, status: status) else { return 0 }
+        return (try? Self.withWritable(location, status: status) { file -> Int64 in
+            // A reader holds it: passed by.
+            guard flock(file.rawValue, LOCK_EX | LOCK_NB) == 0 else { return 0 }
             // Marked first: a crash between the two leaves a file fetched again, never holes shown as content.
-            guard (try? Self.markPlaceholder(location)) != nil else { return 0 }
+            try Self.markPlaceholder(location)
             guard docfs_fallocate(file.rawValue, Self.punchHole | Self.keepSize, 0, off_t(status.size)) == 0 else {
                 try? Paths.removeExtendedAttribute(location, name: Self.placeholderAttribute)
                 return 0
@@ -97,7 +131,7 @@ extension PostgresStore {
             var times = [status.accessTime, status.modificationTime]
             futimens(file.rawValue, &times)
             return status.blocks * 512
-        }
+        }) ?? 0
     }
 
     private static let punchHole: Int32 = 0x02

@@ -177,7 +177,7 @@ extension PostgresStore {
             return (gone, moved)
         }
         for id in gone { removeLocally(id, archive) }
-        for (id, document) in moved { moveLocally(id, to: document, archive) }
+        for (id, document) in moved { moveLocally(id, to: document, archive, readAt: generation) }
         logger.debug("versions compared with the database: \(stored.count) there, \(gone.count) gone from here, \(moved.count) moved")
         let deadline = ContinuousClock.now + Self.versionFetchBudget
         // Newest first: the versions a user looks for are the recent ones.
@@ -212,9 +212,13 @@ extension PostgresStore {
 
     /// Moves a version to the path the database has it at now; where it cannot, it leaves and is
     /// fetched again there.
-    private func moveLocally(_ id: Int64, to path: [UInt8], _ archive: VersionArchive) {
+    /// Not where a change of this mount since the read (`generation`) kept or moved it.
+    private func moveLocally(_ id: Int64, to path: [UInt8], _ archive: VersionArchive, readAt generation: UInt64) {
+        // False where it could not move (a name taken there): it leaves, to be fetched again there.
         let moved = localVersions.withLock { local -> Bool in
-            guard let entry = local.locations[id], let document = try? Self.documentPath(path),
+            guard let entry = local.locations[id], entry.generation <= generation, local.movesUnderWay == 0, !local.uncommitted.contains(id)
+            else { return true }
+            guard let document = try? Self.documentPath(path),
                   let version = archive.version(of: entry.document, named: StorePath.lastComponent(entry.location)),
                   let location = archive.moveVersion(version, to: document)
             else { return false }
@@ -353,16 +357,16 @@ extension PostgresStore {
 
     /// A removed folder that removed documents were in is recorded for every mount.
     public func recordRemovedFolder(_ path: String, status: FileStatus) {
-        guard let archive = mirror.versions else { return }
         let removed = VersionArchive.removedPath(of: path)
-        guard archive.index.children[Array(removed.utf8)] != nil else { return }
         do {
-            let gate = try change(path, { db in
+            // Decided by the database's versions, not by what this mirror holds of them.
+            let gate = try change(path, { db -> VersionArchive.Readers? in
+                guard try queries.hasVersions(db, below: FileSystemPath.bytes(of: removed)) else { return nil }
                 let gate = try queries.recordRemoval(db, folder: true, path: FileSystemPath.bytes(of: removed), readers: VersionArchive.Readers(status))
                 try db.execute("SELECT pg_notify($1, 'versions')", [.text(queries.channel)])
                 return gate
             })
-            archive.setRemovedFolder(removed, gate)
+            if let gate { mirror.versions?.setRemovedFolder(removed, gate) }
         } catch {
             logger.warning("\(path): the record of the removed folder was not kept (its documents' versions there show as root's): \(error)")
         }
@@ -402,14 +406,22 @@ extension PostgresStore {
     /// everyone's history. What it drops leaves the database and so every mount.
     public func pruneVersions(_ ignored: VersionRetention, now: Date) -> (count: Int, bytes: Int64) {
         guard keepsVersions, let archive = mirror.versions else { return (0, 0) }
-        let storeCap: Int64?
+        let storeCap: Int64?, sizes: [Int64: Int64]
         do {
-            storeCap = try pool.withConnection { try queries.versionsCap($0) }
+            (storeCap, sizes) = try pool.withConnection { db in (try queries.versionsCap(db), try queries.versionSizes(db)) }
         } catch {
             logger.warning("versions: the store's retention policy could not be read (\(error)); nothing is dropped this time")
             return (0, 0)
         }
-        let documents = archive.allDocuments().map(\.versions)
+        // Measured by the database, not by what this mirror holds of them (placeholders hold
+        // nothing): every mount drops the same.
+        let documents = archive.allDocuments(measuring: false).map { entry in
+            entry.versions.map { version in
+                var measured = version
+                measured.exclusiveBytes = Self.row(of: version.location).flatMap { sizes[$0] } ?? 0
+                return measured
+            }
+        }
         let dropped = VersionRetention(capBytes: storeCap).versionsToDrop(documents, now: now) { (try? self.status(of: $0)) != nil }
         let rows = dropped.compactMap { version in Self.row(of: version.location).map { ($0, version) } }
         do {

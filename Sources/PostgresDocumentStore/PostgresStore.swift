@@ -57,8 +57,9 @@ public final class PostgresStore: DocumentStore {
     let versionWishes = OrderedMutex<[PathKey: Bool]>(.leaf, [:])
     /// The versions the mirror's archive holds (see `synchronizeVersions`).
     let localVersions = OrderedMutex(.mirrorVersions, LocalVersions())
-    /// Archived files whose content is being fetched now: eviction passes them by.
-    let versionsBeingFetched = OrderedMutex<Set<String>>(.leaf, [])
+    /// Versions (or files of them) being fetched or read whole now, each with how many are at it:
+    /// eviction passes them by.
+    let versionsInUse = OrderedMutex<[String: Int]>(.leaf, [:])
     /// Where savers are recorded, off the save's path (see `recordSave`).
     let saveRecords = DispatchQueue(label: "docfs-save-records")
 

@@ -165,6 +165,30 @@ extension StoreQueries {
         return VersionArchive.Readers(userID: user, groupID: group, permissions: mode & 0o777)
     }
 
+    /// Each version's size: the sum of its files' sizes, as the database holds them (the same for
+    /// every mount, whatever its mirror holds of them).
+    func versionSizes(_ db: PostgresConnection) throws -> [Int64: Int64] {
+        let rows = try db.execute(
+            """
+            SELECT i.version, coalesce(sum(i.size), 0)::bigint FROM docfs_version_items i
+            JOIN docfs_document_versions v ON v.id = i.version WHERE v.store = $1 GROUP BY i.version
+            """,
+            [.integer(storeID)])
+        var sizes: [Int64: Int64] = [:]
+        for row in 0..<rows.count {
+            if let id = rows.integer(row, 0) { sizes[id] = rows.integer(row, 1) ?? 0 }
+        }
+        return sizes
+    }
+
+    /// Whether any version's document is below `folder` (a path's bytes).
+    func hasVersions(_ db: PostgresConnection, below folder: [UInt8]) throws -> Bool {
+        let rows = try db.execute(
+            "SELECT EXISTS (SELECT 1 FROM docfs_document_versions WHERE store = $1 AND substring(document FROM 1 FOR \(folder.count + 1)) = $2 || '\\x2f'::bytea)::int",
+            [.integer(storeID), .bytes(folder)])
+        return rows.integer(0, 0) == 1
+    }
+
     /// The store's space cap for versions (`StoreRetention`), nil when it has none.
     func versionsCap(_ db: PostgresConnection) throws -> Int64? {
         let rows = try db.execute("SELECT versions_cap FROM docfs_stores WHERE id = $1", [.integer(storeID)])

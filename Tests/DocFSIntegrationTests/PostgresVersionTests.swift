@@ -240,6 +240,38 @@ final class PostgresVersionTests {
         #expect(try second.save("note.txt", Data("room for a save\n".utf8)) == "ok")
     }
 
+    /// A version being read keeps its content when a full disk makes versions give theirs back:
+    /// eviction punched the file under the reader, who read zeros (`cp` of a version over its
+    /// document on a nearly full disk saved zeros so; a review of cdfecd0, fails there).
+    @Test func aVersionBeingReadKeepsItsContentWhenTheDiskFills() throws {
+        let first = try MountedStore(postgres: location)
+        let second = try MountedStore(postgres: location, tmpfsSize: "48m")
+        defer { first.unmount(); second.unmount() }
+        let saved = try first.python("""
+            for i in range(3):
+                with open('log.txt', 'w') as f: f.write(str(i) * 8_000_000)
+            print('ok')
+            """, timeout: 240)
+        #expect(saved.output == "ok\n", "\(saved.error)")
+        #expect(MountedStore.waitUntil { versions(second, "log.txt").count == 2 })
+        let read = try second.python("""
+            import os
+            name = sorted(os.listdir('.versions/log.txt'))[0]
+            with open('.versions/log.txt/' + name, 'rb', buffering=0) as f:
+                head = f.read(1)
+                try:
+                    with open('filler.bin', 'wb') as g:
+                        for _ in range(60): g.write(b'x' * 1_000_000)
+                except OSError:
+                    pass
+                try: os.unlink('filler.bin')
+                except OSError: pass
+                rest = f.read()
+            print(len(head) + len(rest), set(head + rest) == {ord('0')})
+            """, timeout: 240)
+        #expect(read.output == "8000000 True\n", "\(read.output)\(read.error)")
+    }
+
     /// Issue 36, item 9: retention is the store's. A mount's `--versions-cap` (one byte here) made
     /// it drop versions from the database, for every mount (fails on fc98fe2); now it decides
     /// nothing there. The store's cap, kept in the database (`docfs retention --cap`), drops them
