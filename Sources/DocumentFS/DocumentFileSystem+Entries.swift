@@ -321,16 +321,17 @@ extension DocumentFileSystem {
             let replaced: [CommitPipeline.Replaced] = classifier.claim(forPath: path, isDirectory: false) != nil ? [.init(path: path)] : []
             // A document's, and its folder's, as they are: its versions stay as reachable as it
             // was (see `VersionsView`). A raw file's removal stats nothing more.
+            // Its history leaves the path, so a new document there starts with none.
             let removed = replaced.isEmpty ? nil : (try? store.status(of: path)).flatMap { document in
-                (try? store.status(of: StorePath.split(path)?.parent ?? "")).map { (document, $0) }
+                (try? store.status(of: StorePath.split(path)?.parent ?? "")).map { RemovedDocument(status: document, folder: $0) }
             }
             let detach = publishing { [self] in
                 retain(retained, parent: parent, name: name)
                 nodes.detach(parent: parent, name: name)
             }
-            try storeCall { try pipeline.commit(replacing: replaced, saving: []) { try store.removeFile(path, publishing: detach) } }
-            // Its history leaves the path, so a new document there starts with none.
-            if let (document, folder) = removed { store.retireVersions(of: path, status: document, heldBy: folder) }
+            try storeCall {
+                try pipeline.commit(replacing: replaced, saving: []) { try store.remove(path, directory: false, retiring: removed, publishing: detach) }
+            }
         }
     }
 
@@ -345,12 +346,11 @@ extension DocumentFileSystem {
             let removed = try? store.status(of: path)
             let folder = try? store.status(of: StorePath.split(path)?.parent ?? "")
             let detach = publishing { [nodes] in nodes.detach(parent: parent, name: name) }
-            try storeCall { try store.removeDirectory(path, publishing: detach) }
             // A package's history goes among the removed documents'; a folder they were in shows
             // there as it was (see `VersionsView`).
-            if let removed, let folder, classifier.claim(forPath: path, isDirectory: true) != nil {
-                store.retireVersions(of: path, status: removed, heldBy: folder)
-            }
+            let package = classifier.claim(forPath: path, isDirectory: true) != nil
+            let retiring = package ? removed.flatMap { status in folder.map { RemovedDocument(status: status, folder: $0) } } : nil
+            try storeCall { try store.remove(path, directory: true, retiring: retiring, publishing: detach) }
             if let removed { store.recordRemovedFolder(path, status: removed) }
             packages.forget(path)
         }

@@ -96,6 +96,11 @@ public protocol DocumentStore: AnyObject, Sendable {
     func removeDirectory(_ path: String, publishing publish: Publication) throws
     /// Removes the file at `path`; `publish` as for `rename`.
     func removeFile(_ path: String, publishing publish: Publication) throws
+    /// `removeFile` or `removeDirectory`; with `retiring` (the removed document's status and its
+    /// folder's), its versions go among the removed documents' (`VersionArchive.removedPath`),
+    /// open only to whom could read it then: in the removal's transaction, where the store has
+    /// transactions. A new document at the path starts with no history.
+    func remove(_ path: String, directory: Bool, retiring: RemovedDocument?, publishing publish: Publication) throws
     /// `flags` as renameat2's: RENAME_NOREPLACE (1), RENAME_EXCHANGE (2). The store calls
     /// `publish` once, with the part of the change that lookups see, after everything that can
     /// wait (a database's commit): see `Publication`.
@@ -165,10 +170,6 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// A document (or a folder of them) renamed from `source` to `destination` takes its versions
     /// along (both ways with `exchanging`); called after the store's rename.
     func moveVersions(from source: String, to destination: String, exchanging: Bool)
-    /// A document (or package) of `status`, in a folder of `folder`, removed through the mount:
-    /// its versions go among the removed documents' (`VersionArchive.removedPath`), open only to
-    /// whom could read it then. Called after the store's removal.
-    func retireVersions(of path: String, status: FileStatus, heldBy folder: FileStatus)
     /// A folder of `status` removed through the mount: where documents with versions were below
     /// it, the view shows it as it was (`VersionArchive.recordRemovedFolder`).
     func recordRemovedFolder(_ path: String, status: FileStatus)
@@ -189,6 +190,19 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// Drops the versions `retention` does not keep at `now`: how many went, and the space they
     /// gave back. Never delays a save.
     func pruneVersions(_ retention: VersionRetention, now: Date) -> (count: Int, bytes: Int64)
+}
+
+/// A document removed through the mount, as it was: who could read it then decides who may read
+/// its versions (`VersionArchive.readers(of:in:)`).
+public struct RemovedDocument: Sendable {
+    public var status: FileStatus
+    /// The folder it was in.
+    public var folder: FileStatus
+
+    public init(status: FileStatus, folder: FileStatus) {
+        self.status = status
+        self.folder = folder
+    }
 }
 
 /// How a change to which item a name leads to becomes visible. A store calls it once, when the
@@ -231,13 +245,15 @@ extension DocumentStore {
     public func keepReplacedVersion(of path: String, file: OwnedDescriptor) throws {}
     public func dropPendingVersions(of paths: [String]) {}
     public func moveVersions(from source: String, to destination: String, exchanging: Bool) {}
-    public func retireVersions(of path: String, status: FileStatus, heldBy folder: FileStatus) {
+    public func remove(_ path: String, directory: Bool, retiring: RemovedDocument?, publishing publish: Publication) throws {
+        if directory { try removeDirectory(path, publishing: publish) } else { try removeFile(path, publishing: publish) }
+        guard let retiring else { return }
         let removed = VersionArchive.removedPath(of: path)
         // Recorded only for a history that goes there: an empty package made and removed again at
         // the path narrows nobody's record.
         let hadHistory = versions?.index.documents.contains(Array(path.utf8)) == true
         moveVersions(from: path, to: removed, exchanging: false)
-        if hadHistory { versions?.recordRemovedDocument(removed, status: status, heldBy: folder) }
+        if hadHistory { versions?.recordRemovedDocument(removed, status: retiring.status, heldBy: retiring.folder) }
     }
     public func recordRemovedFolder(_ path: String, status: FileStatus) {
         guard let archive = versions else { return }

@@ -266,20 +266,37 @@ extension PostgresStore {
     // MARK: Removing and renaming
 
     public func removeFile(_ path: String, publishing publish: Publication) throws {
-        if Self.isPrivate(path) { return try mirror.removeFile(path, publishing: publish) }
-        try remove(path, directory: false, publishing: publish)
+        try remove(path, directory: false, retiring: nil, publishing: publish)
     }
 
     public func removeDirectory(_ path: String, publishing publish: Publication) throws {
-        if Self.isPrivate(path) { return try mirror.removeDirectory(path, publishing: publish) }
-        try remove(path, directory: true, publishing: publish)
+        try remove(path, directory: true, retiring: nil, publishing: publish)
     }
 
-    private func remove(_ path: String, directory: Bool, publishing publish: Publication) throws {
+    /// With `retiring`, the versions move among the removed documents' and who could read them is
+    /// recorded (`StoreQueries.recordRemoval`) in the removal's transaction, for every mount; then
+    /// this mirror's archive follows.
+    public func remove(_ path: String, directory: Bool, retiring: RemovedDocument?, publishing publish: Publication) throws {
+        if Self.isPrivate(path) {
+            return try directory ? mirror.removeDirectory(path, publishing: publish) : mirror.removeFile(path, publishing: publish)
+        }
         let (parentPath, name) = try split(path)
         let wishes = takeVersionWishes(touching: [path])
         var kept: [Int64] = []
         defer { settle(kept) }
+        let removedPath = VersionArchive.removedPath(of: path)
+        var gate: VersionArchive.Readers?
+        // From the commit until the archive has followed, a comparison must not take the versions
+        // for ones moved elsewhere; the next one compares every path again.
+        if retiring != nil { localVersions.withLock { $0.movesUnderWay += 1 } }
+        defer {
+            if retiring != nil {
+                localVersions.withLock { local in
+                    local.movesUnderWay -= 1
+                    local.historyMoves = -1
+                }
+            }
+        }
         try publishingAfterCommit(path, folders: [parentPath], publish, {
             let parent = try knownItem(parentPath, operation: "remove")
             // The mirror's answers (rename(2)'s and rmdir(2)'s), given before the database changes:
@@ -300,12 +317,27 @@ extension PostgresStore {
                 if removed.count == 0, directory, try queries.hasChildren(db, item.id) {
                     throw SystemCallError(errno: ENOTEMPTY, operation: "rmdir", path: path)
                 }
+                gate = nil
+                // Recorded only for a history that goes there: an empty package made and removed
+                // again at the path narrows nobody's record.
+                if let retiring, try queries.moveHistory(db, from: FileSystemPath.bytes(of: path), to: FileSystemPath.bytes(of: removedPath), exchanging: false) > 0 {
+                    let readers = VersionArchive.readers(of: retiring.status, in: retiring.folder)
+                    gate = try queries.recordRemoval(db, folder: false, path: FileSystemPath.bytes(of: removedPath), readers: readers)
+                    try db.execute("SELECT pg_notify($1, 'versions')", [.text(queries.channel)])
+                }
                 try queries.recordChange(db, folders: [parent.id])
             })
         }, apply: {
             if directory { try mirror.removeDirectory(path) } else { try mirror.removeFile(path) }
             state.withLock { $0.removeSubtree(path) }
         })
+        guard let gate, keepsVersions, let archive = mirror.versions else { return }
+        localVersions.withLock { local in
+            local.scanIfNeeded(archive)
+            archive.moveHistory(from: path, to: removedPath, exchanging: false)
+            local.moveHistory(from: path, to: removedPath, exchanging: false, in: archive)
+            archive.setReadersOfRemovedDocument(removedPath, gate, makingFolder: true)
+        }
     }
 
     public func rename(_ source: String, to destination: String, flags: UInt32, publishing publish: Publication) throws {

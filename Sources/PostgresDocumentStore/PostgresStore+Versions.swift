@@ -320,41 +320,6 @@ extension PostgresStore {
 
     // MARK: Following removals
 
-    /// A removal's versions go among the removed documents' with who could read it then, in one
-    /// transaction (after the removal's), and every mount's view gates them by that record (see
-    /// `applyRemovals`); then this mirror's archive follows.
-    public func retireVersions(of path: String, status: FileStatus, heldBy folder: FileStatus) {
-        let removed = VersionArchive.removedPath(of: path)
-        let readers = VersionArchive.readers(of: status, in: folder)
-        localVersions.withLock { $0.movesUnderWay += 1 }
-        defer {
-            localVersions.withLock { local in
-                local.movesUnderWay -= 1
-                local.historyMoves = -1
-            }
-        }
-        do {
-            try change(path, { db in
-                let moved = try queries.moveHistory(db, from: FileSystemPath.bytes(of: path), to: FileSystemPath.bytes(of: removed), exchanging: false)
-                // Recorded only for a history that goes there (see `DocumentStore.retireVersions`).
-                guard moved > 0 else { return nil }
-                let gate = try queries.recordRemoval(db, folder: false, path: FileSystemPath.bytes(of: removed), readers: readers)
-                try db.execute("SELECT pg_notify($1, 'versions')", [.text(queries.channel)])
-                return gate
-            }, then: { (gate: VersionArchive.Readers?) in
-                guard let gate, keepsVersions, let archive = mirror.versions else { return }
-                localVersions.withLock { local in
-                    local.scanIfNeeded(archive)
-                    archive.moveHistory(from: path, to: removed, exchanging: false)
-                    local.moveHistory(from: path, to: removed, exchanging: false, in: archive)
-                    archive.setReadersOfRemovedDocument(removed, gate, makingFolder: true)
-                }
-            })
-        } catch {
-            logger.warning("\(path): its versions stay under its name, not among the removed documents': \(error)")
-        }
-    }
-
     /// A removed folder that removed documents were in is recorded for every mount.
     public func recordRemovedFolder(_ path: String, status: FileStatus) {
         let removed = VersionArchive.removedPath(of: path)
