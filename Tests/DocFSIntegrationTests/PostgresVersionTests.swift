@@ -185,27 +185,7 @@ final class PostgresVersionTests {
     /// had the new one (fails on 089fbda). Now both are one transaction: the server stopped right
     /// after the rename's COMMIT finds them together.
     @Test func aRenameAndItsHistoryMoveAreOneTransaction() throws {
-        let hooks = try MountedStore.makeHookFolder()
-        defer { try? FileManager.default.removeItem(atPath: hooks) }
-        let mount = try MountedStore(postgres: location, arguments: ["--primary-wait", "1"], launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
-        defer { mount.unmount() }
-        for value in 1...2 { #expect(try mount.save("a.json", Data(#"{"v": \#(value)}"#.utf8)) == "ok") }
-        let armed = hooks + "/commit-before-send", reached = armed + ".reached"
-        #expect(FileManager.default.createFile(atPath: armed, contents: nil))
-        let rename = try ChildProcess(["timeout", "60", "mv", mount.inMount("a.json"), mount.inMount("b.json")], capture: true)
-        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: reached) })
-        // The rename's COMMIT goes; any commit after it stops at the hook, then finds no server.
-        #expect(FileManager.default.createFile(atPath: armed, contents: nil))
-        try FileManager.default.removeItem(atPath: reached)
-        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: reached) || !rename.isRunning })
-        let stopped = FileManager.default.fileExists(atPath: reached)
-        if stopped {
-            cluster.stop()
-            try FileManager.default.removeItem(atPath: reached)
-        }
-        #expect(rename.wait() == 0)
-        try? FileManager.default.removeItem(atPath: armed)
-        if stopped { try cluster.start() }
+        try stoppingTheServerAfterTheFirstCommit(of: { ["mv", $0.inMount("a.json"), $0.inMount("b.json")] })
         #expect(count("SELECT count(*) FROM docfs_document_versions WHERE document = 'b.json'::bytea") == 1)
         #expect(count("SELECT count(*) FROM docfs_document_versions WHERE document = 'a.json'::bytea") == 0)
     }
@@ -214,6 +194,14 @@ final class PostgresVersionTests {
     /// after the removal's, so the server gone between the two left it at the path, for the next
     /// document there (a review of 9b7d829; fails on d696040).
     @Test func aRemovalAndItsHistoryMoveAreOneTransaction() throws {
+        try stoppingTheServerAfterTheFirstCommit(of: { ["rm", $0.inMount("a.json")] })
+        #expect(count("SELECT count(*) FROM docfs_document_versions WHERE document = '.docfs/removed/a.json'::bytea") == 2)
+        #expect(count("SELECT count(*) FROM docfs_document_versions WHERE document = 'a.json'::bytea") == 0)
+    }
+
+    /// Saves `a.json` twice through a mount of its own, then runs `command` through it: its first
+    /// COMMIT goes, and any commit after it stops at the hook and then finds the server stopped.
+    private func stoppingTheServerAfterTheFirstCommit(of command: (MountedStore) -> [String]) throws {
         let hooks = try MountedStore.makeHookFolder()
         defer { try? FileManager.default.removeItem(atPath: hooks) }
         let mount = try MountedStore(postgres: location, arguments: ["--primary-wait", "1"], launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
@@ -221,22 +209,19 @@ final class PostgresVersionTests {
         for value in 1...2 { #expect(try mount.save("a.json", Data(#"{"v": \#(value)}"#.utf8)) == "ok") }
         let armed = hooks + "/commit-before-send", reached = armed + ".reached"
         #expect(FileManager.default.createFile(atPath: armed, contents: nil))
-        let removal = try ChildProcess(["timeout", "60", "rm", mount.inMount("a.json")], capture: true)
+        let change = try ChildProcess(["timeout", "60"] + command(mount), capture: true)
         #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: reached) })
-        // The removal's COMMIT goes; any commit after it stops at the hook, then finds no server.
         #expect(FileManager.default.createFile(atPath: armed, contents: nil))
         try FileManager.default.removeItem(atPath: reached)
-        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: reached) || !removal.isRunning })
+        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: reached) || !change.isRunning })
         let stopped = FileManager.default.fileExists(atPath: reached)
         if stopped {
             cluster.stop()
             try FileManager.default.removeItem(atPath: reached)
         }
-        #expect(removal.wait() == 0)
+        #expect(change.wait() == 0)
         try? FileManager.default.removeItem(atPath: armed)
         if stopped { try cluster.start() }
-        #expect(count("SELECT count(*) FROM docfs_document_versions WHERE document = '.docfs/removed/a.json'::bytea") == 2)
-        #expect(count("SELECT count(*) FROM docfs_document_versions WHERE document = 'a.json'::bytea") == 0)
     }
 
     /// Issue 36: "a mount with less disk keeps less in its mirror without deleting anyone's
