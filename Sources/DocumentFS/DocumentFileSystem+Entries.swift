@@ -319,9 +319,9 @@ extension DocumentFileSystem {
             let retained = fileToRetain(parent: parent, name: name, path: path)
             // `rm` of a document can be undone: its last version stays among its versions.
             let replaced: [CommitPipeline.Replaced] = classifier.claim(forPath: path, isDirectory: false) != nil ? [.init(path: path)] : []
-            // A document's, and its folder's, as they are: its versions stay as reachable as it
-            // was (see `VersionsView`). A raw file's removal stats nothing more.
-            // Its history leaves the path, so a new document there starts with none.
+            // A document's history leaves the path (a new document there starts with none), as
+            // reachable as it was: its status and its folder's, as they are, say who may read it
+            // (see `VersionsView`). A raw file's removal stats nothing more.
             let removed = replaced.isEmpty ? nil : (try? store.status(of: path)).flatMap { document in
                 (try? store.status(of: StorePath.split(path)?.parent ?? "")).map { RemovedDocument(status: document, folder: $0) }
             }

@@ -210,11 +210,10 @@ extension PostgresStore {
         }
     }
 
-    /// Moves a version to the path the database has it at now; where it cannot, it leaves and is
-    /// fetched again there.
-    /// Not where a change of this mount since the read (`generation`) kept or moved it.
+    /// Moves a version to the path the database has it at now, unless a change of this mount since
+    /// the read (`generation`) kept or moved it; where it cannot (a name taken there), it leaves
+    /// and is fetched again there.
     private func moveLocally(_ id: Int64, to path: [UInt8], _ archive: VersionArchive, readAt generation: UInt64) {
-        // False where it could not move (a name taken there): it leaves, to be fetched again there.
         let moved = localVersions.withLock { local -> Bool in
             guard let entry = local.locations[id], entry.generation <= generation, local.movesUnderWay == 0, !local.uncommitted.contains(id)
             else { return true }
@@ -318,11 +317,14 @@ extension PostgresStore {
         futimens(descriptor, &times)
     }
 
-    // MARK: Following removals
+    // MARK: Removal records
 
     /// A removed folder that removed documents were in is recorded for every mount.
     public func recordRemovedFolder(_ path: String, status: FileStatus) {
         let removed = VersionArchive.removedPath(of: path)
+        // A mount that keeps versions knows from its archive (in step within a second) whether any
+        // is below: an rmdir with none costs no transaction. Else the database says.
+        if let archive = mirror.versions, archive.index.children[Array(removed.utf8)] == nil { return }
         do {
             // Decided by the database's versions, not by what this mirror holds of them.
             let gate = try change(path, { db -> VersionArchive.Readers? in
