@@ -57,6 +57,8 @@ public final class PostgresStore: DocumentStore {
     let versionWishes = OrderedMutex<[PathKey: Bool]>(.leaf, [:])
     /// The versions the mirror's archive holds (see `synchronizeVersions`).
     let localVersions = OrderedMutex(.mirrorVersions, LocalVersions())
+    /// How long a mount waits for another mount of its mirror to let go of it.
+    static let mirrorLockPatience: Duration = .seconds(10)
     /// Versions (or files of them) being fetched or read whole now, each with how many are at it:
     /// eviction passes them by.
     let versionsInUse = OrderedMutex<[String: Int]>(.leaf, [:])
@@ -84,9 +86,16 @@ public final class PostgresStore: DocumentStore {
             throw SystemCallError.last("mkdir", path: cacheDirectory)
         }
         mirrorLock = OwnedDescriptor(try FileIO.open(cacheDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC))
-        if flock(mirrorLock.rawValue, LOCK_EX | LOCK_NB) != 0 {
-            if errno == EWOULDBLOCK { throw PostgresStoreError.mirrorInUse(cacheDirectory) }
-            throw SystemCallError.last("flock", path: cacheDirectory)
+        // A mount unmounted just now may still be letting go of the mirror (its daemon writes the
+        // manifest after the kernel has let it go): a remount (umount; mount) waits for it a while.
+        let deadline = ContinuousClock.now + Self.mirrorLockPatience
+        var waiting = false
+        while flock(mirrorLock.rawValue, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR else { throw SystemCallError.last("flock", path: cacheDirectory) }
+            guard ContinuousClock.now < deadline else { throw PostgresStoreError.mirrorInUse(cacheDirectory) }
+            if !waiting { logger.notice("\(cacheDirectory): another mount holds this mirror; waiting up to \(Self.mirrorLockPatience) for it to let go") }
+            waiting = true
+            usleep(20_000)
         }
         // Items are known by their rows' ids (see `identified`), not by the mirror's files.
         // The mirror's version archive shows the database's versions (see `synchronizeVersions`).

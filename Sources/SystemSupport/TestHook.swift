@@ -19,6 +19,8 @@ public enum TestHook: String, Sendable {
     case fetchBeforeDownload = "fetch-before-download"
     /// The last writable handle of a file is released and its stage not yet settled.
     case releaseBeforeSettle = "release-before-settle"
+    /// The mount is gone from the kernel and the daemon has not yet let go of its store.
+    case unmountedBeforeExit = "unmounted-before-exit"
 
     private static let directory = ProcessInfo.processInfo.environment["DOCFS_TEST_HOOKS"]
 

@@ -365,6 +365,7 @@ struct MountCommand: ParsableCommand {
             throw CommandFailure(message: "cannot mount \(store) at \(mountPoint): \(error)", status: ExitStatus.failure)
         }
         SystemdNotification.send("STOPPING=1")
+        TestHook.unmountedBeforeExit.pause()
         (documentStore as? PostgresStore)?.saveManifest()
         logger.info("unmounted \(mountPath)\(result > 0 ? " after signal \(result)" : "")")
     }

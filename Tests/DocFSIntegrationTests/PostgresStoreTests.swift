@@ -151,6 +151,40 @@ final class PostgresStoreTests {
         #expect(try first.read("a.json") == "[1]")
     }
 
+    /// A mount of a mirror just unmounted waits for the old daemon to let go of it (it writes the
+    /// mirror's manifest after the kernel let it go): the new mount failed with "in use" at once,
+    /// and xfstests' cycle mounts (generic/248, 524) with it (fails on a64df25).
+    @Test func aMountWaitsForTheUnmountedDaemonToLetGoOfTheMirror() throws {
+        let hooks = try MountedStore.makeHookFolder()
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-remount-\(UUID().uuidString.prefix(8))").path
+        let mirror = scratch + "/mirror", mountPoint = scratch + "/mnt", log = scratch + "/second.log"
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        defer {
+            _ = try? MountedStore.run(["fusermount3", "-uz", mountPoint], timeout: 10)
+            try? FileManager.default.removeItem(atPath: hooks)
+            try? FileManager.default.removeItem(atPath: scratch)
+        }
+        let first = try MountedStore(postgres: location, arguments: ["--cache-directory", mirror], launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
+        defer { first.unmount() }
+        #expect(try first.save("a.json", Data("[1]".utf8)) == "ok")
+        let armed = hooks + "/" + "unmounted-before-exit"
+        #expect(FileManager.default.createFile(atPath: armed, contents: nil))
+        _ = try MountedStore.run(["fusermount3", "-u", first.mountPoint], timeout: 10)
+        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: armed + ".reached") })
+        let second = try ChildProcess(
+            ["timeout", "60", MountedStore.binary, "mount", location, mountPoint, "-f", "--log-file", log, "--log-level", "debug", "--cache-directory", mirror],
+            capture: true)
+        defer {
+            _ = try? MountedStore.run(["fusermount3", "-uz", mountPoint], timeout: 10)
+            if !second.wait(seconds: 10) { kill(second.pid, SIGKILL) }
+        }
+        func logged() -> String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+        #expect(MountedStore.waitUntil { logged().contains("another mount holds this mirror") || !second.isRunning }, "\(logged())")
+        try FileManager.default.removeItem(atPath: armed + ".reached")
+        #expect(MountedStore.waitUntil { logged().contains("serving") || !second.isRunning }, "\(logged())")
+        #expect((try? String(contentsOfFile: mountPoint + "/a.json", encoding: .utf8)) == "[1]", "\(logged())")
+    }
+
     /// `-o cache_root=DIR` (for fstab lines and mounts by mount(8)) makes a mount's mirror in DIR,
     /// one per store and mount point as under /var/cache/docfs.
     @Test func cacheRootPlacesTheMirror() throws {
