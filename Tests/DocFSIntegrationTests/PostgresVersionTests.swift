@@ -231,15 +231,8 @@ final class PostgresVersionTests {
     /// disk gives back versions' content first (the database keeps it): every version is listed
     /// and reads whole, and the database keeps all seven.
     @Test func aMountWithLessDiskKeepsLessOfTheHistoryAndDeletesNone() throws {
-        let first = try MountedStore(postgres: location)
-        let second = try MountedStore(postgres: location, tmpfsSize: "48m")
+        let (first, second) = try mountsWithLargeVersions(saves: 8)
         defer { first.unmount(); second.unmount() }
-        let saved = try first.python("""
-            for i in range(8):
-                with open('log.txt', 'w') as f: f.write(str(i) * 8_000_000)
-            print('ok')
-            """, timeout: 240)
-        #expect(saved.output == "ok\n", "\(saved.error)")
         #expect(count("SELECT count(*) FROM docfs_document_versions") == 7)
         #expect(MountedStore.waitUntil { versions(second, "log.txt").count == 7 }, "the small mount lists \(versions(second, "log.txt").count)")
         let read = try second.python("""
@@ -254,19 +247,26 @@ final class PostgresVersionTests {
         #expect(try second.save("note.txt", Data("room for a save\n".utf8)) == "ok")
     }
 
-    /// A version being read keeps its content when a full disk makes versions give theirs back:
-    /// eviction punched the file under the reader, who read zeros (`cp` of a version over its
-    /// document on a nearly full disk saved zeros so; a review of cdfecd0, fails there).
-    @Test func aVersionBeingReadKeepsItsContentWhenTheDiskFills() throws {
+    /// Two mounts, the second with a mirror of 48 MB, and `log.txt` saved `saves` times through the
+    /// first, 8 MB each (save i holds the digit i, over and over).
+    private func mountsWithLargeVersions(saves: Int) throws -> (MountedStore, MountedStore) {
         let first = try MountedStore(postgres: location)
         let second = try MountedStore(postgres: location, tmpfsSize: "48m")
-        defer { first.unmount(); second.unmount() }
         let saved = try first.python("""
-            for i in range(3):
+            for i in range(\(saves)):
                 with open('log.txt', 'w') as f: f.write(str(i) * 8_000_000)
             print('ok')
             """, timeout: 240)
         #expect(saved.output == "ok\n", "\(saved.error)")
+        return (first, second)
+    }
+
+    /// A version being read keeps its content when a full disk makes versions give theirs back:
+    /// eviction punched the file under the reader, who read zeros (`cp` of a version over its
+    /// document on a nearly full disk saved zeros so; a review of cdfecd0, fails there).
+    @Test func aVersionBeingReadKeepsItsContentWhenTheDiskFills() throws {
+        let (first, second) = try mountsWithLargeVersions(saves: 3)
+        defer { first.unmount(); second.unmount() }
         #expect(MountedStore.waitUntil { versions(second, "log.txt").count == 2 })
         let read = try second.python("""
             import os
