@@ -99,12 +99,13 @@ extension StoreQueries {
     /// `destination` (both ways when `exchanging`), on paths' bytes. Counts the move in the store's
     /// row when any moved, so other mounts compare their archives. Returns how many moved.
     func moveHistory(_ db: PostgresConnection, from source: [UInt8], to destination: [UInt8], exchanging: Bool) throws -> Int {
-        // A path is the document's own or a folder's above it: equal, or a prefix ending at a '/'.
-        func within(_ parameter: Int, _ length: Int) -> String {
-            "(document = $\(parameter) OR substring(document FROM 1 FOR \(length + 1)) = $\(parameter) || '\\x2f'::bytea)"
+        // A path is the document's own or a folder's above it: equal, or after `path/` and before
+        // `path0` ('0' follows '/'; bytea compares bytes), a range the (store, document) index serves.
+        func within(_ parameter: Int) -> String {
+            "(document = $\(parameter) OR (document > $\(parameter) || '\\x2f'::bytea AND document < $\(parameter) || '\\x30'::bytea))"
         }
-        let inSource = within(2, source.count)
-        let inDestination = within(3, destination.count)
+        let inSource = within(2)
+        let inDestination = within(3)
         let moved = try db.execute(
             exchanging
                 ? """
@@ -184,7 +185,7 @@ extension StoreQueries {
     /// Whether any version's document is below `folder` (a path's bytes).
     func hasVersions(_ db: PostgresConnection, below folder: [UInt8]) throws -> Bool {
         let rows = try db.execute(
-            "SELECT EXISTS (SELECT 1 FROM docfs_document_versions WHERE store = $1 AND substring(document FROM 1 FOR \(folder.count + 1)) = $2 || '\\x2f'::bytea)::int",
+            "SELECT EXISTS (SELECT 1 FROM docfs_document_versions WHERE store = $1 AND document > $2 || '\\x2f'::bytea AND document < $2 || '\\x30'::bytea)::int",
             [.integer(storeID), .bytes(folder)])
         return rows.integer(0, 0) == 1
     }

@@ -104,6 +104,8 @@ enum StoreSchema {
             PRIMARY KEY (store, kind, path)
         );
         """,
+        // Histories found by path, for the moves of every rename and removal (`moveHistory`).
+        "CREATE INDEX docfs_document_versions_by_document ON docfs_document_versions (store, document);",
     ]
 
     /// Brings the database to the latest schema. Refuses a database a newer DocFS migrated.
