@@ -286,17 +286,8 @@ extension PostgresStore {
         defer { settle(kept) }
         let removedPath = VersionArchive.removedPath(of: path)
         var gate: VersionArchive.Readers?
-        // From the commit until the archive has followed, a comparison must not take the versions
-        // for ones moved elsewhere; the next one compares every path again.
-        if retiring != nil { localVersions.withLock { $0.movesUnderWay += 1 } }
-        defer {
-            if retiring != nil {
-                localVersions.withLock { local in
-                    local.movesUnderWay -= 1
-                    local.historyMoves = -1
-                }
-            }
-        }
+        if retiring != nil { beginHistoryMove() }
+        defer { if retiring != nil { endHistoryMove() } }
         try publishingAfterCommit(path, folders: [parentPath], publish, {
             let parent = try knownItem(parentPath, operation: "remove")
             // The mirror's answers (rename(2)'s and rmdir(2)'s), given before the database changes:
@@ -323,7 +314,7 @@ extension PostgresStore {
                 if let retiring, try queries.moveHistory(db, from: FileSystemPath.bytes(of: path), to: FileSystemPath.bytes(of: removedPath), exchanging: false) > 0 {
                     let readers = VersionArchive.readers(of: retiring.status, in: retiring.folder)
                     gate = try queries.recordRemoval(db, folder: false, path: FileSystemPath.bytes(of: removedPath), readers: readers)
-                    try db.execute("SELECT pg_notify($1, 'versions')", [.text(queries.channel)])
+                    try queries.notifyVersionsChanged(db)
                 }
                 try queries.recordChange(db, folders: [parent.id])
             })
@@ -331,11 +322,8 @@ extension PostgresStore {
             if directory { try mirror.removeDirectory(path) } else { try mirror.removeFile(path) }
             state.withLock { $0.removeSubtree(path) }
         })
-        guard let gate, keepsVersions, let archive = mirror.versions else { return }
-        localVersions.withLock { local in
-            local.scanIfNeeded(archive)
-            archive.moveHistory(from: path, to: removedPath, exchanging: false)
-            local.moveHistory(from: path, to: removedPath, exchanging: false, in: archive)
+        guard let gate else { return }
+        followHistoryMove(from: path, to: removedPath, exchanging: false) { archive in
             archive.setReadersOfRemovedDocument(removedPath, gate, makingFolder: true)
         }
     }
@@ -360,17 +348,8 @@ extension PostgresStore {
         var kept: [Int64] = []
         defer { settle(kept) }
         var versionsMoved = 0
-        // From the commit until the archive has followed, a comparison must not take the versions
-        // for ones moved elsewhere; the next one compares every path again.
-        if carryingVersions { localVersions.withLock { $0.movesUnderWay += 1 } }
-        defer {
-            if carryingVersions {
-                localVersions.withLock { local in
-                    local.movesUnderWay -= 1
-                    local.historyMoves = -1
-                }
-            }
-        }
+        if carryingVersions { beginHistoryMove() }
+        defer { if carryingVersions { endHistoryMove() } }
         try publishingAfterCommit(source, folders: [sourceParentPath, destinationParentPath], publish, {
             try checkRename(source, to: destination, exchange: exchange)
             try change(source, { db in
@@ -404,7 +383,7 @@ extension PostgresStore {
                 if carryingVersions {
                     versionsMoved = try queries.moveHistory(
                         db, from: FileSystemPath.bytes(of: source), to: FileSystemPath.bytes(of: destination), exchanging: exchange)
-                    if versionsMoved > 0 { try db.execute("SELECT pg_notify($1, 'versions')", [.text(queries.channel)]) }
+                    if versionsMoved > 0 { try queries.notifyVersionsChanged(db) }
                 }
                 try queries.recordChange(db, folders: [sourceParent.id, destinationParent.id])
             })
@@ -422,12 +401,7 @@ extension PostgresStore {
                 }
             }
         })
-        guard versionsMoved > 0, keepsVersions, let archive = mirror.versions else { return }
-        localVersions.withLock { local in
-            local.scanIfNeeded(archive)
-            archive.moveHistory(from: source, to: destination, exchanging: exchange)
-            local.moveHistory(from: source, to: destination, exchanging: exchange, in: archive)
-        }
+        if versionsMoved > 0 { followHistoryMove(from: source, to: destination, exchanging: exchange) }
     }
 
     /// rename(2)'s answers that the mirror gives and the database does not check (the kinds of the

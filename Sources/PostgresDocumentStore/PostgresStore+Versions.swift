@@ -317,6 +317,34 @@ extension PostgresStore {
         futimens(descriptor, &times)
     }
 
+    // MARK: Following history moves
+
+    /// A change that moves histories in its transaction begins: from its commit until the archive
+    /// has followed (`followHistoryMove`), a comparison must not take the versions for ones moved
+    /// elsewhere. Paired with `endHistoryMove`, after which the next comparison compares every path.
+    func beginHistoryMove() {
+        localVersions.withLock { $0.movesUnderWay += 1 }
+    }
+
+    func endHistoryMove() {
+        localVersions.withLock { local in
+            local.movesUnderWay -= 1
+            local.historyMoves = -1
+        }
+    }
+
+    /// This mirror's archive follows a history move the database committed (see `beginHistoryMove`);
+    /// `then` runs with the archive under the same lock.
+    func followHistoryMove(from source: String, to destination: String, exchanging: Bool, then: (VersionArchive) -> Void = { _ in }) {
+        guard keepsVersions, let archive = mirror.versions else { return }
+        localVersions.withLock { local in
+            local.scanIfNeeded(archive)
+            archive.moveHistory(from: source, to: destination, exchanging: exchanging)
+            local.moveHistory(from: source, to: destination, exchanging: exchanging, in: archive)
+            then(archive)
+        }
+    }
+
     // MARK: Removal records
 
     /// A removed folder that removed documents were in is recorded for every mount.
@@ -330,7 +358,7 @@ extension PostgresStore {
             let gate = try change(path, { db -> VersionArchive.Readers? in
                 guard try queries.hasVersions(db, below: FileSystemPath.bytes(of: removed)) else { return nil }
                 let gate = try queries.recordRemoval(db, folder: true, path: FileSystemPath.bytes(of: removed), readers: VersionArchive.Readers(status))
-                try db.execute("SELECT pg_notify($1, 'versions')", [.text(queries.channel)])
+                try queries.notifyVersionsChanged(db)
                 return gate
             })
             if let gate { mirror.versions?.setRemovedFolder(removed, gate) }
@@ -409,7 +437,7 @@ extension PostgresStore {
         guard !ids.isEmpty else { return }
         try change("(versions)", { db in
             try queries.dropVersions(db, ids)
-            try db.execute("SELECT pg_notify($1, 'versions')", [.text(queries.channel)])
+            try queries.notifyVersionsChanged(db)
         })
     }
 }

@@ -123,6 +123,11 @@ extension StoreQueries {
         return moved
     }
 
+    /// Wakes the other mounts to compare their archives with the database at this commit.
+    func notifyVersionsChanged(_ db: PostgresConnection) throws {
+        try db.execute("SELECT pg_notify($1, 'versions')", [.text(channel)])
+    }
+
     /// Records who could reach the document or folder removed to `path` (under
     /// `VersionArchive.removedArea`), narrowed by an earlier record of that path in the same
     /// statement (`VersionArchive.Readers.narrowed`), and counts it as a history move so other

@@ -162,17 +162,17 @@ struct StoreQueries: Sendable {
                 let start = read - Int64(held)
                 let holes = Self.wholeChunksOfHole(descriptor.rawValue, from: start, size: size, chunk: zero.size)
                 if holes > 0 {
-                    for _ in 0..<holes {
-                        if zeroChunkStored {
-                            list += zero.hash
-                        } else {
-                            let zeros = UnsafeMutableRawBufferPointer.allocate(byteCount: zero.size, alignment: 16)
-                            defer { zeros.deallocate() }
-                            zeros.initializeMemory(as: UInt8.self, repeating: 0)
-                            try storeChunks(db, UnsafeRawBufferPointer(zeros), [0..<zero.size], into: &list)
-                            zeroChunkStored = true
-                        }
+                    var listed = 0
+                    if !zeroChunkStored {
+                        // Sent once, if the database lacks it; listed like any chunk.
+                        let zeros = UnsafeMutableRawBufferPointer.allocate(byteCount: zero.size, alignment: 16)
+                        defer { zeros.deallocate() }
+                        zeros.initializeMemory(as: UInt8.self, repeating: 0)
+                        try storeChunks(db, UnsafeRawBufferPointer(zeros), [0..<zero.size], into: &list)
+                        zeroChunkStored = true
+                        listed = 1
                     }
+                    for _ in listed..<holes { list += zero.hash }
                     held = 0
                     read = start + Int64(holes * zero.size)
                 }
