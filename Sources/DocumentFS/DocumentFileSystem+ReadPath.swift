@@ -9,8 +9,9 @@ import SystemSupport
 /// Readers see committed versions only. Writes that are not committed yet never reach the kernel's
 /// page cache that readers share: a handle opened write-only bypasses it (direct I/O), and a reader
 /// that opens while a writer is at work (or was, in the last two seconds) bypasses it too and reads
-/// the committed file. A reader that opened a document nobody was writing reads through the shared
-/// cache; what a writer or a change beside the mount does then is kept from it (see
+/// the committed file, as does one whose version a commit replaced while it opened. A reader that
+/// opened the current version of a document nobody was writing reads through the shared cache;
+/// what a writer or a change beside the mount does then is kept from it (see
 /// `DocumentFileSystem+HeldVersions`).
 extension DocumentFileSystem {
     /// What an open found at the inode's name, resolved against renames in one step.
@@ -124,7 +125,7 @@ extension DocumentFileSystem {
             TestHook.openBeforeInstall.pause()
             return try openStaged(
                 node, path: path, role: role, live: live, liveVersion: liveVersion, status: status, flags: flags, context: context,
-                seenCommits: unlessRaced ? commits : nil, created: created)
+                foundAtCommit: commits, unlessRaced: unlessRaced, created: created)
         case .replaced(let current):
             do throws(FUSEError) {
                 // Not the file this open's create made: it opens as any file does.
@@ -141,7 +142,7 @@ extension DocumentFileSystem {
     /// file may be the version that commit replaced), and is made again.
     private func openStaged(
         _ node: Node, path: String, role: DocumentClassifier.Role, live: OwnedDescriptor?, liveVersion: FileVersion, status: FileStatus, flags: Int32,
-        context: RequestContext, seenCommits: UInt64?, created: Bool
+        context: RequestContext, foundAtCommit: UInt64, unlessRaced: Bool, created: Bool
     ) throws(FUSEError) -> OpenReply? {
         let writing = flags & O_ACCMODE != O_RDONLY
         let truncating = writing && flags & O_TRUNC != 0
@@ -167,6 +168,7 @@ extension DocumentFileSystem {
         // Counted before decoding, so a racing release cannot drop the live file under us. The
         // live file is set under the lock a commit sets it under, and only if no commit set a
         // newer one since this open found its file.
+        let seenCommits = unlessRaced ? foundAtCommit : nil
         let raced = node.state.withLock { state -> Bool in
             if let seenCommits, state.commits != seenCommits { return true }
             // A reader came to read through the page cache since `moveNameOffCachedReaders` looked,
@@ -207,14 +209,19 @@ extension DocumentFileSystem {
             }
         }
         let writeOnly = flags & O_ACCMODE == O_WRONLY
+        TestHook.openBeforeCaching.pause()
         let reply = node.state.withLock { state in
             // While cached readers hold a version that changed beside this mount, the page cache
             // is theirs (see `heldStatus`).
             // A writer's bytes never enter the page cache under readers reading through it. Readers
             // who follow writes keep no version, so only a writer at work keeps them off the cache.
+            // A reader whose version a commit replaced since it found it (the commit landed while
+            // it opened, as it decoded) reads that version directly: the kernel's one size and
+            // cache are the new version's now, and nothing holds them for it. (The 2 s window of
+            // `isBeingWritten` hid this race; see there.)
             let directIO = writing
                 ? writeOnly || state.cachedReaders > 0 || state.heldStatus != nil
-                : (followsWrites ? state.writableHandles > 0 || state.stagedFile != nil : state.isBeingWritten) || state.heldStatus != nil
+                : (followsWrites ? state.writableHandles > 0 || state.stagedFile != nil : state.isBeingWritten || state.commits != foundAtCommit) || state.heldStatus != nil
             let keepCache = !directIO && state.stagedFile == nil && state.cachedVersion == liveVersion
             // A version that replaced the one the kernel last cached, by a change made elsewhere:
             // the kernel may still hold the old size (the change's invalidation can trail this

@@ -101,11 +101,15 @@ struct NodeState {
     /// size the kernel keeps are shared by every handle of the inode, and a writer changes both (an
     /// O_TRUNC open sets the size to 0, its attributes and writes move it); a reader that reads the
     /// committed file directly sees none of that. The 2 s after a writer closed spare moving the
-    /// name (a document just written is likely written again), and more than that: without them
-    /// the readers-under-load tests (`TornReadTests`, `WriteIntegrityTests`) read torn documents,
-    /// so a race in moving the name off cached readers (`moveNameOffCachedReaders`) hides behind
-    /// this window. Its cost: a file mapped shared within 2 s of a write fails with ENODEV, as the
-    /// kernel maps no handle shared that bypasses the cache (xfstests generic/246).
+    /// name (a document just written is likely written again), and they are still load-bearing.
+    /// Without them the readers-under-load tests failed two ways. A reader whose version a commit
+    /// replaced while it opened read it through the cache, cut at the new version's size (torn
+    /// reads in 4 of 9 runs): fixed, see `openStaged`. And a writer moved off cached readers with
+    /// ESTALE can meet cached readers again on the kernel's one retry (so many more readers use
+    /// the cache), and the second ESTALE reaches the program (`WriteIntegrityTests`, 4 in-place
+    /// and 4 rename writers of one document: every run). Its cost: a file mapped shared within 2 s
+    /// of a write fails with ENODEV, as the kernel maps no handle shared that bypasses the cache
+    /// (xfstests generic/246).
     var isBeingWritten: Bool {
         let now = monotonicNanoseconds()
         return writableHandles > 0 || stagedFile != nil || now &- lastWriterClosed < 2_000_000_000 || writerExpected

@@ -8,6 +8,9 @@ import Glibc
 public enum TestHook: String, Sendable {
     /// An open has found the document's committed file and not yet made it the node's live one.
     case openBeforeInstall = "open-before-install"
+    /// An open of a document has counted its handle and not yet chosen whether it reads through
+    /// the kernel's page cache.
+    case openBeforeCaching = "open-before-caching"
     /// A READ has found the file it reads from and is not answered yet.
     case readBeforeReply = "read-before-reply"
     /// A PostgreSQL store's change has run its statements and not yet sent COMMIT.
