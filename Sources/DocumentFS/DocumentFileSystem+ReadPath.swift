@@ -137,9 +137,10 @@ extension DocumentFileSystem {
         }
     }
 
-    /// Counts the open and serves `live`. `seenCommits`: how many commits the node had seen when
-    /// `live` was found; if one landed since, the open returns nil before counting anything (its
-    /// file may be the version that commit replaced), and is made again.
+    /// Counts the open and serves `live`. `foundAtCommit`: how many commits the node had seen when
+    /// `live` was found. If one landed since, the open returns nil before counting anything (its
+    /// file may be the version that commit replaced) and is made again, unless `unlessRaced` is
+    /// false (the last attempt): then it serves `live` as the version it found, directly.
     private func openStaged(
         _ node: Node, path: String, role: DocumentClassifier.Role, live: OwnedDescriptor?, liveVersion: FileVersion, status: FileStatus, flags: Int32,
         context: RequestContext, foundAtCommit: UInt64, unlessRaced: Bool, created: Bool
@@ -178,7 +179,8 @@ extension DocumentFileSystem {
             if writing && (state.superseded || (seenCommits != nil && state.cachedReaders > 0 && !state.readersFollowWrites)) { return true }
             state.holdIfChangedBeside(found: liveVersion)
             state.shownIdentity = status.identity
-            if let live { state.live = live }
+            // Never a file a commit replaced meanwhile (the last attempt counts whatever it found).
+            if let live, state.commits == foundAtCommit { state.live = live }
             if followsWrites { state.readersFollowWrites = true }
             state.openHandles += 1
             if writing {
@@ -218,7 +220,8 @@ extension DocumentFileSystem {
             // A reader whose version a commit replaced since it found it (the commit landed while
             // it opened, as it decoded) reads that version directly: the kernel's one size and
             // cache are the new version's now, and nothing holds them for it. (The 2 s window of
-            // `isBeingWritten` hid this race; see there.)
+            // `isBeingWritten` hid this race; see there.) Its view follows only what extends that
+            // version: an append after a rewrite it missed would splice the two.
             let directIO = writing
                 ? writeOnly || state.cachedReaders > 0 || state.heldStatus != nil
                 : (followsWrites ? state.writableHandles > 0 || state.stagedFile != nil : state.isBeingWritten || state.commits != foundAtCommit) || state.heldStatus != nil
@@ -235,7 +238,7 @@ extension DocumentFileSystem {
                 if !writing { state.cachedReaders += 1 }
             }
             // A reader without a view reads the stage while there is one, then each committed file.
-            let view = writing || followsWrites ? nil : live.map { ReadView($0, commit: state.commits) }
+            let view = writing || followsWrites ? nil : live.map { ReadView($0, commit: foundAtCommit) }
             var file = OpenFile(node: node, access: .staged, flags: flags, view: view)
             file.readsThroughPageCache = !directIO && !writing
             return (register(file, keepCache: keepCache, directIO: directIO), staleSize, file.readsThroughPageCache)
