@@ -162,11 +162,25 @@ public enum FileSystemPath {
 
     /// Whether the string holds any escaped byte (so its UTF-8 is not its bytes).
     private static func needsUnescaping(_ string: String) -> Bool {
-        // U+F700…U+F7FF encode as EF 9C 80 … EF 9F BF.
+        // U+F700…U+F7FF encode as EF 9C 80 … EF 9F BF. Asked of every path on every request:
+        // memchr finds the rare lead byte where a loop over the string's bytes looked at each.
+        if let found = string.utf8.withContiguousStorageIfAvailable({ holdsEscape(UnsafeRawBufferPointer($0)) }) { return found }
         var previous: UInt8 = 0
         for byte in string.utf8 {
             if previous == 0xEF && (0x9C...0x9F).contains(byte) { return true }
             previous = byte
+        }
+        return false
+    }
+
+    private static func holdsEscape(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let base = bytes.baseAddress, bytes.count > 1 else { return false }
+        var offset = 0
+        // The lead byte is looked for where a byte can follow it.
+        while offset < bytes.count - 1, let hit = memchr(base + offset, 0xEF, bytes.count - 1 - offset) {
+            let at = base.distance(to: UnsafeRawPointer(hit))
+            if (0x9C...0x9F).contains(bytes[at + 1]) { return true }
+            offset = at + 1
         }
         return false
     }

@@ -22,8 +22,31 @@ public enum VersionName {
         var seconds = time_t(microseconds / 1_000_000)
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        return String(format: "%04d%02d%02dT%02d%02d%02d.%06dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
-                      parts.tm_hour, parts.tm_min, parts.tm_sec, Int(microseconds % 1_000_000))
+        // Digits by hand: every save names a version, and String(format:) cost 3% of a 1 KiB
+        // save's time in the daemon (perf).
+        var name = [UInt8]()
+        name.reserveCapacity(timeLength)
+        func append(_ value: Int, digits: Int) {
+            var divisor = 1
+            for _ in 1..<digits { divisor *= 10 }
+            var rest = value
+            while divisor > 0 {
+                name.append(UInt8(ascii: "0") + UInt8(rest / divisor % 10))
+                rest %= divisor
+                divisor /= 10
+            }
+        }
+        append(Int(parts.tm_year) + 1900, digits: 4)
+        append(Int(parts.tm_mon) + 1, digits: 2)
+        append(Int(parts.tm_mday), digits: 2)
+        name.append(UInt8(ascii: "T"))
+        append(Int(parts.tm_hour), digits: 2)
+        append(Int(parts.tm_min), digits: 2)
+        append(Int(parts.tm_sec), digits: 2)
+        name.append(UInt8(ascii: "."))
+        append(Int(microseconds % 1_000_000), digits: 6)
+        name.append(UInt8(ascii: "Z"))
+        return String(decoding: name, as: UTF8.self)
     }
 
     /// The save time a version's name starts with; nil for a name that is not a version's.
