@@ -44,7 +44,7 @@ def build_passthrough_ll(work):
 
 # The cases the FUSE floor (scripts/fuse-floor.c: stores nothing) can run; it bounds what any FUSE
 # file system with DocFS's options can reach here, so it is reported for those rows only.
-FLOOR_CASES = ('small files', 'unlink')
+FLOOR_CASES = ('small files', 'unlink', 'flat edit', 'flat save')
 
 def build_fuse_floor(work):
     return build_c_file_system(work, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fuse-floor.c'), 'fuse-floor')
@@ -544,6 +544,7 @@ def main():
             cases.append(('find+stat big tree', f'find -exec stat over {args.big_tree} docs', lambda t, i: run('bash', '-c', f'find {t}/big -type f -exec stat -c %s {{}} + > /dev/null'), args.big_tree, 'files/s'))
         cases += [
             ('flat edit', f'{args.edits} x 1 KiB rewrite of a .md', lambda t, i: edit_small(f'{t}/flat.md', args.edits), args.edits, 'edits/s'),
+            ('flat save', f'{args.edits} x save by rename of a .md', lambda t, i: save_by_rename(f'{t}/saved.md', args.edits), args.edits, 'saves/s'),
             ('package edit', f'the same, text.md beside a {args.asset_mb} MB asset', lambda t, i: edit_small(f'{t}/Bench.textbundle/text.md', args.edits), args.edits, 'edits/s'),
         ]
         if args.package_members:
@@ -551,7 +552,6 @@ def main():
             cases += [
                 ('flat create', f'{args.edits} x create of a .txt', lambda t, i: create_files(f'{t}/creates', f'r{i}', args.edits), args.edits, 'files/s'),
                 ('member create', f'the same in a {members}-member package', lambda t, i: create_files(f'{t}/Members.textbundle/assets', f'r{i}', args.edits), args.edits, 'files/s'),
-                ('flat save', f'{args.edits} x save by rename of a .md', lambda t, i: save_by_rename(f'{t}/saved.md', args.edits), args.edits, 'saves/s'),
                 ('member save', f'the same, text.md of that package', lambda t, i: save_by_rename(f'{t}/Members.textbundle/text.md', args.edits), args.edits, 'saves/s'),
             ]
         print(f'DocFS benchmark: {args.runs} runs per case, medians; store in {args.dir}; cold cache {"available" if cold else "not available"}')

@@ -6,6 +6,7 @@
 //
 // Build: cc -O2 -o fuse-floor fuse-floor.c $(pkg-config --cflags --libs fuse3)
 // Run:   fuse-floor MOUNTPOINT   (stays in the foreground; fusermount3 -u MOUNTPOINT ends it)
+#define _GNU_SOURCE  // RENAME_NOREPLACE and RENAME_EXCHANGE (stdio.h)
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
 #include <errno.h>
@@ -166,14 +167,44 @@ static void floor_ok(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) 
     fuse_reply_err(req, 0);
 }
 
-static void floor_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
-    pthread_mutex_lock(&lock);
+// Takes the name off its node (call holding the lock). The record stays for its inode number.
+static struct node *unlink_name(fuse_ino_t parent, const char *name) {
     struct node **link = &table[bucket_of(parent, name)];
     while (*link && !((*link)->parent == parent && strcmp((*link)->name, name) == 0)) link = &(*link)->next_in_bucket;
     struct node *n = *link;
-    if (n) *link = n->next_in_bucket;  // the record stays for its inode number; only the name goes
+    if (n) *link = n->next_in_bucket;
+    return n;
+}
+
+static void floor_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
+    pthread_mutex_lock(&lock);
+    struct node *n = unlink_name(parent, name);
     pthread_mutex_unlock(&lock);
     fuse_reply_err(req, n ? 0 : ENOENT);
+}
+
+// A save by rename (sed -i, vim, os.replace) moves a new file over the old name.
+static void floor_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname, unsigned int flags) {
+    if (flags & RENAME_EXCHANGE) { fuse_reply_err(req, EINVAL); return; }
+    char *moved_name = strdup(newname);
+    if (!moved_name) { fuse_reply_err(req, ENOMEM); return; }
+    int error = 0;
+    pthread_mutex_lock(&lock);
+    if (!find(parent, name)) error = ENOENT;
+    else if ((flags & RENAME_NOREPLACE) && find(newparent, newname)) error = EEXIST;
+    if (!error) {
+        unlink_name(newparent, newname);
+        struct node *n = unlink_name(parent, name);
+        free(n->name);
+        n->name = moved_name;
+        n->parent = newparent;
+        size_t b = bucket_of(newparent, newname);
+        n->next_in_bucket = table[b];
+        table[b] = n;
+    }
+    pthread_mutex_unlock(&lock);
+    if (error) free(moved_name);
+    fuse_reply_err(req, error);
 }
 
 static void floor_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
@@ -204,7 +235,7 @@ static void floor_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
 static const struct fuse_lowlevel_ops operations = {
     .lookup = floor_lookup, .getattr = floor_getattr, .setattr = floor_setattr, .mkdir = floor_mkdir, .create = floor_create,
     .open = floor_open, .read = floor_read, .write = floor_write, .flush = floor_ok,
-    .release = floor_ok, .fsync = NULL, .unlink = floor_unlink, .opendir = floor_open,
+    .release = floor_ok, .fsync = NULL, .unlink = floor_unlink, .rename = floor_rename, .opendir = floor_open,
     .readdir = floor_readdir, .releasedir = floor_ok, .forget = floor_forget,
 };
 
