@@ -60,7 +60,6 @@ extension DocumentFileSystem {
         // What the open will read is fetched first (a database store's download), holding nothing
         // lookups need; a writer that neither reads nor appends reads nothing (see below).
         if flags & O_ACCMODE != O_WRONLY || flags & O_APPEND != 0, let path = nodes.path(of: inode) { try? store.fetchContent(of: path) }
-        TestHook.openAfterFetch.pause()
         let found = try namespace.reading { () throws(FUSEError) -> Found in
             guard let path = nodes.path(of: inode) else {
                 if writing {
