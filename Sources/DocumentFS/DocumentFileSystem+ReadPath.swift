@@ -24,9 +24,6 @@ extension DocumentFileSystem {
         case detached(OwnedDescriptor)
         /// Replaced by a rename, opened for writing: the inode that holds its name now.
         case replaced(by: Inode)
-        /// Its content is not in a database store's mirror (it came since the open fetched, or
-        /// was evicted): fetched with the namespace let go, then the open is made again.
-        case unfetched(path: String)
     }
 
     func open(inode: Inode, flags: Int32, context: RequestContext) throws(FUSEError) -> OpenReply {
@@ -104,7 +101,7 @@ extension DocumentFileSystem {
                 // that holds a committed file gets the current one, so none seeds a stage stale.)
                 return .staged(path: path, role: role, live: nil, liveVersion: status.version, status: status, commits: commits)
             }
-            guard let opened = try storeCall({ try store.openFetchedForReading(path) }) else { return .unfetched(path: path) }
+            let opened = try storeCall { try store.openForReading(path) }
             return .staged(
                 path: path, role: role, live: opened, liveVersion: try storeCall { try opened.status().version }, status: status, commits: commits)
         }
@@ -129,11 +126,6 @@ extension DocumentFileSystem {
             return try openStaged(
                 node, path: path, role: role, live: live, liveVersion: liveVersion, status: status, flags: flags, context: context,
                 foundAtCommit: commits, unlessRaced: unlessRaced, created: created)
-        case .unfetched(let path):
-            // A download holding the namespace shared held every lookup behind a change waiting
-            // for it exclusively (PostgresFaultTests: cached reads waited for the whole download).
-            try storeCall { try store.fetchContent(of: path) }
-            return nil
         case .replaced(let current):
             do throws(FUSEError) {
                 // Not the file this open's create made: it opens as any file does.
