@@ -24,6 +24,9 @@ extension DocumentFileSystem {
         case detached(OwnedDescriptor)
         /// Replaced by a rename, opened for writing: the inode that holds its name now.
         case replaced(by: Inode)
+        /// Its content is not in a database store's mirror (it came since the open fetched, or
+        /// was evicted): fetched with the namespace let go, then the open is made again.
+        case unfetched(path: String)
     }
 
     func open(inode: Inode, flags: Int32, context: RequestContext) throws(FUSEError) -> OpenReply {
@@ -57,6 +60,7 @@ extension DocumentFileSystem {
         // What the open will read is fetched first (a database store's download), holding nothing
         // lookups need; a writer that neither reads nor appends reads nothing (see below).
         if flags & O_ACCMODE != O_WRONLY || flags & O_APPEND != 0, let path = nodes.path(of: inode) { try? store.fetchContent(of: path) }
+        TestHook.openAfterFetch.pause()
         let found = try namespace.reading { () throws(FUSEError) -> Found in
             guard let path = nodes.path(of: inode) else {
                 if writing {
@@ -101,7 +105,12 @@ extension DocumentFileSystem {
                 // that holds a committed file gets the current one, so none seeds a stage stale.)
                 return .staged(path: path, role: role, live: nil, liveVersion: status.version, status: status, commits: commits)
             }
-            let opened = try storeCall { try store.openForReading(path) }
+            // Never downloading here, but on the last attempt: content that keeps leaving the mirror
+            // (a cache smaller than what is in use) is fetched under the lock rather than refused.
+            let fetchedOnly = unlessRaced
+            guard let opened = try storeCall({ fetchedOnly ? try store.openFetchedForReading(path) : try store.openForReading(path) }) else {
+                return .unfetched(path: path)
+            }
             return .staged(
                 path: path, role: role, live: opened, liveVersion: try storeCall { try opened.status().version }, status: status, commits: commits)
         }
@@ -126,6 +135,11 @@ extension DocumentFileSystem {
             return try openStaged(
                 node, path: path, role: role, live: live, liveVersion: liveVersion, status: status, flags: flags, context: context,
                 foundAtCommit: commits, unlessRaced: unlessRaced, created: created)
+        case .unfetched(let path):
+            // A download holding the namespace shared held every lookup behind a change waiting
+            // for it exclusively (PostgresFaultTests: cached reads waited for the whole download).
+            try storeCall { try store.fetchContent(of: path) }
+            return nil
         case .replaced(let current):
             do throws(FUSEError) {
                 // Not the file this open's create made: it opens as any file does.

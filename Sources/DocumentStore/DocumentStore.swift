@@ -28,6 +28,10 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// database store's mirror fetches it), so that an open waits for a download holding nothing
     /// lookups need. Nothing for a store whose content is local.
     func fetchContent(of path: String) throws
+    /// `openForReading`, for a caller holding a lock that lookups need: nil where the content is
+    /// not there to open at once (a database store's mirror lacks it), rather than fetch it. The
+    /// caller lets go, fetches (`fetchContent`) and tries again.
+    func openFetchedForReading(_ path: String) throws -> OwnedDescriptor?
     /// The status of a stored file DocFS holds open (one whose name may be gone), as `status(of:)`
     /// would give it.
     func status(ofOpen file: OwnedDescriptor) throws -> FileStatus
@@ -226,6 +230,7 @@ extension DocumentStore {
     public var writesInPlace: Bool { true }
     public var maximumFileSize: Int64? { nil }
     public func fetchContent(of path: String) throws {}
+    public func openFetchedForReading(_ path: String) throws -> OwnedDescriptor? { try openForReading(path) }
     public var hasChangeFeed: Bool { false }
     public func startChangeFeed(_ handler: @escaping @Sendable ([StoreChange]) -> Void) {}
     public func awaitWritable() {}

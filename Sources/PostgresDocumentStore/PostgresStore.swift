@@ -269,6 +269,17 @@ public final class PostgresStore: DocumentStore {
     }
     public func openForReading(_ path: String) throws -> OwnedDescriptor { try withContent(path) { try mirror.openForReading(path) } }
 
+    public func openFetchedForReading(_ path: String) throws -> OwnedDescriptor? {
+        guard !Self.isPrivate(path) else { return try mirror.openForReading(path) }
+        // Under `applying`, as `withContent` opens: eviction cannot put a placeholder there meanwhile.
+        let opened = try applying.reading { () throws -> OwnedDescriptor? in
+            state.withLock { $0.unfetched(under: path).isEmpty } ? try mirror.openForReading(path) : nil
+        }
+        // What the open holds stays its own: only now may the cache give back room.
+        if opened != nil { evictIfNeeded() }
+        return opened
+    }
+
     /// Read whole at once (not lazily, as a directory store's): a lazy wrapper would read its files
     /// later by name, when eviction may have put placeholders there.
     public func fileWrapper(at path: String) throws -> FileWrapper {

@@ -8,6 +8,9 @@ import Glibc
 public enum TestHook: String, Sendable {
     /// An open has found the document's committed file and not yet made it the node's live one.
     case openBeforeInstall = "open-before-install"
+    /// An open has fetched what it reads (a database store's download) and not yet looked up the
+    /// file under the lock of names.
+    case openAfterFetch = "open-after-fetch"
     /// An open of a document has counted its handle and not yet chosen whether it reads through
     /// the kernel's page cache.
     case openBeforeCaching = "open-before-caching"
