@@ -133,6 +133,39 @@ def commit_visibility(args, work, server, count=20):
     print(f'postgres: a 64 MiB file saved through A, read through B: first read (fetched from the database) {64 / fetch:.0f} MiB/s, '
           f'second (from B\'s content cache, kernel caches dropped) {64 / cached:.0f} MiB/s (medians of 3)')
 
+def concurrent_creates(directory, writers, count):
+    """Seconds for `writers` processes at once to each create `count` small .txt files (open, write,
+    close), in a folder of their own each."""
+    script = ('import os, sys\n'
+              'folder, count = sys.argv[1], int(sys.argv[2])\n'
+              'os.makedirs(folder, exist_ok=True)\n'
+              'for index in range(count):\n'
+              '    with open(os.path.join(folder, f"c{index}.txt"), "w") as f: f.write(f"created {index}\\n")\n')
+    start = time.perf_counter()
+    processes = [subprocess.Popen([sys.executable, '-c', script, os.path.join(directory, f'w{k}'), str(count)]) for k in range(writers)]
+    if any(process.wait() != 0 for process in processes):
+        raise subprocess.CalledProcessError(1, 'concurrent creates')
+    return time.perf_counter() - start
+
+def postgres_creates(args, work, server, targets):
+    """Creates through one mount of a PostgreSQL store by 1 and by 4 writers at once, beside the
+    directory store and native in the same run (issue 37: each create is a transaction)."""
+    count = args.small
+    rows = {}
+    for writers in (1, 4):
+        rates = {}
+        for name in ('native', 'docfs', 'docfs-pg'):
+            times = []
+            for run_index in range(args.runs):
+                folder = os.path.join(targets[name], f'creates-{writers}-{run_index}')
+                times.append(concurrent_creates(folder, writers, count // writers))
+            rates[name] = count / statistics.median(times)
+        rows[writers] = rates
+    print(f'postgres: {count} creates of a small .txt by 1 and by 4 writers at once, files/s (medians of {args.runs})')
+    print(f'{"writers":<10}' + ''.join(f'{name:>14}' for name in ('native', 'docfs', 'docfs-pg')) + f'{"docfs-pg/docfs":>16}')
+    for writers, rates in rows.items():
+        print(f'{writers:<10}' + ''.join(f'{rates[name]:>14.0f}' for name in ('native', 'docfs', 'docfs-pg')) + f'{rates["docfs-pg"] / rates["docfs"]:>16.2f}')
+
 def first_and_second_read(a, b, size_mb=64, runs=3):
     """Seconds for B's first read of a file A saved (a fetch) and its second (the content cache)."""
     firsts, seconds = [], []
@@ -452,6 +485,7 @@ def main():
     parser.add_argument('--no-bindfs', action='store_true')
     parser.add_argument('--no-passthrough', action='store_true', help='leave out libfuse\'s passthrough_ll')
     parser.add_argument('--no-floor', action='store_true', help='leave out the FUSE floor (scripts/fuse-floor.c, a file system that stores nothing, with DocFS\'s mount options), reported for the small-file rows')
+    parser.add_argument('--creates-only', action='store_true', help='with --store postgres: run only the creates by 1 and 4 writers on both stores and native')
     parser.add_argument('--store', choices=['directory', 'postgres'], default='directory',
                         help='postgres: also run every case on a PostgreSQL store (a throwaway server), with ratios to the directory store, and time how soon a second mount shows a save')
     args = parser.parse_args()
@@ -463,11 +497,13 @@ def main():
     mounts = []
     server = None
     try:
-        if not args.scale_only and not args.validation_only:
+        if args.creates_only and args.store != 'postgres':
+            raise SystemExit('--creates-only compares the stores: give --store postgres')
+        if not args.scale_only and not args.validation_only and not args.creates_only:
             versions_cost(args, work)
             if args.versions_only:
                 return
-        if args.validation_size and not args.scale_only:
+        if args.validation_size and not args.scale_only and not args.creates_only:
             validation_cost(args, work)
             if args.validation_only:
                 return
@@ -475,12 +511,12 @@ def main():
         targets['docfs'] = mounts[-1].mountpoint
         # The C peers each serve a sibling directory of their own, so none sees DocFS's private area.
         sources = {'native': store}
-        if not args.no_bindfs and shutil.which('bindfs'):
+        if not args.no_bindfs and not args.creates_only and shutil.which('bindfs'):
             sources['bindfs'] = os.path.join(work, 'peer-bindfs')
             os.makedirs(sources['bindfs'])
             mounts.append(Mount('bindfs', sources['bindfs'], os.path.join(work, 'bindfs'), None))
             targets['bindfs'] = mounts[-1].mountpoint
-        passthrough = None if args.no_passthrough else build_passthrough_ll(work)
+        passthrough = None if args.no_passthrough or args.creates_only else build_passthrough_ll(work)
         if passthrough:
             sources['passthrough_ll'] = os.path.join(work, 'peer-passthrough')
             os.makedirs(sources['passthrough_ll'])
@@ -488,7 +524,8 @@ def main():
             targets['passthrough_ll'] = mounts[-1].mountpoint
         if args.store == 'postgres':
             server = PostgresServer(work)
-            commit_visibility(args, work, server)
+            if not args.creates_only:
+                commit_visibility(args, work, server)
             mounts.append(Mount('docfs', server.location('bench'), os.path.join(work, 'docfs-pg'), args.docfs,
                                 ['--cache-directory', os.path.join(work, 'docfs-pg-cache')]))
             targets['docfs-pg'] = mounts[-1].mountpoint
@@ -506,6 +543,9 @@ def main():
         if 'docfs-pg' in targets:
             # A PostgreSQL store has no directory to fill beside the mount: its tree is made through it.
             sources['docfs-pg'] = targets['docfs-pg']
+            postgres_creates(args, work, server, targets)
+            if args.creates_only:
+                return
         # The big tree is made in the stores directly, as a store that already exists would be.
         if args.big_tree:
             for source in sources.values():

@@ -27,8 +27,8 @@ struct MirrorState {
     func isPublishing(within folder: String) -> Bool {
         foldersPublishing.keys.contains { StorePath.isWithin($0.path, folder) || StorePath.isWithin(folder, $0.path) }
     }
-    /// The last change number read from `docfs_changes`.
-    var lastChange: Int64 = 0
+    /// How far `docfs_changes` has been read.
+    var changeCursor = ChangeCursor()
     /// When the mirror last read the change log to its end and applied it (the change feed's lag
     /// is the time since).
     var currentAt = ContinuousClock.now

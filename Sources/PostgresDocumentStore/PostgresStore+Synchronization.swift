@@ -23,15 +23,15 @@ extension PostgresStore {
     func synchronizeEverything(patiently: Bool = true) throws -> Bool {
         for _ in 0..<3 {
             let generation = state.withLock { $0.localChanges }
-            let (counter, tree) = try pool.withConnection { connection in
+            let (horizon, tree) = try pool.withConnection { connection in
                 // A large store takes long to read: no time limit but a generous one.
                 try connection.withAnswerTimeout(.seconds(600)) { () throws -> (Int64, ItemTree) in
-                    // One snapshot: the change counter and the tree agree.
+                    // One snapshot: the log is read on from where the tree was (see `ChangeCursor`).
                     try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
                     defer { _ = try? connection.execute("ROLLBACK") }
                     try connection.execute("SET LOCAL statement_timeout = 0")
-                    let counter = try connection.execute("SELECT last_change FROM docfs_stores WHERE id = $1", [.integer(queries.storeID)])
-                    return (counter.integer(0, 0) ?? 0, try queries.tree(connection, storeRoot: rootID))
+                    let horizon = try connection.execute(Self.snapshotHorizon)
+                    return (horizon.integer(0, 0) ?? 0, try queries.tree(connection, storeRoot: rootID))
                 }
             }
             func applyTree() throws -> [StoreChange]? {
@@ -41,7 +41,7 @@ extension PostgresStore {
                 var changes: [StoreChange] = []
                 try apply(tree, folder: rootID, path: "", complete: true, subtree: { _ in tree }, &changes)
                 state.withLock { state in
-                    state.lastChange = counter
+                    state.changeCursor = ChangeCursor(horizon: horizon)
                     state.needsFullSynchronization = false
                     state.currentAt = .now
                 }
@@ -70,15 +70,15 @@ extension PostgresStore {
             return true
         }
         for _ in 0..<3 {
-            let (since, generation) = state.withLock { ($0.lastChange, $0.localChanges) }
+            let (since, generation) = state.withLock { ($0.changeCursor, $0.localChanges) }
             guard let read = try readChanges(since: since) else {
-                logger.notice("the change log was pruned past this mount's last read (change \(since)): comparing the whole mirror with the database")
+                logger.notice("the change log was pruned past this mount's last read (transaction \(since.horizon)): comparing the whole mirror with the database")
                 state.withLock { $0.needsFullSynchronization = true }
                 return try synchronizeEverything(patiently: false)
             }
             if read.folders.isEmpty {
                 state.withLock { state in
-                    if state.lastChange == since { state.lastChange = read.last }
+                    if state.changeCursor == since { state.changeCursor = read.cursor }
                     state.currentAt = .now
                 }
                 return false
@@ -89,7 +89,7 @@ extension PostgresStore {
             let applied = try applying.writing(within: Self.applyingPatience) { () throws -> [StoreChange]? in
                 // Another catch-up, or a local change, moved the mirror since the read, or is about
                 // to: read again.
-                guard state.withLock({ $0.lastChange == since && $0.localChanges == generation }) else { return nil }
+                guard state.withLock({ $0.changeCursor == since && $0.localChanges == generation }) else { return nil }
                 let paths = read.folders.map { folder, _ in state.withLock { $0.path(of: folder) } ?? (folder == rootID ? "" : nil) }
                 // A local change committed to one of these folders whose mirror part is not made
                 // yet would be made here out of turn: the next poll applies them.
@@ -102,7 +102,7 @@ extension PostgresStore {
                     try apply(tree, folder: folder, path: path, complete: false, subtree: subtree, &changes)
                 }
                 state.withLock { state in
-                    state.lastChange = read.last
+                    state.changeCursor = read.cursor
                     state.currentAt = .now
                 }
                 return changes
@@ -116,10 +116,13 @@ extension PostgresStore {
         return false
     }
 
+    /// The xmin of the current snapshot, as a bigint: every transaction below it had ended.
+    static let snapshotHorizon = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+
     /// What the change log holds past `since`: the folders other mounts changed, each read with its
     /// children, and the subtrees of the folders among them that are new here or were replaced
     /// whole. Nil when the log was pruned past `since`.
-    private func readChanges(since: Int64) throws -> (last: Int64, folders: [(Int64, ItemTree)], subtrees: [Int64: ItemTree])? {
+    private func readChanges(since: ChangeCursor) throws -> (cursor: ChangeCursor, folders: [(Int64, ItemTree)], subtrees: [Int64: ItemTree])? {
         try pool.withConnection { db in
             // One snapshot (a prune between reading its mark and the log would hide a gap), and no
             // time limit but a generous one: a large new folder takes long to read.
@@ -127,20 +130,22 @@ extension PostgresStore {
         }
     }
 
-    private func readChanges(since: Int64, _ db: PostgresConnection) throws -> (last: Int64, folders: [(Int64, ItemTree)], subtrees: [Int64: ItemTree])? {
+    private func readChanges(since: ChangeCursor, _ db: PostgresConnection) throws -> (cursor: ChangeCursor, folders: [(Int64, ItemTree)], subtrees: [Int64: ItemTree])? {
         try db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         defer { _ = try? db.execute("ROLLBACK") }
         try db.execute("SET LOCAL statement_timeout = 0")
-        let pruned = try db.execute("SELECT pruned_below FROM docfs_stores WHERE id = $1", [.integer(queries.storeID)])
-        // Entries below `pruned_below` are gone: the next one this mount needs must not be.
-        if since + 1 < pruned.integer(0, 0) ?? 0 { return nil }
+        let marks = try db.execute(
+            "SELECT pruned_below_xid::text::bigint, pg_snapshot_xmin(pg_current_snapshot())::text::bigint FROM docfs_stores WHERE id = $1",
+            [.integer(queries.storeID)])
+        // Rows of transactions below `pruned_below_xid` are gone: none this mount needs may be.
+        if since.horizon < marks.integer(0, 0) ?? 0 { return nil }
         let rows = try db.execute(
-            "SELECT seq, directory, origin FROM docfs_changes WHERE store = $1 AND seq > $2 ORDER BY seq",
-            [.integer(queries.storeID), .integer(since)])
+            "SELECT seq, directory, origin, xid::text::bigint FROM docfs_changes WHERE store = $1 AND xid >= ($2::bigint)::text::xid8 ORDER BY seq",
+            [.integer(queries.storeID), .integer(since.horizon)])
+        let read = (0..<rows.count).map { row in (number: rows.integer(row, 0) ?? 0, transaction: rows.integer(row, 3) ?? 0) }
+        let (cursor, new) = since.advanced(to: marks.integer(0, 1) ?? since.horizon, rows: read)
         var folderIDs: [Int64] = []
-        var last = since
-        for row in 0..<rows.count {
-            last = max(last, rows.integer(row, 0) ?? last)
+        for row in 0..<rows.count where new.contains(read[row].number) {
             if rows.text(row, 2) != queries.origin, let folder = rows.integer(row, 1), !folderIDs.contains(folder) { folderIDs.append(folder) }
         }
         var folders: [(Int64, ItemTree)] = []
@@ -159,21 +164,26 @@ extension PostgresStore {
                 }
             }
         }
-        return (last, folders, subtrees)
+        return (cursor, folders, subtrees)
     }
 
-    /// How many change numbers the log keeps behind the newest: a mount that falls further behind
-    /// (stopped for long, or disconnected) compares its whole mirror when it catches up.
+    /// How many rows the log keeps behind the newest: a mount that falls further behind (stopped
+    /// for long, or disconnected) compares its whole mirror when it catches up.
     static let changeLogLength: Int64 = 100_000
 
-    /// Drops the log's oldest entries, and marks of commits older than a day (at each mount).
+    /// Drops the log's oldest rows (those of transactions below the row `changeLogLength` from the
+    /// newest), and marks of commits older than a day (at each mount).
     func pruneChangeLog() {
         _ = try? pool.withConnection { db in
             try db.transaction { db in
-                let rows = try db.execute(
-                    "UPDATE docfs_stores SET pruned_below = GREATEST(pruned_below, last_change - $2) WHERE id = $1 RETURNING pruned_below",
+                let cut = try db.execute(
+                    "SELECT xid::text::bigint FROM docfs_changes WHERE store = $1 ORDER BY seq DESC OFFSET $2 LIMIT 1",
                     [.integer(queries.storeID), .integer(Self.changeLogLength)])
-                try db.execute("DELETE FROM docfs_changes WHERE store = $1 AND seq < $2", [.integer(queries.storeID), .integer(rows.integer(0, 0) ?? 0)])
+                guard let below = cut.integer(0, 0) else { return }
+                try db.execute(
+                    "UPDATE docfs_stores SET pruned_below_xid = GREATEST(pruned_below_xid, ($2::bigint)::text::xid8) WHERE id = $1",
+                    [.integer(queries.storeID), .integer(below)])
+                try db.execute("DELETE FROM docfs_changes WHERE store = $1 AND xid < ($2::bigint)::text::xid8", [.integer(queries.storeID), .integer(below)])
             }
             try db.execute("DELETE FROM docfs_commits WHERE committed_at < now() - interval '1 day'")
         }

@@ -272,17 +272,13 @@ struct StoreQueries: Sendable {
 
     // MARK: Changes
 
-    /// Records that the listed folders changed, for the other mounts: a number from the store's
-    /// counter (its row stays locked until the commit, so numbers are committed in order and a
-    /// mount reading past number N never misses one below it) and a notification at commit.
+    /// Records that the listed folders changed, for the other mounts: a row each, with its number
+    /// and its transaction's id by default (see the schema and `ChangeCursor`: nothing here waits
+    /// for another change to commit), and a notification at commit.
     func recordChange(_ db: PostgresConnection, folders: [Int64]) throws {
-        let rows = try db.execute("UPDATE docfs_stores SET last_change = last_change + 1 WHERE id = $1 RETURNING last_change", [.integer(storeID)])
-        let sequence = rows.integer(0, 0) ?? 0
         for folder in Set(folders) {
-            try db.execute(
-                "INSERT INTO docfs_changes (store, seq, directory, origin) VALUES ($1, $2, $3, $4)",
-                [.integer(storeID), .integer(sequence), .integer(folder), .text(origin)])
+            try db.execute("INSERT INTO docfs_changes (store, directory, origin) VALUES ($1, $2, $3)", [.integer(storeID), .integer(folder), .text(origin)])
         }
-        try db.execute("SELECT pg_notify($1, $2)", [.text(channel), .text(String(sequence))])
+        try db.execute("SELECT pg_notify($1, '')", [.text(channel)])
     }
 }

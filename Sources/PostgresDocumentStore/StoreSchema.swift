@@ -106,6 +106,21 @@ enum StoreSchema {
         """,
         // Histories found by path, for the moves of every rename and removal (`moveHistory`).
         "CREATE INDEX docfs_document_versions_by_document ON docfs_document_versions (store, document);",
+        // The change log without a row every change locks: a change took its number from
+        // `docfs_stores.last_change`, whose row lock it held to its COMMIT, so every change to a
+        // store waited for the one before to commit (one fsync after another: no two saves, from
+        // any mount, shared one). Numbers now come from a sequence and only tell rows apart; how
+        // far a mount has read is told by transaction ids (`ChangeCursor`), which PostgreSQL's
+        // snapshots order (xid8, pg_current_xact_id: PostgreSQL 13 and later). Rows of a DocFS
+        // that predates this get both by default, so they are read too.
+        """
+        CREATE SEQUENCE docfs_change_numbers;
+        SELECT setval('docfs_change_numbers', GREATEST(1, (SELECT COALESCE(max(last_change), 0) + 1 FROM docfs_stores)));
+        ALTER TABLE docfs_changes ALTER COLUMN seq SET DEFAULT nextval('docfs_change_numbers');
+        ALTER TABLE docfs_changes ADD COLUMN xid xid8 NOT NULL DEFAULT pg_current_xact_id();
+        CREATE INDEX docfs_changes_by_xid ON docfs_changes (store, xid);
+        ALTER TABLE docfs_stores ADD COLUMN pruned_below_xid xid8 NOT NULL DEFAULT '0';
+        """,
     ]
 
     /// Brings the database to the latest schema. Refuses a database a newer DocFS migrated.

@@ -295,6 +295,39 @@ final class PostgresFaultTests {
         #expect(rows(named: "renamed.json") == "1" && rows(named: "a.json") == "0" && rows(named: "b.json") == "0")
     }
 
+    /// Issue 37: every change to a store took its number from one counter row, which it kept
+    /// locked to its COMMIT, so each change of any mount waited for the one before to commit: one
+    /// fsync after another, and behind a change held at its COMMIT for as long as it was held (the
+    /// other mount's save here waited out the server's 5 s lock timeout, then failed). Numbers now
+    /// come from a sequence and mounts read the log by transaction ids, so the held change, which
+    /// took the lower number and commits last, still reaches every mount.
+    @Test func aChangeHeldAtItsCommitHoldsUpNoOtherAndStillReachesEveryMount() throws {
+        let hooks = try MountedStore.makeHookFolder()
+        defer { try? FileManager.default.removeItem(atPath: hooks) }
+        let held = try MountedStore(postgres: location, launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
+        let other = try MountedStore(postgres: location)
+        let reader = try MountedStore(postgres: location)
+        defer { held.unmount(); other.unmount(); reader.unmount() }
+        #expect(FileManager.default.createFile(atPath: hooks + "/commit-before-send", contents: nil))
+        let slow = try ChildProcess(["timeout", "60", "sh", "-c", "echo '[1]' > \"$1\"", "sh", held.inMount("held.json")], capture: true)
+        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/commit-before-send.reached") })
+        var released = false
+        func release() {
+            if !released { try? FileManager.default.removeItem(atPath: hooks + "/commit-before-send.reached") }
+            released = true
+        }
+        defer { release() }
+        let started = ContinuousClock.now
+        #expect(try other.save("quick.json", Data("[2]".utf8)) == "ok", "\(other.log.suffix(1500))")
+        print("a save through another mount while a change was held at its COMMIT: \(ContinuousClock.now - started)")
+        #expect(MountedStore.waitUntil(seconds: 10) { contents(reader.inMount("quick.json")) == "[2]" }, "the later-numbered change reaches the reader first")
+        release()
+        #expect(slow.wait() == 0, "\(String(decoding: slow.error, as: UTF8.self))")
+        #expect(MountedStore.waitUntil(seconds: 10) { contents(reader.inMount("held.json")) == "[1]\n" }, "the held change, committed last, reaches the reader too")
+        #expect(MountedStore.waitUntil(seconds: 10) { contents(other.inMount("held.json")) == "[1]\n" })
+        #expect(MountedStore.waitUntil(seconds: 10) { contents(held.inMount("quick.json")) == "[2]" })
+    }
+
     /// Issue 40: a rename waiting behind a large save's upload (held here at its COMMIT) queued for
     /// the namespace, which the save held shared; the lock prefers writers, so every lookup queued
     /// behind the rename (a `stat` here waited 5 s, the whole hold, on 6b33abc). Now the save and the rename hold
