@@ -27,6 +27,8 @@ final class ChangeFeed: Sendable {
         var listener: PostgresConnection?
         var outage: String?
         var polls = 0
+        var readAt = ContinuousClock.now
+        var mustRead = true
         while true {
             polls += 1
             if polls % Self.pollsBetweenPrunings == 0 { store.pruneChangeLog() }
@@ -35,9 +37,13 @@ final class ChangeFeed: Sendable {
                     let connection = try PostgresConnection(parameters: store.pool.parameters)
                     try connection.execute("LISTEN \(store.queries.channel)")
                     listener = connection
+                    mustRead = true
                 }
-                try store.catchUp()
-                try store.synchronizeVersions()
+                if mustRead {
+                    try store.catchUp()
+                    try store.synchronizeVersions()
+                    readAt = .now
+                }
                 if let cause = outage {
                     store.logger.notice("the database answers again (it was unreachable: \(cause)); changes made meanwhile are applied")
                     outage = nil
@@ -45,8 +51,13 @@ final class ChangeFeed: Sendable {
                 guard let listener else { continue }
                 var descriptor = pollfd(fd: listener.socket, events: Int16(POLLIN), revents: 0)
                 _ = poll(&descriptor, 1, Self.pollMilliseconds)
-                _ = try listener.notifications()
+                // Notifications of this mount's own changes only (each names its mount): nothing to
+                // apply, and reading the log for each would cost the database two queries a save.
+                // The log is still read at least once a second.
+                let woken = try listener.notifications()
+                mustRead = woken.isEmpty || woken.contains { $0 != store.queries.origin } || ContinuousClock.now - readAt >= .milliseconds(Int(Self.pollMilliseconds))
             } catch {
+                mustRead = true
                 if outage == nil {
                     outage = "\(error)"
                     store.logger.error("cannot read other mounts' changes: \(error); retrying every second")

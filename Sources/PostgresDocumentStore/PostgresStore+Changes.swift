@@ -19,7 +19,10 @@ extension PostgresStore {
             let parent = try knownItem(parentPath, operation: "install")
             let stored = try queries.lockedItem(db, parent: parent.id, name: name)
             try checkConflict(path, stored: stored, base: base)
-            let kept = try keepWishedVersions(db, wishes)
+            // An empty file has no version to keep (a new document's first save): not asked for,
+            // three round trips less. Its row is locked, so the size is the one replaced.
+            let replacesEmptyFile = stored.map { !$0.isFolder && $0.size == 0 } ?? false
+            let kept = try keepWishedVersions(db, replacesEmptyFile ? wishes.filter { !FileSystemPath.same($0.path, path) } : wishes)
             let chunks = try queries.upload(db, descriptor: staging.descriptor, size: status.size, path: staging.path)
             let item: KnownItem
             if let stored, let updated = try queries.updateContent(db, id: stored.id, status: status, chunks: chunks) {

@@ -275,11 +275,12 @@ extension ConnectionPool {
     private func markedTransactionOnce<T>(key: Int64, _ body: (PostgresConnection) throws -> T) throws -> MarkedCommit<T> {
         try withConnection { db -> MarkedCommit<T> in
             do {
-                try db.execute("BEGIN")
-                try db.execute("SELECT pg_advisory_xact_lock($1)", [.integer(key)])
-                // First, so that the body's end is the transaction's: nothing can fail after it
-                // but the COMMIT.
-                try db.execute("INSERT INTO docfs_commits (id) VALUES ($1)", [.integer(key)])
+                // The mark first, so that the body's end is the transaction's: nothing can fail
+                // after it but the COMMIT. Sent with BEGIN and the lock in one round trip (the key
+                // is a number of ours); `resolveCommit` takes the lock only after this transaction
+                // sent its COMMIT.
+                try db.executeScript(
+                    "BEGIN; WITH marked AS (INSERT INTO docfs_commits (id) VALUES (\(key)) RETURNING id) SELECT pg_advisory_xact_lock(id) FROM marked")
             } catch let error as PostgresError {
                 _ = try? db.execute("ROLLBACK")
                 throw TransactionFailure.notBegun(error)

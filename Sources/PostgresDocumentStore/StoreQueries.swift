@@ -51,11 +51,13 @@ struct StoreQueries: Sendable {
     /// The item named `name` in `parent`, locked until the transaction ends.
     func lockedItem(_ db: PostgresConnection, parent: Int64, name: FileName) throws -> KnownItem? {
         let rows = try db.execute(
-            "SELECT id, version, content_version, mode FROM docfs_items WHERE parent = $1 AND name = $2 FOR UPDATE",
+            "SELECT id, version, content_version, mode, size FROM docfs_items WHERE parent = $1 AND name = $2 FOR UPDATE",
             [.integer(parent), .bytes(name.bytes)])
         guard rows.count > 0, let id = rows.integer(0, 0) else { return nil }
         let isFolder = UInt32(truncatingIfNeeded: rows.integer(0, 3) ?? 0) & UInt32(S_IFMT) == UInt32(S_IFDIR)
-        return KnownItem(id: id, version: rows.integer(0, 1) ?? 0, contentVersion: rows.integer(0, 2) ?? 0, isFolder: isFolder)
+        return KnownItem(
+            id: id, version: rows.integer(0, 1) ?? 0, contentVersion: rows.integer(0, 2) ?? 0, isFolder: isFolder,
+            size: isFolder ? 0 : max(0, rows.integer(0, 4) ?? 0))
     }
 
     func hasChildren(_ db: PostgresConnection, _ id: Int64) throws -> Bool {
@@ -276,9 +278,14 @@ struct StoreQueries: Sendable {
     /// and its transaction's id by default (see the schema and `ChangeCursor`: nothing here waits
     /// for another change to commit), and a notification at commit.
     func recordChange(_ db: PostgresConnection, folders: [Int64]) throws {
-        for folder in Set(folders) {
-            try db.execute("INSERT INTO docfs_changes (store, directory, origin) VALUES ($1, $2, $3)", [.integer(storeID), .integer(folder), .text(origin)])
-        }
-        try db.execute("SELECT pg_notify($1, '')", [.text(channel)])
+        // One statement, one round trip. The notification names this mount, whose own change feed
+        // has nothing to apply for it (see `ChangeFeed`); PostgreSQL delivers one per transaction.
+        let list = Set(folders).map(String.init).joined(separator: ",")
+        try db.execute(
+            """
+            INSERT INTO docfs_changes (store, directory, origin)
+            SELECT $1, folder, $2 FROM unnest('{\(list)}'::bigint[]) AS folder, (SELECT pg_notify($3, $2)) AS notified
+            """,
+            [.integer(storeID), .text(origin), .text(channel)])
     }
 }
