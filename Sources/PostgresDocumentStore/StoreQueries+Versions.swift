@@ -240,7 +240,7 @@ extension StoreQueries {
     func recordSave(_ db: PostgresConnection, of id: Int64, contentVersion: Int64, _ record: SaveRecord) throws {
         try db.execute(
             "UPDATE docfs_items SET saved_ns = $3, saved_by = $4 WHERE id = $1 AND content_version = $2",
-            [.integer(id), .integer(contentVersion), .integer(StoredItem.nanoseconds(record.time)), record.userID.map { .integer(Int64($0)) } ?? .null])
+            [.integer(id), .integer(contentVersion), .integer(StoredItem.nanoseconds(record.time)), record.userID.map { .integer(Int64($0)) } ?? .null], prepared: true)
     }
 }
 

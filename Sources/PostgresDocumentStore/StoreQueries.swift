@@ -52,7 +52,7 @@ struct StoreQueries: Sendable {
     func lockedItem(_ db: PostgresConnection, parent: Int64, name: FileName) throws -> KnownItem? {
         let rows = try db.execute(
             "SELECT id, version, content_version, mode, size FROM docfs_items WHERE parent = $1 AND name = $2 FOR UPDATE",
-            [.integer(parent), .bytes(name.bytes)])
+            [.integer(parent), .bytes(name.bytes)], prepared: true)
         guard rows.count > 0, let id = rows.integer(0, 0) else { return nil }
         let isFolder = UInt32(truncatingIfNeeded: rows.integer(0, 3) ?? 0) & UInt32(S_IFMT) == UInt32(S_IFDIR)
         return KnownItem(
@@ -81,7 +81,7 @@ struct StoreQueries: Sendable {
                 .integer(Int64(status.userID)), .integer(Int64(status.groupID)), .integer(Int64(bitPattern: status.specialDevice)),
                 .integer(StoredItem.nanoseconds(status.accessTime)), .integer(StoredItem.nanoseconds(status.modificationTime)),
                 .integer(status.kind == .regular ? status.size : 0), .bytes(chunks), target.map { .bytes(FileSystemPath.bytes(of: $0)) } ?? .null,
-            ])
+            ], prepared: true)
         let version = rows.integer(0, 1) ?? 0
         return KnownItem(
             id: rows.integer(0, 0) ?? 0, version: version, contentVersion: version, isFolder: status.kind == .directory,
@@ -115,7 +115,7 @@ struct StoreQueries: Sendable {
             [
                 .integer(id), .integer(status.size), .bytes(chunks), .integer(StoredItem.nanoseconds(status.accessTime)),
                 .integer(StoredItem.nanoseconds(status.modificationTime)),
-            ])
+            ], prepared: true)
         guard rows.count > 0, let version = rows.integer(0, 0) else { return nil }
         return KnownItem(id: id, version: version, contentVersion: version, size: status.size, contentKey: ContentKey(chunks: chunks))
     }
@@ -148,7 +148,7 @@ struct StoreQueries: Sendable {
     /// window holds a later cut (or the file's end).
     func upload(_ db: PostgresConnection, descriptor: OwnedDescriptor, size: Int64, path: String) throws -> [UInt8] {
         // Chunks found present stay until this transaction commits its reference (ChunkCollector).
-        try db.execute("SELECT pg_advisory_xact_lock_shared(\(ChunkCollector.uploadLock))")
+        try db.execute("SELECT pg_advisory_xact_lock_shared(\(ChunkCollector.uploadLock))", prepared: true)
         var list: [UInt8] = []
         // The window: bytes [0, held) of `buffer` are the file's from `read - held` on.
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.uploadWindow + ContentChunks.maximum, alignment: 16)
@@ -219,7 +219,7 @@ struct StoreQueries: Sendable {
         for range in ranges { hashes += ContentChunks.sha256(UnsafeRawBufferPointer(rebasing: bytes[range])) }
         let present = try db.execute(
             "SELECT c.hash FROM generate_series(0, $2::int - 1) AS i JOIN docfs_chunks c ON c.hash = substring($1::bytea FROM i * 32 + 1 FOR 32)",
-            [.bytes(hashes), .integer(Int64(ranges.count))])
+            [.bytes(hashes), .integer(Int64(ranges.count))], prepared: true)
         var stored = Set<[UInt8]>()
         for row in 0..<present.count { stored.insert(present.bytes(row, 0)) }
         for (index, range) in ranges.enumerated() {
@@ -227,7 +227,7 @@ struct StoreQueries: Sendable {
             guard stored.insert(hash).inserted else { continue }
             try db.execute(
                 "INSERT INTO docfs_chunks (hash, data) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING",
-                [.bytes(hash), .bytes(Array(UnsafeRawBufferPointer(rebasing: bytes[range]).bindMemory(to: UInt8.self)))])
+                [.bytes(hash), .bytes(Array(UnsafeRawBufferPointer(rebasing: bytes[range]).bindMemory(to: UInt8.self)))], prepared: true)
         }
         list += hashes
     }
@@ -280,12 +280,12 @@ struct StoreQueries: Sendable {
     func recordChange(_ db: PostgresConnection, folders: [Int64]) throws {
         // One statement, one round trip. The notification names this mount, whose own change feed
         // has nothing to apply for it (see `ChangeFeed`); PostgreSQL delivers one per transaction.
-        let list = Set(folders).map(String.init).joined(separator: ",")
+        let list = "{" + Set(folders).map(String.init).joined(separator: ",") + "}"
         try db.execute(
             """
             INSERT INTO docfs_changes (store, directory, origin)
-            SELECT $1, folder, $2 FROM unnest('{\(list)}'::bigint[]) AS folder, (SELECT pg_notify($3, $2)) AS notified
+            SELECT $1, folder, $2 FROM unnest($4::text::bigint[]) AS folder, (SELECT pg_notify($3, $2)) AS notified
             """,
-            [.integer(storeID), .text(origin), .text(channel)])
+            [.integer(storeID), .text(origin), .text(channel), .text(list)], prepared: true)
     }
 }
