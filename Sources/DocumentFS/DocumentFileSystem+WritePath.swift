@@ -95,6 +95,10 @@ extension DocumentFileSystem {
         return bytes.count
     }
 
+    /// How many times a writer's stage looks for the committed file to seed it with, when its
+    /// content keeps leaving a database store's mirror (see `modifyStage`).
+    static let seedAttempts = 4
+
     /// How many times one write makes room on a full store before it fails with ENOSPC.
     static let roomRounds = 8
 
@@ -130,11 +134,26 @@ extension DocumentFileSystem {
                 var source = startEmpty ? nil : node.state.withLock { $0.committed } ?? seed
                 if source == nil, !startEmpty {
                     // A writer that does not read opened no committed file (see `open`): the one
-                    // at its name now, fetched first, then found with renames held off.
-                    if let path = storedPath { try? store.fetchContent(of: path) }
-                    namespace.reading {
-                        storedPath = nodes.path(of: node.inode)
-                        source = storedPath.flatMap { try? store.openForReading($0) }
+                    // at its name now, fetched first, then found with renames held off. Content
+                    // that left the mirror in between is fetched again with the lock let go, as
+                    // an open does; only the last attempt may download holding it.
+                    for attempt in 1...Self.seedAttempts {
+                        if let path = storedPath { try? store.fetchContent(of: path) }
+                        TestHook.seedAfterFetch.pause()
+                        let found: OwnedDescriptor?? = namespace.reading {
+                            storedPath = nodes.path(of: node.inode)
+                            guard let path = storedPath else { return .some(nil) }
+                            if attempt == Self.seedAttempts { return .some(try? store.openForReading(path)) }
+                            do {
+                                return try store.openFetchedForReading(path).map { .some($0) }
+                            } catch {
+                                return .some(nil)
+                            }
+                        }
+                        if let found {
+                            source = found
+                            break
+                        }
                     }
                 }
                 let baseSize = source.flatMap { try? $0.status().size }

@@ -11,6 +11,9 @@ public enum TestHook: String, Sendable {
     /// An open has fetched what it reads (a database store's download) and not yet looked up the
     /// file under the lock of names.
     case openAfterFetch = "open-after-fetch"
+    /// A writer's first write has fetched the committed file its stage is seeded with (a database
+    /// store's download), and not yet opened it under the lock of names.
+    case seedAfterFetch = "seed-after-fetch"
     /// An open of a document has counted its handle and not yet chosen whether it reads through
     /// the kernel's page cache.
     case openBeforeCaching = "open-before-caching"

@@ -426,6 +426,49 @@ final class PostgresFaultTests {
         #expect(rename.wait() == 0, "\(String(decoding: rename.error, as: UTF8.self))")
     }
 
+    /// The same for a writer that does not read: at its first write its stage is seeded from the
+    /// committed file, fetched first; content evicted before the file was found under the lock of
+    /// names was downloaded holding it (cached reads never ended here without the fix).
+    @Test func contentEvictedAsAWritersStageIsSeededIsFetchedHoldingNoLookup() throws {
+        let hooks = try MountedStore.makeHookFolder()
+        defer { try? FileManager.default.removeItem(atPath: hooks) }
+        let mount = try MountedStore(postgres: location, arguments: ["--cache-size", "1M"], launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
+        let other = try MountedStore(postgres: location)
+        defer { mount.unmount(); other.unmount() }
+        let names = try saveCachedDocuments(mount)
+        #expect(try mount.shell("mkdir moving && echo '[1]' > moving/a.json").succeeded)
+        // Saved elsewhere: this mount holds no file of it until the writer's first write.
+        let size = 500_004
+        #expect(try other.shell("""
+            mkdir far && python3 -c "print('[\\"' + 'f' * 500000 + '\\"]', end='')" > far/doc.json && head -c 700000 /dev/urandom > filler.bin
+            """).succeeded)
+        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: mount.inMount("filler.bin")) })
+        #expect(MountedStore.waitUntil { (try? FileManager.default.attributesOfItem(atPath: mount.inMount("far/doc.json"))[.size] as? Int) == size })
+        #expect(FileManager.default.createFile(atPath: hooks + "/seed-after-fetch", contents: nil))
+        let writer = try ChildProcess(["timeout", "60", "python3", "-c", """
+            import os, sys
+            fd = os.open(sys.argv[1], os.O_WRONLY); os.pwrite(fd, b'g', 10); os.close(fd)
+            """, mount.inMount("far/doc.json")], capture: true)
+        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/seed-after-fetch.reached") })
+        // Everything else used since, then 700 KB more than a 1 MB cache holds with it: the
+        // writer's seed is the least recently used, and leaves.
+        for name in names + ["during.json", "moving/a.json", "filler.bin"] { #expect(FileManager.default.contents(atPath: mount.inMount(name)) != nil, "\(name)") }
+        var status = stat()
+        #expect(stat(mount.inStore("far/doc.json"), &status) == 0 && status.st_size == size && status.st_blocks == 0, "its content left the mirror")
+        #expect(FileManager.default.createFile(atPath: hooks + "/fetch-before-download", contents: nil))
+        try FileManager.default.removeItem(atPath: hooks + "/seed-after-fetch.reached")
+        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/fetch-before-download.reached") })
+        let rename = try ChildProcess(["timeout", "60", "mv", mount.inMount("moving/a.json"), mount.inMount("moving/renamed.json")], capture: true)
+        let slowestRead = slowest(of: try startCachedReads(mount, names: names, for: 4), within: 15)
+        try FileManager.default.removeItem(atPath: hooks + "/fetch-before-download.reached")
+        print("cached cat, stat and ls while a writer's seed was fetched after eviction: slowest call \(slowestRead) ms")
+        #expect(slowestRead < 100, "a cached read waited \(slowestRead) ms behind a download")
+        #expect(writer.wait() == 0, "\(String(decoding: writer.error, as: UTF8.self))")
+        #expect(rename.wait() == 0, "\(String(decoding: rename.error, as: UTF8.self))")
+        let saved = FileManager.default.contents(atPath: mount.inMount("far/doc.json")) ?? Data()
+        #expect(saved.count == size && saved.prefix(12) == Data("[\"ffffffffgf".utf8), "the write landed on the whole document")
+    }
+
     @Test func opensRacingAnotherMountsCommitsEachGetAWholeVersion() throws {
         let reader = try MountedStore(postgres: location)
         let writer = try MountedStore(postgres: location)
