@@ -136,19 +136,19 @@ extension DocumentFileSystem {
                     // A writer that does not read opened no committed file (see `open`): the one
                     // at its name now, fetched first, then found with renames held off. Content
                     // that left the mirror in between is fetched again with the lock let go, as
-                    // an open does; only the last attempt may download holding it.
+                    // an open does; only the last attempt may download holding it. A file that
+                    // cannot be opened fails the write: a stage seeded empty would commit the
+                    // write's bytes alone over the document.
                     for attempt in 1...Self.seedAttempts {
                         if let path = storedPath { try? store.fetchContent(of: path) }
                         TestHook.seedAfterFetch.pause()
-                        let found: OwnedDescriptor?? = namespace.reading {
+                        let found = try namespace.reading { () throws(FUSEError) -> OwnedDescriptor?? in
                             storedPath = nodes.path(of: node.inode)
                             guard let path = storedPath else { return .some(nil) }
-                            if attempt == Self.seedAttempts { return .some(try? store.openForReading(path)) }
-                            do {
-                                return try store.openFetchedForReading(path).map { .some($0) }
-                            } catch {
-                                return .some(nil)
-                            }
+                            if attempt == Self.seedAttempts { return .some(try storeCall { try store.openForReading(path) }) }
+                            // Not in the mirror, or not opened: looked for again.
+                            guard let opened = try? store.openFetchedForReading(path) else { return nil }
+                            return .some(opened)
                         }
                         if let found {
                             source = found

@@ -23,15 +23,16 @@ extension PostgresStore {
     func synchronizeEverything(patiently: Bool = true) throws -> Bool {
         for _ in 0..<3 {
             let generation = state.withLock { $0.localChanges }
-            let (horizon, tree) = try pool.withConnection { connection in
+            let (cursor, tree) = try pool.withConnection { connection in
                 // A large store takes long to read: no time limit but a generous one.
-                try connection.withAnswerTimeout(.seconds(600)) { () throws -> (Int64, ItemTree) in
+                try connection.withAnswerTimeout(.seconds(600)) { () throws -> (ChangeCursor, ItemTree) in
                     // One snapshot: the log is read on from where the tree was (see `ChangeCursor`).
                     try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
                     defer { _ = try? connection.execute("ROLLBACK") }
                     try connection.execute("SET LOCAL statement_timeout = 0")
-                    let horizon = try connection.execute(Self.snapshotHorizon)
-                    return (horizon.integer(0, 0) ?? 0, try queries.tree(connection, storeRoot: rootID))
+                    let snapshot = try connection.execute("SELECT pg_current_snapshot()::text")
+                    // An answer not understood reads the whole log next time: slow, never wrong.
+                    return (snapshot.text(0, 0).flatMap(ChangeCursor.init(snapshot:)) ?? ChangeCursor(), try queries.tree(connection, storeRoot: rootID))
                 }
             }
             func applyTree() throws -> [StoreChange]? {
@@ -41,7 +42,7 @@ extension PostgresStore {
                 var changes: [StoreChange] = []
                 try apply(tree, folder: rootID, path: "", complete: true, subtree: { _ in tree }, &changes)
                 state.withLock { state in
-                    state.changeCursor = ChangeCursor(horizon: horizon)
+                    state.changeCursor = cursor
                     state.needsFullSynchronization = false
                     state.currentAt = .now
                 }
@@ -72,7 +73,7 @@ extension PostgresStore {
         for _ in 0..<3 {
             let (since, generation) = state.withLock { ($0.changeCursor, $0.localChanges) }
             guard let read = try readChanges(since: since) else {
-                logger.notice("the change log was pruned past this mount's last read (transaction \(since.horizon)): comparing the whole mirror with the database")
+                logger.notice("the change log was pruned past this mount's last read (transaction \(since.oldestNeeded)): comparing the whole mirror with the database")
                 state.withLock { $0.needsFullSynchronization = true }
                 return try synchronizeEverything(patiently: false)
             }
@@ -116,9 +117,6 @@ extension PostgresStore {
         return false
     }
 
-    /// The xmin of the current snapshot, as a bigint: every transaction below it had ended.
-    static let snapshotHorizon = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
-
     /// What the change log holds past `since`: the folders other mounts changed, each read with its
     /// children, and the subtrees of the folders among them that are new here or were replaced
     /// whole. Nil when the log was pruned past `since`.
@@ -135,18 +133,21 @@ extension PostgresStore {
         defer { _ = try? db.execute("ROLLBACK") }
         try db.execute("SET LOCAL statement_timeout = 0")
         let marks = try db.execute(
-            "SELECT pruned_below_xid::text::bigint, pg_snapshot_xmin(pg_current_snapshot())::text::bigint FROM docfs_stores WHERE id = $1",
-            [.integer(queries.storeID)])
+            "SELECT pruned_below_xid::text::bigint, pg_current_snapshot()::text FROM docfs_stores WHERE id = $1", [.integer(queries.storeID)])
         // Rows of transactions below `pruned_below_xid` are gone: none this mount needs may be.
-        if since.horizon < marks.integer(0, 0) ?? 0 { return nil }
+        if since.oldestNeeded < marks.integer(0, 0) ?? 0 { return nil }
+        // The rows this snapshot holds and the last one did not (see `ChangeCursor`).
         let rows = try db.execute(
-            "SELECT seq, directory, origin, xid::text::bigint FROM docfs_changes WHERE store = $1 AND xid >= ($2::bigint)::text::xid8 ORDER BY seq",
-            [.integer(queries.storeID), .integer(since.horizon)])
-        let read = (0..<rows.count).map { row in (number: rows.integer(row, 0) ?? 0, transaction: rows.integer(row, 3) ?? 0) }
-        let (cursor, new) = since.advanced(to: marks.integer(0, 1) ?? since.horizon, rows: read)
+            """
+            SELECT directory, origin FROM docfs_changes
+            WHERE store = $1 AND (xid >= ($2::bigint)::text::xid8 OR xid = ANY($3::text::xid8[])) ORDER BY seq
+            """,
+            [.integer(queries.storeID), .integer(since.xmax), .text(since.inProgressLiteral)])
+        // A snapshot not understood keeps the last: the next read asks for these rows again.
+        let cursor = marks.text(0, 1).flatMap(ChangeCursor.init(snapshot:)) ?? since
         var folderIDs: [Int64] = []
-        for row in 0..<rows.count where new.contains(read[row].number) {
-            if rows.text(row, 2) != queries.origin, let folder = rows.integer(row, 1), !folderIDs.contains(folder) { folderIDs.append(folder) }
+        for row in 0..<rows.count {
+            if rows.text(row, 1) != queries.origin, let folder = rows.integer(row, 0), !folderIDs.contains(folder) { folderIDs.append(folder) }
         }
         var folders: [(Int64, ItemTree)] = []
         var subtrees: [Int64: ItemTree] = [:]
@@ -172,12 +173,17 @@ extension PostgresStore {
     static let changeLogLength: Int64 = 100_000
 
     /// Drops the log's oldest rows (those of transactions below the row `changeLogLength` from the
-    /// newest), and marks of commits older than a day (at each mount).
+    /// newest, and below every transaction still running), and marks of commits older than a day
+    /// (at each mount). Below every running one: a reader's next snapshot then needs none of the
+    /// rows gone, however long a transaction ran, and does not compare its whole mirror again.
     func pruneChangeLog() {
         _ = try? pool.withConnection { db in
             try db.transaction { db in
                 let cut = try db.execute(
-                    "SELECT xid::text::bigint FROM docfs_changes WHERE store = $1 ORDER BY seq DESC OFFSET $2 LIMIT 1",
+                    """
+                    SELECT least(xid::text::bigint, pg_snapshot_xmin(pg_current_snapshot())::text::bigint)
+                    FROM docfs_changes WHERE store = $1 ORDER BY seq DESC OFFSET $2 LIMIT 1
+                    """,
                     [.integer(queries.storeID), .integer(Self.changeLogLength)])
                 guard let below = cut.integer(0, 0) else { return }
                 try db.execute(
