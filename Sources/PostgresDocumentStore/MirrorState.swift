@@ -29,6 +29,9 @@ struct MirrorState {
     }
     /// How far `docfs_changes` has been read.
     var changeCursor = ChangeCursor()
+    /// How many history moves the change log showed (`StoreQueries.recordHistoryMove`), counted
+    /// once more at each whole comparison, which reads no log.
+    var historyMovesRead: Int64 = 0
     /// When the mirror last read the change log to its end and applied it (the change feed's lag
     /// is the time since).
     var currentAt = ContinuousClock.now

@@ -43,6 +43,7 @@ extension PostgresStore {
                 try apply(tree, folder: rootID, path: "", complete: true, subtree: { _ in tree }, &changes)
                 state.withLock { state in
                     state.changeCursor = cursor
+                    state.historyMovesRead += 1
                     state.needsFullSynchronization = false
                     state.currentAt = .now
                 }
@@ -79,7 +80,10 @@ extension PostgresStore {
             }
             if read.folders.isEmpty {
                 state.withLock { state in
-                    if state.changeCursor == since { state.changeCursor = read.cursor }
+                    if state.changeCursor == since {
+                        state.changeCursor = read.cursor
+                        state.historyMovesRead += read.historyMoves
+                    }
                     state.currentAt = .now
                 }
                 return false
@@ -104,6 +108,7 @@ extension PostgresStore {
                 }
                 state.withLock { state in
                     state.changeCursor = read.cursor
+                    state.historyMovesRead += read.historyMoves
                     state.currentAt = .now
                 }
                 return changes
@@ -120,7 +125,7 @@ extension PostgresStore {
     /// What the change log holds past `since`: the folders other mounts changed, each read with its
     /// children, and the subtrees of the folders among them that are new here or were replaced
     /// whole. Nil when the log was pruned past `since`.
-    private func readChanges(since: ChangeCursor) throws -> (cursor: ChangeCursor, folders: [(Int64, ItemTree)], subtrees: [Int64: ItemTree])? {
+    private func readChanges(since: ChangeCursor) throws -> ChangesRead? {
         try pool.withConnection { db in
             // One snapshot (a prune between reading its mark and the log would hide a gap), and no
             // time limit but a generous one: a large new folder takes long to read.
@@ -128,7 +133,7 @@ extension PostgresStore {
         }
     }
 
-    private func readChanges(since: ChangeCursor, _ db: PostgresConnection) throws -> (cursor: ChangeCursor, folders: [(Int64, ItemTree)], subtrees: [Int64: ItemTree])? {
+    private func readChanges(since: ChangeCursor, _ db: PostgresConnection) throws -> ChangesRead? {
         try db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         defer { _ = try? db.execute("ROLLBACK") }
         try db.execute("SET LOCAL statement_timeout = 0")
@@ -146,8 +151,14 @@ extension PostgresStore {
         // A snapshot not understood keeps the last: the next read asks for these rows again.
         let cursor = marks.text(0, 1).flatMap(ChangeCursor.init(snapshot:)) ?? since
         var folderIDs: [Int64] = []
+        var historyMoves: Int64 = 0
         for row in 0..<rows.count {
-            if rows.text(row, 1) != queries.origin, let folder = rows.integer(row, 0), !folderIDs.contains(folder) { folderIDs.append(folder) }
+            guard let folder = rows.integer(row, 0) else { continue }
+            if folder == StoreQueries.historyMoveFolder {
+                historyMoves += 1
+            } else if rows.text(row, 1) != queries.origin, !folderIDs.contains(folder) {
+                folderIDs.append(folder)
+            }
         }
         var folders: [(Int64, ItemTree)] = []
         var subtrees: [Int64: ItemTree] = [:]
@@ -165,7 +176,7 @@ extension PostgresStore {
                 }
             }
         }
-        return (cursor, folders, subtrees)
+        return ChangesRead(cursor: cursor, folders: folders, subtrees: subtrees, historyMoves: historyMoves)
     }
 
     /// How many rows the log keeps behind the newest: a mount that falls further behind (stopped
@@ -333,4 +344,16 @@ extension KnownItem {
             id: item.id, version: item.version, contentVersion: item.contentVersion, isFolder: item.isDirectory,
             size: item.isRegular ? item.size : 0, contentKey: item.isRegular ? item.contentKey : nil, isFetched: !item.isRegular || item.size == 0)
     }
+}
+
+/// What a read of the change log found (see `PostgresStore.catchUp`).
+struct ChangesRead {
+    /// Where the next read goes on from.
+    var cursor: ChangeCursor
+    /// The folders other mounts changed, each read with its children.
+    var folders: [(Int64, ItemTree)]
+    /// The subtrees of the folders among them that are new here or were replaced whole.
+    var subtrees: [Int64: ItemTree]
+    /// How many of the rows said histories moved (`StoreQueries.recordHistoryMove`).
+    var historyMoves: Int64
 }

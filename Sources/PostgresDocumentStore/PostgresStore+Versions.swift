@@ -151,7 +151,8 @@ extension PostgresStore {
     /// Cheap when nothing changed: one count.
     func synchronizeVersions() throws {
         guard keepsVersions, let archive = mirror.versions else { return }
-        let summary = try pool.withConnection { try queries.versionSummary($0) }
+        var summary = try pool.withConnection { try queries.versionSummary($0) }
+        summary.historyMoves += state.withLock { $0.historyMovesRead }
         let (localSummary, generation) = localVersions.withLock { local -> (VersionSummary, UInt64) in
             local.scanIfNeeded(archive)
             return (local.summary, local.generation)

@@ -119,9 +119,22 @@ extension StoreQueries {
                 """,
             [.integer(storeID), .bytes(source), .bytes(destination)]
         ).count
-        if moved > 0 { try db.execute("UPDATE docfs_stores SET history_moves = history_moves + 1 WHERE id = $1", [.integer(storeID)]) }
+        if moved > 0 { try recordHistoryMove(db) }
         return moved
     }
+
+    /// The change log's row for folder 0 (no item's id) says histories moved in its transaction:
+    /// every mount's change feed counts it, and the next version synchronization compares the
+    /// archive's paths again (`PostgresStore.synchronizeVersions`). A row, not a counter in the
+    /// store's row (as `history_moves` was): a counter's row lock made every rename and removal
+    /// that moved a history, in any mount, wait for the one before to commit.
+    func recordHistoryMove(_ db: PostgresConnection) throws {
+        try db.execute(
+            "INSERT INTO docfs_changes (store, directory, origin) VALUES ($1, $2, $3)",
+            [.integer(storeID), .integer(Self.historyMoveFolder), .text(origin)], prepared: true)
+    }
+
+    static let historyMoveFolder: Int64 = 0
 
     /// Wakes the other mounts to compare their archives with the database at this commit.
     func notifyVersionsChanged(_ db: PostgresConnection) throws {
@@ -149,7 +162,7 @@ extension StoreQueries {
                 .integer(storeID), .text(folder ? "f" : "d"), .bytes(path), .integer(Int64(readers.userID)), .integer(Int64(readers.groupID)),
                 .integer(Int64(readers.permissions)),
             ])
-        try db.execute("UPDATE docfs_stores SET history_moves = history_moves + 1 WHERE id = $1", [.integer(storeID)])
+        try recordHistoryMove(db)
         return Self.readers(rows, 0) ?? .rootAlone
     }
 
@@ -250,7 +263,8 @@ struct VersionSummary: Equatable, Sendable {
     var newest: Int64
     /// In decimal: a sum of many ids passes Int64.
     var idSum: String
-    /// How many times histories moved to other paths (`StoreQueries.moveHistory`).
+    /// How many times histories moved to other paths (`StoreQueries.recordHistoryMove`): the
+    /// store's counter, which a DocFS before 0.2 kept, plus the moves this mount's change feed read.
     var historyMoves: Int64
 }
 

@@ -144,7 +144,7 @@ struct ListedVersion: Encodable {
             guard let archive = try DirectoryStore(path: root, readOnly: true).versions else { return [] }
             return archive.versions(of: document).map { version in
                 ListedVersion(
-                    name: version.name, savedAt: Self.format(version.savedAt), size: version.status.size, savedBy: version.savedBy,
+                    name: version.name, savedAt: VersionName.printedTime(of: version.name) ?? Self.format(version.savedAt), size: version.status.size, savedBy: version.savedBy,
                     package: version.isPackage, path: version.location)
             }
         }
@@ -157,7 +157,7 @@ struct ListedVersion: Encodable {
             let savedBy = (try? Paths.extendedAttribute(folder + "/" + name, name: VersionName.savedByAttribute))
                 .flatMap { UInt32(String(decoding: $0, as: UTF8.self)) }
             return ListedVersion(
-                name: name, savedAt: Self.format(time), size: status.size, savedBy: savedBy, package: status.kind == .directory,
+                name: name, savedAt: VersionName.printedTime(of: name) ?? Self.format(time), size: status.size, savedBy: savedBy, package: status.kind == .directory,
                 path: folder + "/" + name)
         }
     }
@@ -194,7 +194,7 @@ struct ListedVersion: Encodable {
                 .flatMap { entry in
                     entry.versions.map { version in
                         ListedVersion(
-                            name: version.name, savedAt: Self.format(version.savedAt), size: version.status.size, savedBy: version.savedBy,
+                            name: version.name, savedAt: VersionName.printedTime(of: version.name) ?? Self.format(version.savedAt), size: version.status.size, savedBy: version.savedBy,
                             package: version.isPackage, path: version.location)
                     }
                 }

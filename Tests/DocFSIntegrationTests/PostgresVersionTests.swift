@@ -139,6 +139,41 @@ final class PostgresVersionTests {
         #expect(count("SELECT count(*) FROM docfs_document_versions WHERE document = 'g/b.json'::bytea") == 1)
     }
 
+    /// Issue 37: every rename and removal that moved a history counted it in the store's row
+    /// (`history_moves`), kept locked to its COMMIT, so those changes of all mounts waited for each
+    /// other: here a removal through another mount, while a rename was held at its COMMIT, waited
+    /// out the server's lock timeout and failed. The count is a row of the change log now, and
+    /// each mount still follows both moves.
+    @Test func aHistoryMoveHeldAtItsCommitHoldsUpNoOther() throws {
+        let hooks = try MountedStore.makeHookFolder()
+        defer { try? FileManager.default.removeItem(atPath: hooks) }
+        let held = try MountedStore(postgres: location, launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
+        let other = try MountedStore(postgres: location)
+        defer { held.unmount(); other.unmount() }
+        for value in 1...2 {
+            #expect(try held.save("a.json", Data(#"{"v": \#(value)}"#.utf8)) == "ok")
+            #expect(try other.save("b.json", Data(#"{"v": \#(value)}"#.utf8)) == "ok")
+        }
+        #expect(MountedStore.waitUntil { contents(held, "b.json") == [#"{"v": 1}"#] && contents(other, "a.json") == [#"{"v": 1}"#] })
+        #expect(FileManager.default.createFile(atPath: hooks + "/commit-before-send", contents: nil))
+        let rename = try ChildProcess(["timeout", "60", "mv", held.inMount("a.json"), held.inMount("moved.json")], capture: true)
+        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/commit-before-send.reached") })
+        var released = false
+        func release() {
+            if !released { try? FileManager.default.removeItem(atPath: hooks + "/commit-before-send.reached") }
+            released = true
+        }
+        defer { release() }
+        let started = ContinuousClock.now
+        let removal = try other.run(["rm", other.inMount("b.json")])
+        print("a removal with history through another mount while a rename with history was held at its COMMIT: \(ContinuousClock.now - started)")
+        #expect(removal.succeeded, "\(removal.error)")
+        release()
+        #expect(rename.wait() == 0, "\(String(decoding: rename.error, as: UTF8.self))")
+        #expect(MountedStore.waitUntil { contents(other, "moved.json") == [#"{"v": 1}"#] }, "the held rename's history reaches the other mount")
+        #expect(MountedStore.waitUntil { contents(held, ".docfs/removed/b.json") == [#"{"v": 1}"#, #"{"v": 2}"#] }, "\(contents(held, ".docfs/removed/b.json"))")
+    }
+
     /// Issue 36, items 2 and 3, on a shared store: who could reach a removed document, and a
     /// removed folder as it was, were kept in the removing mount's mirror only, so another mount
     /// showed the secret of a private folder (opened later) to everyone, and a user's own `rm -r`

@@ -21,6 +21,22 @@ import Testing
         }
     }
 
+    /// `docfs versions` prints a version's time, and `docfs restore --at` takes it back as the
+    /// start of the version's name. Printed through a `Date`, some milliseconds came out one less
+    /// (.892 as .891: a binary fraction truncated), and the restore found no version.
+    @Test func aVersionsPrintedTimeIsTheStartOfItsNameAtEveryMillisecond() {
+        var mismatches: [String] = []
+        for millisecond in Int64(0)..<1000 {
+            let name = VersionName.time(microseconds: 1_795_773_239 * 1_000_000 + millisecond * 1000) + ".md"
+            let printed = VersionName.printedTime(of: name) ?? ""
+            let digits = printed.filter { $0 != "-" && $0 != ":" && $0 != "Z" }
+            if printed.count != 24 || !name.hasPrefix(digits) { mismatches.append("\(name): \(printed)") }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(5))")
+        #expect(VersionName.printedTime(of: "20261127T105359.892000Z.md") == "2026-11-27T10:53:59.892Z")
+        #expect(VersionName.printedTime(of: "notes.md") == nil)
+    }
+
     @Test func aPathIsPlainUnlessItHoldsAnEscapedByte() {
         #expect(FileSystemPath.isPlainEncoding("notes/café.md"))
         #expect(FileSystemPath.isPlainEncoding(""))
