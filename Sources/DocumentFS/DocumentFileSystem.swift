@@ -64,8 +64,10 @@ final class DocumentFileSystem: FileSystemOperations {
     /// in the store's directory or mirror, and the node table's update with it) takes it
     /// exclusively; resolving a name or an inode to a stored file (lookup, getattr, open) takes it
     /// shared. So a path always names the file it resolved to: an open racing with a save-by-rename
-    /// finds the old or the new document, never a third state. Held across no wait on a database,
-    /// but one: an open of content a PostgreSQL store's mirror lacks fetches it holding this shared.
+    /// finds the old or the new document, never a third state. Held across no wait on a database:
+    /// content a PostgreSQL store's mirror lacks is fetched with it let go, and only the last of an
+    /// open's (or a writer's seed's) attempts, when content keeps leaving the mirror, fetches it
+    /// holding this shared.
     let namespace = ReadWriteLock(.namespace)
     /// Every change inside a package (a member's commit, a create, a rename within it) holds it
     /// shared from resolving the package's path to storing the change; a rename or exchange of a

@@ -29,7 +29,7 @@ final class ChangeFeed: Sendable {
         var polls = 0
         var readAt = ContinuousClock.now
         var mustRead = true
-        var readWhole = true
+        var caughtUp = true
         while true {
             polls += 1
             if polls % Self.pollsBetweenPrunings == 0 { store.pruneChangeLog() }
@@ -46,8 +46,8 @@ final class ChangeFeed: Sendable {
                     try store.synchronizeVersions()
                     // A catch-up that gave up (the mirror busy with a local change) is tried again
                     // at the next notification, as before.
-                    readWhole = store.state.withLock { $0.currentAt } != before
-                    if readWhole { readAt = .now }
+                    caughtUp = store.state.withLock { $0.currentAt } != before
+                    if caughtUp { readAt = .now }
                 }
                 if let cause = outage {
                     store.logger.notice("the database answers again (it was unreachable: \(cause)); changes made meanwhile are applied")
@@ -60,7 +60,7 @@ final class ChangeFeed: Sendable {
                 // apply, and reading the log for each would cost the database two queries a save.
                 // The log is still read at least once a second.
                 let woken = try listener.notifications()
-                mustRead = woken.isEmpty || !readWhole || woken.contains { $0 != store.queries.origin }
+                mustRead = woken.isEmpty || !caughtUp || woken.contains { $0 != store.queries.origin }
                     || ContinuousClock.now - readAt >= .milliseconds(Int(Self.pollMilliseconds))
             } catch {
                 mustRead = true

@@ -49,7 +49,6 @@ public enum VersionName {
         return String(decoding: name, as: UTF8.self)
     }
 
-    /// The save time a version's name starts with; nil for a name that is not a version's.
     /// The time a version's name spells as `docfs versions` prints it, ISO 8601 to the millisecond
     /// (`2026-11-25T14:08:41.123Z`), from the name's own digits: so it is always the start of the
     /// name, which `docfs restore --at` matches. Printed through a `Date` (a binary fraction), a
@@ -61,6 +60,7 @@ public enum VersionName {
         return "\(part(0..<4))-\(part(4..<6))-\(part(6..<8))T\(part(9..<11)):\(part(11..<13)):\(part(13..<15)).\(part(16..<19))Z"
     }
 
+    /// The save time a version's name starts with; nil for a name that is not a version's.
     public static func savedTime(of name: String) -> Date? {
         let bytes = Array(name.utf8.prefix(timeLength))
         guard bytes.count == timeLength, bytes[8] == UInt8(ascii: "T"), bytes[15] == UInt8(ascii: "."), bytes[22] == UInt8(ascii: "Z") else { return nil }

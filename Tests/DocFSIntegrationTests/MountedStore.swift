@@ -130,8 +130,6 @@ final class MountedStore {
 
     var log: String { (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "" }
 
-    /// Waits until `condition` holds (what the daemon does after a request has been answered, such
-    /// as a release the kernel sends after `close` returned), 20 s at most; whether it came to hold.
     /// A new folder for a daemon's test hooks (`DOCFS_TEST_HOOKS`).
     static func makeHookFolder() throws -> String {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-hooks-\(UUID().uuidString.prefix(8))").path
@@ -139,6 +137,22 @@ final class MountedStore {
         return folder
     }
 
+    /// A hook point in `hooks` that a request has reached and waits at: `release()` lets it go on,
+    /// once (call it in a `defer` too, so that a failed expectation never leaves it held).
+    final class ReachedHook {
+        private let path: String
+        private var released = false
+
+        init(_ hooks: String, _ point: String) { path = hooks + "/" + point + ".reached" }
+
+        func release() {
+            if !released { try? FileManager.default.removeItem(atPath: path) }
+            released = true
+        }
+    }
+
+    /// Waits until `condition` holds (what the daemon does after a request has been answered, such
+    /// as a release the kernel sends after `close` returned), 20 s at most; whether it came to hold.
     static func waitUntil(seconds: Double = 20, _ condition: () -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {

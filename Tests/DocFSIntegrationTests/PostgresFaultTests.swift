@@ -159,13 +159,30 @@ final class PostgresFaultTests {
         return Double(String(decoding: reads.output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? .infinity
     }
 
-    /// Reads each of `others` through `mount` (each one more recently used than `path`, the last
-    /// filling a small cache), then whether `path`'s content left the mirror (a placeholder: its
-    /// size, no blocks).
-    private func evicted(_ mount: MountedStore, _ path: String, size: Int, after others: [String]) -> Bool {
-        for name in others where FileManager.default.contents(atPath: mount.inMount(name)) == nil { return false }
-        var status = stat()
-        return stat(mount.inStore(path), &status) == 0 && status.st_size == size && status.st_blocks == 0
+    /// The eviction tests' second half. A request holds at `heldAt`, having fetched `far/doc.json`
+    /// (`size` bytes) into a 1 MB cache. Everything else is used after it, `filler.bin` last (700 KB
+    /// more than the cache holds with it), until its content leaves the mirror (eviction gives way
+    /// to a mirror busy for long, so the reads are made again until it ran). The request then goes
+    /// on and its download is held, while a rename waits and `names` are read: the slowest of those
+    /// reads in ms, and the rename.
+    private func cachedReadsWhileAnEvictedFetchIsHeld(
+        _ mount: MountedStore, hooks: String, heldAt point: String, size: Int, names: [String]
+    ) throws -> (slowest: Double, rename: ChildProcess) {
+        func evicted() -> Bool {
+            for name in names + ["during.json", "moving/a.json", "filler.bin"] where FileManager.default.contents(atPath: mount.inMount(name)) == nil {
+                return false
+            }
+            var status = stat()
+            return stat(mount.inStore("far/doc.json"), &status) == 0 && status.st_size == size && status.st_blocks == 0
+        }
+        #expect(MountedStore.waitUntil(evicted), "its content left the mirror")
+        #expect(FileManager.default.createFile(atPath: hooks + "/fetch-before-download", contents: nil))
+        MountedStore.ReachedHook(hooks, point).release()
+        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/fetch-before-download.reached") })
+        let download = MountedStore.ReachedHook(hooks, "fetch-before-download")
+        defer { download.release() }
+        let rename = try ChildProcess(["timeout", "60", "mv", mount.inMount("moving/a.json"), mount.inMount("moving/renamed.json")], capture: true)
+        return (slowest(of: try startCachedReads(mount, names: names, for: 4), within: 15), rename)
     }
 
     /// Saves three documents to read from the mirror, and `during.json` to save over during a fault.
@@ -320,17 +337,13 @@ final class PostgresFaultTests {
         #expect(FileManager.default.createFile(atPath: hooks + "/commit-before-send", contents: nil))
         let slow = try ChildProcess(["timeout", "60", "sh", "-c", "echo '[1]' > \"$1\"", "sh", held.inMount("held.json")], capture: true)
         #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/commit-before-send.reached") })
-        var released = false
-        func release() {
-            if !released { try? FileManager.default.removeItem(atPath: hooks + "/commit-before-send.reached") }
-            released = true
-        }
-        defer { release() }
+        let commit = MountedStore.ReachedHook(hooks, "commit-before-send")
+        defer { commit.release() }
         let started = ContinuousClock.now
         #expect(try other.save("quick.json", Data("[2]".utf8)) == "ok", "\(other.log.suffix(1500))")
         print("a save through another mount while a change was held at its COMMIT: \(ContinuousClock.now - started)")
         #expect(MountedStore.waitUntil(seconds: 10) { contents(reader.inMount("quick.json")) == "[2]" }, "the later-numbered change reaches the reader first")
-        release()
+        commit.release()
         #expect(slow.wait() == 0, "\(String(decoding: slow.error, as: UTF8.self))")
         #expect(MountedStore.waitUntil(seconds: 10) { contents(reader.inMount("held.json")) == "[1]\n" }, "the held change, committed last, reaches the reader too")
         #expect(MountedStore.waitUntil(seconds: 10) { contents(other.inMount("held.json")) == "[1]\n" })
@@ -418,16 +431,7 @@ final class PostgresFaultTests {
         #expect(FileManager.default.createFile(atPath: hooks + "/open-after-fetch", contents: nil))
         let open = try ChildProcess(["timeout", "60", "cat", mount.inMount("far/doc.json")], capture: true)
         #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/open-after-fetch.reached") })
-        // Everything else used since, then 700 KB more than a 1 MB cache holds with it: the held
-        // open's content is the least recently used, and leaves.
-        // (Eviction gives way to a mirror busy for long: the reads are made again until it ran.)
-        #expect(MountedStore.waitUntil { evicted(mount, "far/doc.json", size: far.utf8.count, after: names + ["during.json", "moving/a.json", "filler.bin"]) })
-        #expect(FileManager.default.createFile(atPath: hooks + "/fetch-before-download", contents: nil))
-        try FileManager.default.removeItem(atPath: hooks + "/open-after-fetch.reached")
-        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/fetch-before-download.reached") })
-        let rename = try ChildProcess(["timeout", "60", "mv", mount.inMount("moving/a.json"), mount.inMount("moving/renamed.json")], capture: true)
-        let slowestRead = slowest(of: try startCachedReads(mount, names: names, for: 4), within: 15)
-        try FileManager.default.removeItem(atPath: hooks + "/fetch-before-download.reached")
+        let (slowestRead, rename) = try cachedReadsWhileAnEvictedFetchIsHeld(mount, hooks: hooks, heldAt: "open-after-fetch", size: far.utf8.count, names: names)
         print("cached cat, stat and ls while an open fetched content evicted after its first fetch: slowest call \(slowestRead) ms")
         #expect(slowestRead < 100, "a cached read waited \(slowestRead) ms behind a download")
         #expect(open.wait() == 0)
@@ -459,15 +463,7 @@ final class PostgresFaultTests {
             fd = os.open(sys.argv[1], os.O_WRONLY); os.pwrite(fd, b'g', 10); os.close(fd)
             """, mount.inMount("far/doc.json")], capture: true)
         #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/seed-after-fetch.reached") })
-        // Everything else used since, then 700 KB more than a 1 MB cache holds with it: the
-        // writer's seed is the least recently used, and leaves.
-        #expect(MountedStore.waitUntil { evicted(mount, "far/doc.json", size: size, after: names + ["during.json", "moving/a.json", "filler.bin"]) })
-        #expect(FileManager.default.createFile(atPath: hooks + "/fetch-before-download", contents: nil))
-        try FileManager.default.removeItem(atPath: hooks + "/seed-after-fetch.reached")
-        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/fetch-before-download.reached") })
-        let rename = try ChildProcess(["timeout", "60", "mv", mount.inMount("moving/a.json"), mount.inMount("moving/renamed.json")], capture: true)
-        let slowestRead = slowest(of: try startCachedReads(mount, names: names, for: 4), within: 15)
-        try FileManager.default.removeItem(atPath: hooks + "/fetch-before-download.reached")
+        let (slowestRead, rename) = try cachedReadsWhileAnEvictedFetchIsHeld(mount, hooks: hooks, heldAt: "seed-after-fetch", size: size, names: names)
         print("cached cat, stat and ls while a writer's seed was fetched after eviction: slowest call \(slowestRead) ms")
         #expect(slowestRead < 100, "a cached read waited \(slowestRead) ms behind a download")
         #expect(writer.wait() == 0, "\(String(decoding: writer.error, as: UTF8.self))")

@@ -158,17 +158,13 @@ final class PostgresVersionTests {
         #expect(FileManager.default.createFile(atPath: hooks + "/commit-before-send", contents: nil))
         let rename = try ChildProcess(["timeout", "60", "mv", held.inMount("a.json"), held.inMount("moved.json")], capture: true)
         #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/commit-before-send.reached") })
-        var released = false
-        func release() {
-            if !released { try? FileManager.default.removeItem(atPath: hooks + "/commit-before-send.reached") }
-            released = true
-        }
-        defer { release() }
+        let commit = MountedStore.ReachedHook(hooks, "commit-before-send")
+        defer { commit.release() }
         let started = ContinuousClock.now
         let removal = try other.run(["rm", other.inMount("b.json")])
         print("a removal with history through another mount while a rename with history was held at its COMMIT: \(ContinuousClock.now - started)")
         #expect(removal.succeeded, "\(removal.error)")
-        release()
+        commit.release()
         #expect(rename.wait() == 0, "\(String(decoding: rename.error, as: UTF8.self))")
         #expect(MountedStore.waitUntil { contents(other, "moved.json") == [#"{"v": 1}"#] }, "the held rename's history reaches the other mount")
         #expect(MountedStore.waitUntil { contents(held, ".docfs/removed/b.json") == [#"{"v": 1}"#, #"{"v": 2}"#] }, "\(contents(held, ".docfs/removed/b.json"))")
