@@ -143,11 +143,12 @@ def concurrent_creates(directory, writers, count):
               '    with open(os.path.join(folder, f"c{index}.txt"), "w") as f: f.write(f"created {index}\\n")\n')
     start = time.perf_counter()
     processes = [subprocess.Popen([sys.executable, '-c', script, os.path.join(directory, f'w{k}'), str(count)]) for k in range(writers)]
-    if any(process.wait() != 0 for process in processes):
+    # Every writer waited for, even after one failed: none is left running into the next case.
+    if any([process.wait() != 0 for process in processes]):
         raise subprocess.CalledProcessError(1, 'concurrent creates')
     return time.perf_counter() - start
 
-def postgres_creates(args, work, server, targets):
+def postgres_creates(args, targets):
     """Creates through one mount of a PostgreSQL store by 1 and by 4 writers at once, beside the
     directory store and native in the same run (issue 37: each create is a transaction)."""
     count = args.small
@@ -543,7 +544,7 @@ def main():
         if 'docfs-pg' in targets:
             # A PostgreSQL store has no directory to fill beside the mount: its tree is made through it.
             sources['docfs-pg'] = targets['docfs-pg']
-            postgres_creates(args, work, server, targets)
+            postgres_creates(args, targets)
             if args.creates_only:
                 return
         # The big tree is made in the stores directly, as a store that already exists would be.
