@@ -25,16 +25,21 @@ extension DocumentFileSystem {
             // A version's own name: no path into one, nor out of the archive.
             guard (try? FileName(name)) != nil, VersionName.savedTime(of: name) != nil else { throw .invalid }
             // Its own version, or one of the packages removed at its path (a removed package is
-            // made anew, empty, then restored), which only whom its record lets in may have.
+            // made anew, empty, then restored; the requester's own removals first), which only whom
+            // its record lets in may have.
             guard let archive = store.versions else { throw .noEntry }
-            let removed = VersionArchive.removedPath(of: root)
             let own = archive.version(of: root, named: name)
-            guard let version = own ?? archive.version(of: removed, named: name), version.isPackage else { throw .noEntry }
+            let removal = own == nil
+                ? archive.removedPaths(of: root, preferring: context.userID).lazy.compactMap { removed in
+                    archive.version(of: removed, named: name).map { (removed, $0) }
+                }.first
+                : nil
+            guard let version = own ?? removal?.1, version.isPackage else { throw .noEntry }
             guard mayRead(version.status, context) else { throw .accessDenied }
             // A removed one without its record (a failure between the move and the record) is
             // root's alone, as the view shows it.
             if own == nil, context.userID != 0 {
-                guard let readers = archive.readersOfRemovedDocument(removed) else { throw .accessDenied }
+                guard let removed = removal?.0, let readers = archive.readersOfRemovedDocument(removed) else { throw .accessDenied }
                 var gate = version.status
                 gate.userID = readers.userID
                 gate.groupID = readers.groupID

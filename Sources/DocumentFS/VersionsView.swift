@@ -277,7 +277,7 @@ final class VersionsView: Sendable {
             // root's alone: whoever could not enter it must not see its documents' names now.
             let gated = isDocument ? documentGate(document) : nil
             let folder = isDocument ? StorePath.split(document)?.parent ?? "" : document
-            // Removed documents' folders (`.docfs/removed/notes`) show as the folder they were in.
+            // Removed documents' folders (`.docfs/removed-1000/notes`) show as the folder they were in.
             let beforeRemoval = VersionArchive.pathBeforeRemoval(folder)
             var stored = gated?.status ?? (try? store.status(of: beforeRemoval ?? folder)).flatMap { $0.kind == .directory ? $0 : nil }
             let status: FileStatus

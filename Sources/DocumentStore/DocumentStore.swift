@@ -253,7 +253,7 @@ extension DocumentStore {
     public func remove(_ path: String, directory: Bool, retiring: RemovedDocument?, publishing publish: Publication) throws {
         if directory { try removeDirectory(path, publishing: publish) } else { try removeFile(path, publishing: publish) }
         guard let retiring else { return }
-        let removed = VersionArchive.removedPath(of: path)
+        let removed = VersionArchive.removedPath(of: path, owner: retiring.status.userID)
         // Recorded only for a history that goes there: an empty package made and removed again at
         // the path narrows nobody's record.
         let hadHistory = versions?.index.documents.contains(Array(path.utf8)) == true
@@ -264,7 +264,7 @@ extension DocumentStore {
         guard let archive = versions else { return }
         // Documents removed below it, or (beside the mount) left there with versions.
         let index = archive.index
-        for folder in [path, VersionArchive.removedPath(of: path)] where index.children[Array(folder.utf8)] != nil {
+        for folder in [path] + archive.removedPaths(of: path, preferring: nil) where index.children[Array(folder.utf8)] != nil {
             archive.recordRemovedFolder(folder, as: status)
         }
     }

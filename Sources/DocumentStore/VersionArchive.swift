@@ -193,20 +193,64 @@ public final class VersionArchive: Sendable {
 
     // MARK: Removed documents
 
-    /// Where the history of a document removed through the mount goes: its old path under
-    /// `.docfs/removed/`, a path no document can have (`.docfs` at the root is DocFS's own), shown
-    /// as `MOUNT/.versions/.docfs/removed/PATH`. A new document at the old path starts with no
-    /// history; the documents removed at one path share one.
-    public static let removedArea = DirectoryStore.privateAreaName + "/removed"
+    /// Where the history of a document removed through the mount goes: its old path under its
+    /// owner's removal area, `.docfs/removed-UID/PATH` (`.docfs` at the root is DocFS's own, so no
+    /// document has such a path), shown as `MOUNT/.versions/.docfs/removed-UID/PATH`. A new
+    /// document at the old path starts with no history. The documents one owner removed at one
+    /// path share one history; another owner's removal there goes to that owner's area, so nobody
+    /// can narrow, let alone take, another's undo by making and removing a document of its name.
+    public static func removedPath(of document: String, owner: uid_t) -> String {
+        let area = removalArea(of: owner)
+        return document.isEmpty ? area : area + "/" + document
+    }
 
-    public static func removedPath(of document: String) -> String { document.isEmpty ? removedArea : removedArea + "/" + document }
+    /// `.docfs/removed-UID`: the removal area of `owner`'s documents.
+    public static func removalArea(of owner: uid_t) -> String { DirectoryStore.privateAreaName + "/" + removalAreaPrefix + String(owner) }
+
+    /// `.docfs/removed`: where an earlier DocFS put every owner's removed documents, one history
+    /// a path. Still shown and restored from; nothing new goes there.
+    public static let sharedRemovalArea = DirectoryStore.privateAreaName + "/removed"
+
+    private static let removalAreaPrefix = "removed-"
+
+    /// Whether `name`, a name in `.docfs`, is a removal area: `removed`, or `removed-UID` with the
+    /// uid in decimal as `removalArea(of:)` spells it.
+    public static func isRemovalArea(_ name: String) -> Bool {
+        if name == "removed" { return true }
+        guard name.utf8.starts(with: removalAreaPrefix.utf8) else { return false }
+        let digits = String(Substring(name.utf8.dropFirst(removalAreaPrefix.utf8.count)))
+        return uid_t(digits).map { String($0) == digits } == true
+    }
 
     /// The path a view folder's documents had before they were removed: `notes` for
-    /// `.docfs/removed/notes`, the root for `.docfs` and `.docfs/removed`; nil outside the area.
+    /// `.docfs/removed-1000/notes`, the root for `.docfs` and for an area itself; nil outside the
+    /// removal areas.
     public static func pathBeforeRemoval(_ folder: String) -> String? {
-        if folder == DirectoryStore.privateAreaName || folder == removedArea { return "" }
-        guard folder.utf8.starts(with: (removedArea + "/").utf8) else { return nil }
-        return String(Substring(folder.utf8.dropFirst(removedArea.utf8.count + 1)))
+        let names = StorePath.names(folder)
+        guard names.first == DirectoryStore.privateAreaName else { return nil }
+        guard names.count > 1 else { return "" }
+        guard isRemovalArea(names[1]) else { return nil }
+        return names.dropFirst(2).joined(separator: "/")
+    }
+
+    /// The histories of documents removed at `path` (or of folders of them, below it), one for each
+    /// removal area that holds any, in the order of `removalAreas(_:preferring:)`.
+    public func removedPaths(of path: String, preferring user: uid_t?) -> [String] {
+        let index = index
+        let names = (index.children[Array(DirectoryStore.privateAreaName.utf8)] ?? []).map(\.path)
+        return Self.removalAreas(names, preferring: user).map { $0 + (path.isEmpty ? "" : "/" + path) }.filter { removed in
+            index.documents.contains(Array(removed.utf8)) || index.children[Array(removed.utf8)] != nil
+        }
+    }
+
+    /// The removal areas among `names` (names in `.docfs`), as paths: `user`'s own first, then the
+    /// others by uid, then the shared area of an older DocFS.
+    public static func removalAreas(_ names: [String], preferring user: uid_t?) -> [String] {
+        func rank(_ area: String) -> (Int, UInt64) {
+            guard let uid = uid_t(area.dropFirst(removalAreaPrefix.count)) else { return (2, 0) }
+            return uid == user ? (0, 0) : (1, UInt64(uid))
+        }
+        return names.filter(isRemovalArea).sorted { rank($0) < rank($1) }.map { DirectoryStore.privateAreaName + "/" + $0 }
     }
 
     // MARK: Folders that are gone
@@ -235,7 +279,7 @@ public final class VersionArchive: Sendable {
 
         /// Those both let in: the same owner and group with the permissions both give; the same
         /// owner in two groups, the owner's and others' permissions both give (no group's); else
-        /// root alone (mode 0500). `StoreQueries.recordRemoval` narrows so too.
+        /// root alone (mode 0500).
         public func narrowed(by other: Readers) -> Readers {
             var both = self
             if userID != other.userID { return .rootAlone }
@@ -245,6 +289,15 @@ public final class VersionArchive: Sendable {
                 both.permissions &= 0o707
             }
             return both
+        }
+
+        /// The record of a path removed again, where this was recorded before: narrowed by the
+        /// same owner's removal (a `chmod 600` before the second `rm` closes both), and as it was
+        /// after another owner's, whose documents went to an area of their own (see
+        /// `removedPath(of:owner:)`): a folder of someone else's made and removed at the path
+        /// closes nobody's undo. `StoreQueries.recordRemoval` decides so too.
+        public func removedAgain(as other: Readers) -> Readers {
+            userID == other.userID ? narrowed(by: other) : self
         }
 
         /// "UID GID MODE" (the mode in octal), as kept.
@@ -265,10 +318,10 @@ public final class VersionArchive: Sendable {
     /// Records what `path`, a folder with documents with versions below it, was when it was
     /// removed, so the view shows it as it was: who could enter it may still reach their documents'
     /// versions (a user's own `rm -r` leaves their undo to them), and nobody else.
-    /// A folder removed again under the same path keeps out whom either kept out (see
-    /// `recordRemovedDocument`).
+    /// A folder removed again under the same path by its owner keeps out whom either kept out
+    /// (see `Readers.removedAgain(as:)`).
     public func recordRemovedFolder(_ path: String, as status: FileStatus) {
-        setRemovedFolder(path, removedFolder(path).map { Readers(status).narrowed(by: $0) } ?? Readers(status))
+        setRemovedFolder(path, removedFolder(path).map { $0.removedAgain(as: Readers(status)) } ?? Readers(status))
     }
 
     /// Sets the record of the removed folder at `path` (one a shared store's database holds).
@@ -294,13 +347,11 @@ public final class VersionArchive: Sendable {
     /// `chmod 600` before the `rm`, a folder opened to others later (`chmod 755`), or one made anew
     /// under its name by someone else, opens none of them. Kept on the document's folder in the
     /// archive (one attribute, no file of its own), which goes where its history goes.
-    /// A record only ever narrows: the versions under a name may be several documents' (one
-    /// removed, another made there), and each keeps out whom it kept out; where their owners
-    /// differ, they are root's alone.
+    /// A record only ever narrows: the versions under a name may be several documents' of one
+    /// owner (one removed, another made there and removed), and each keeps out whom it kept out.
     public func recordRemovedDocument(_ document: String, status: FileStatus, heldBy folder: FileStatus) {
-        var readers = Self.readers(of: status, in: folder)
-        if let earlier = readersOfRemovedDocument(document) { readers = readers.narrowed(by: earlier) }
-        setReadersOfRemovedDocument(document, readers, makingFolder: false)
+        let readers = Self.readers(of: status, in: folder)
+        setReadersOfRemovedDocument(document, readersOfRemovedDocument(document).map { $0.removedAgain(as: readers) } ?? readers, makingFolder: false)
     }
 
     /// Sets who could read `document` when it was removed (a record a shared store's database

@@ -287,7 +287,7 @@ extension PostgresStore {
         let wishes = takeVersionWishes(touching: [path])
         var kept: [Int64] = []
         defer { settle(kept) }
-        let removedPath = VersionArchive.removedPath(of: path)
+        let removedPath = VersionArchive.removedPath(of: path, owner: retiring?.status.userID ?? 0)
         var gate: VersionArchive.Readers?
         if retiring != nil { beginHistoryMove() }
         defer { if retiring != nil { endHistoryMove() } }

@@ -252,7 +252,7 @@ extension PostgresStore {
     }
 
     /// A version's document path, checked: every name in it a file name, no longer than a path,
-    /// and none in the private area but the removed documents' (`VersionArchive.removedArea`).
+    /// and none in the private area but the removal areas' (`VersionArchive.removedPath(of:owner:)`).
     private static func documentPath(_ bytes: [UInt8]) throws -> String {
         guard bytes.count < Int(PATH_MAX) else { throw VersionRowRefusal("its document path is \(bytes.count) bytes long") }
         let components = bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
@@ -348,23 +348,34 @@ extension PostgresStore {
 
     // MARK: Removal records
 
-    /// A removed folder that removed documents were in is recorded for every mount.
+    /// A removed folder that removed documents were in is recorded for every mount, in each
+    /// removal area that holds any below it.
     public func recordRemovedFolder(_ path: String, status: FileStatus) {
-        let removed = VersionArchive.removedPath(of: path)
-        // A mount that keeps versions knows from its archive (in step within a second) whether any
-        // is below: an rmdir with none costs no transaction. Else the database says.
-        if let archive = mirror.versions, archive.index.children[Array(removed.utf8)] == nil { return }
-        do {
-            // Decided by the database's versions, not by what this mirror holds of them.
-            let gate = try change(path, { db -> VersionArchive.Readers? in
-                guard try queries.hasVersions(db, below: FileSystemPath.bytes(of: removed)) else { return nil }
-                let gate = try queries.recordRemoval(db, folder: true, path: FileSystemPath.bytes(of: removed), readers: VersionArchive.Readers(status))
-                try queries.notifyVersionsChanged(db)
-                return gate
-            })
-            if let gate { mirror.versions?.setRemovedFolder(removed, gate) }
-        } catch {
-            logger.warning("\(path): the record of the removed folder was not kept (its documents' versions there show as root's): \(error)")
+        // A mount that keeps versions knows from its archive (in step within a second) which
+        // areas have any below: an rmdir with none costs no transaction. Else the database says.
+        let areas: [String]
+        if let archive = mirror.versions {
+            areas = archive.removedPaths(of: path, preferring: nil)
+            if areas.isEmpty { return }
+        } else {
+            do { areas = try pool.withConnection { try queries.removalAreas($0) }.map { $0 + "/" + path } } catch {
+                logger.warning("\(path): the record of the removed folder was not kept (its documents' versions there show as root's): \(error)")
+                return
+            }
+        }
+        for removed in areas {
+            do {
+                // Decided by the database's versions, not by what this mirror holds of them.
+                let gate = try change(path, { db -> VersionArchive.Readers? in
+                    guard try queries.hasVersions(db, below: FileSystemPath.bytes(of: removed)) else { return nil }
+                    let gate = try queries.recordRemoval(db, folder: true, path: FileSystemPath.bytes(of: removed), readers: VersionArchive.Readers(status))
+                    try queries.notifyVersionsChanged(db)
+                    return gate
+                })
+                if let gate { mirror.versions?.setRemovedFolder(removed, gate) }
+            } catch {
+                logger.warning("\(removed): the record of the removed folder was not kept (its documents' versions there show as root's): \(error)")
+            }
         }
     }
 

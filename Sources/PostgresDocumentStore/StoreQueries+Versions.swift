@@ -141,21 +141,20 @@ extension StoreQueries {
         try db.execute("SELECT pg_notify($1, 'versions')", [.text(channel)])
     }
 
-    /// Records who could reach the document or folder removed to `path` (under
-    /// `VersionArchive.removedArea`), narrowed by an earlier record of that path in the same
-    /// statement (`VersionArchive.Readers.narrowed`), and counts it as a history move so other
-    /// mounts look. Returns the record as it stands.
+    /// Records who could reach the document or folder removed to `path` (in a removal area,
+    /// `VersionArchive.removedPath(of:owner:)`), with an earlier record of that path in the same
+    /// statement as `VersionArchive.Readers.removedAgain(as:)` does, and counts it as a history
+    /// move so other mounts look. Returns the record as it stands.
     func recordRemoval(_ db: PostgresConnection, folder: Bool, path: [UInt8], readers: VersionArchive.Readers) throws -> VersionArchive.Readers {
         let owner = "docfs_removals.uid = excluded.uid", group = "docfs_removals.gid = excluded.gid"
         let rows = try db.execute(
             """
             INSERT INTO docfs_removals (store, kind, path, uid, gid, mode) VALUES ($1, $2, $3, $4, $5, $6)
             ON CONFLICT (store, kind, path) DO UPDATE SET
-                uid = CASE WHEN \(owner) THEN excluded.uid ELSE 0 END,
-                gid = CASE WHEN \(owner) AND \(group) THEN excluded.gid ELSE 0 END,
+                gid = CASE WHEN \(owner) AND \(group) THEN excluded.gid WHEN \(owner) THEN 0 ELSE docfs_removals.gid END,
                 mode = CASE WHEN \(owner) AND \(group) THEN docfs_removals.mode & excluded.mode
                     WHEN \(owner) THEN docfs_removals.mode & excluded.mode & \(0o707)
-                    ELSE \(VersionArchive.Readers.rootAlone.permissions) END
+                    ELSE docfs_removals.mode END
             RETURNING uid, gid, mode
             """,
             [
@@ -164,6 +163,22 @@ extension StoreQueries {
             ])
         try recordHistoryMove(db)
         return Self.readers(rows, 0) ?? .rootAlone
+    }
+
+    /// The removal areas (`VersionArchive.removedPath(of:owner:)`) that hold versions of the store.
+    func removalAreas(_ db: PostgresConnection) throws -> [String] {
+        // `.docfs/` is 7 bytes: an area is those and the name up to the next slash.
+        let rows = try db.execute(
+            """
+            SELECT DISTINCT substring(document FROM 1 FOR 6 + position('\\x2f'::bytea IN substring(document FROM 8)))
+            FROM docfs_document_versions
+            WHERE store = $1 AND document > '.docfs/removed'::bytea AND document < '.docfs/removee'::bytea
+                AND position('\\x2f'::bytea IN substring(document FROM 8)) > 0
+            """,
+            [.integer(storeID)])
+        return (0..<rows.count).map { FileSystemPath.string(fromBytes: rows.bytes($0, 0)) }.filter { area in
+            StorePath.names(area).count == 2 && VersionArchive.pathBeforeRemoval(area) == ""
+        }
     }
 
     /// Every removal record of the store: whether a folder's, its path, and who could reach it.

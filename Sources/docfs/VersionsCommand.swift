@@ -13,7 +13,7 @@ struct DocumentPathArgument: ParsableArguments {
     var path: String
 
     @Flag(help: """
-        The documents removed at PATH (their versions are in MOUNT/.versions/.docfs/removed/PATH), \
+        The documents removed at PATH (their versions are in MOUNT/.versions/.docfs/removed-UID/PATH, UID their owner's), \
         even where a document is there again. Without it, they are what a PATH no document has means.
         """)
     var removed = false
@@ -24,7 +24,7 @@ struct DocumentPathArgument: ParsableArguments {
         /// In a store no mount serves: read from its archive (root's).
         case store(root: String, document: String)
 
-        /// The path whose versions are meant: the document's, or under `VersionArchive.removedArea`.
+        /// The path whose versions are meant: the document's, or one in a removal area (`VersionArchive.removedPath(of:owner:)`).
         var document: String {
             switch self {
             case .mount(_, let document), .store(_, let document): document
@@ -34,34 +34,47 @@ struct DocumentPathArgument: ParsableArguments {
         /// The path a restore writes: the document's, also for a removed one.
         var target: String { VersionArchive.pathBeforeRemoval(document).flatMap { $0.isEmpty ? nil : $0 } ?? document }
 
-        /// The same, for the versions of the documents removed there.
+        /// The same, for the versions of the documents removed there: the caller's own removals'
+        /// where they have any, else another owner's (`VersionArchive.removalAreas`).
         var removed: Place {
+            let removed = removedHistories.first ?? VersionArchive.removedPath(of: document, owner: getuid())
             switch self {
-            case .mount(let mountPoint, let document): .mount(mountPoint: mountPoint, document: VersionArchive.removedPath(of: document))
-            case .store(let root, let document): .store(root: root, document: VersionArchive.removedPath(of: document))
+            case .mount(let mountPoint, _): return .mount(mountPoint: mountPoint, document: removed)
+            case .store(let root, _): return .store(root: root, document: removed)
             }
+        }
+
+        /// The histories of the documents removed at the path, one a removal area that has any.
+        private var removedHistories: [String] {
+            guard !document.isEmpty else { return [] }
+            switch self {
+            case .mount(let mountPoint, let document):
+                let view = mountPoint + "/.versions/"
+                let names = (try? FileIO.directoryEntries(view + DirectoryStore.privateAreaName)) ?? []
+                return VersionArchive.removalAreas(names, preferring: getuid()).map { $0 + "/" + document }.filter { !Self.missing(view + $0) }
+            case .store(let root, let document):
+                return (try? DirectoryStore(path: root, readOnly: true).versions)??.removedPaths(of: document, preferring: getuid()) ?? []
+            }
+        }
+
+        private static func missing(_ path: String) -> Bool {
+            var status = stat()
+            return lstat(path, &status) != 0 && errno == ENOENT
         }
 
         /// Whether nothing is at the path now and it has no versions of its own, but documents
         /// removed there have: then they are meant (`rm` is undone by `docfs restore` as it was).
         var meansRemoved: Bool {
+            guard !document.isEmpty else { return false }
             switch self {
             case .mount(let mountPoint, let document):
-                func missing(_ path: String) -> Bool {
-                    var status = stat()
-                    return lstat(path, &status) != 0 && errno == ENOENT
-                }
-                let view = mountPoint + "/.versions/"
-                return !document.isEmpty && missing(mountPoint + "/" + document) && missing(view + document)
-                    && !missing(view + VersionArchive.removedPath(of: document))
+                guard Self.missing(mountPoint + "/" + document), Self.missing(mountPoint + "/.versions/" + document) else { return false }
             case .store(let root, let document):
-                guard !document.isEmpty, (try? FileStatus.of(path: root + "/" + document)) == nil,
-                      let archive = try? DirectoryStore(path: root, readOnly: true).versions
+                guard (try? FileStatus.of(path: root + "/" + document)) == nil,
+                      let archive = try? DirectoryStore(path: root, readOnly: true).versions, archive.versions(of: document, measuring: false).isEmpty
                 else { return false }
-                let removed = VersionArchive.removedPath(of: document)
-                return archive.versions(of: document, measuring: false).isEmpty
-                    && (!archive.versions(of: removed, measuring: false).isEmpty || archive.index.children[Array(removed.utf8)] != nil)
             }
+            return !removedHistories.isEmpty
         }
     }
 

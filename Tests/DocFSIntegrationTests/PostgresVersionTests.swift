@@ -50,7 +50,7 @@ final class PostgresVersionTests {
         // rm through the first: the second lists every version among the removed documents', and
         // copying one back restores it.
         #expect(try first.run(["rm", first.inMount("notes.json")]).succeeded)
-        let removed = ".docfs/removed/notes.json"
+        let removed = ".docfs/removed-0/notes.json"
         #expect(MountedStore.waitUntil { versions(second, removed).count == 3 && !FileManager.default.fileExists(atPath: second.inMount("notes.json")) })
         let oldest = versions(second, removed)[0]
         #expect(try second.run(["cp", second.inMount(".versions/\(removed)/" + oldest), second.inMount("notes.json")]).succeeded)
@@ -108,7 +108,7 @@ final class PostgresVersionTests {
         #expect(MountedStore.waitUntil { first.log.components(separatedBy: "versions compared with the database").count > compared })
         try FileManager.default.removeItem(atPath: hooks + "/commit-before-send.reached")
         #expect(removal.wait() == 0)
-        #expect(contents(first, ".docfs/removed/docs/a.md") == ["keep me\n"], "\(first.log)")
+        #expect(contents(first, ".docfs/removed-0/docs/a.md") == ["keep me\n"], "\(first.log)")
     }
 
     /// Issue 36, item 1, on a shared store: versions were kept by path, so a rename left them under
@@ -167,7 +167,7 @@ final class PostgresVersionTests {
         commit.release()
         #expect(rename.wait() == 0, "\(String(decoding: rename.error, as: UTF8.self))")
         #expect(MountedStore.waitUntil { contents(other, "moved.json") == [#"{"v": 1}"#] }, "the held rename's history reaches the other mount")
-        #expect(MountedStore.waitUntil { contents(held, ".docfs/removed/b.json") == [#"{"v": 1}"#, #"{"v": 2}"#] }, "\(contents(held, ".docfs/removed/b.json"))")
+        #expect(MountedStore.waitUntil { contents(held, ".docfs/removed-0/b.json") == [#"{"v": 1}"#, #"{"v": 2}"#] }, "\(contents(held, ".docfs/removed-0/b.json"))")
     }
 
     /// Issue 36, items 2 and 3, on a shared store: who could reach a removed document, and a
@@ -191,24 +191,24 @@ final class PostgresVersionTests {
             return stat(path, &status) == 0 ? status.st_uid : nil
         }
         #expect(MountedStore.waitUntil {
-            versions(second, ".docfs/removed/private/secret.md").count == 2 && versions(second, ".docfs/removed/shared/mine/a.md").count == 2
-                && owner(second.inMount(".versions/.docfs/removed/shared/mine")) == 65534
+            versions(second, ".docfs/removed-0/private/secret.md").count == 2 && versions(second, ".docfs/removed-65534/shared/mine/a.md").count == 2
+                && owner(second.inMount(".versions/.docfs/removed-65534/shared/mine")) == 65534
         })
         for mount in [first, second] {
-            let secret = try run(mount, as: "nobody", "cat .versions/.docfs/removed/private/secret.md/*")
+            let secret = try run(mount, as: "nobody", "cat .versions/.docfs/removed-0/private/secret.md/*")
             #expect(!secret.succeeded && secret.error.contains("Permission denied"), "\(mount.mountPoint): \(secret.output)\(secret.error)")
-            let undo = try run(mount, as: "nobody", "cat .versions/.docfs/removed/shared/mine/a.md/*")
+            let undo = try run(mount, as: "nobody", "cat .versions/.docfs/removed-65534/shared/mine/a.md/*")
             #expect(undo.output == "one\ntwo\n", "\(mount.mountPoint): \(undo.error)")
-            let other = try run(mount, as: "daemon", "ls .versions/.docfs/removed/shared/mine")
+            let other = try run(mount, as: "daemon", "ls .versions/.docfs/removed-65534/shared/mine")
             #expect(!other.succeeded && other.error.contains("Permission denied"), "\(mount.mountPoint): \(other.output)\(other.error)")
         }
         // A mount started later reads the records with the versions.
         let third = try MountedStore(postgres: location, arguments: ["-o", "allow_other"])
         defer { third.unmount() }
-        #expect(MountedStore.waitUntil { versions(third, ".docfs/removed/shared/mine/a.md").count == 2 })
-        let secret = try run(third, as: "nobody", "cat .versions/.docfs/removed/private/secret.md/*")
+        #expect(MountedStore.waitUntil { versions(third, ".docfs/removed-65534/shared/mine/a.md").count == 2 })
+        let secret = try run(third, as: "nobody", "cat .versions/.docfs/removed-0/private/secret.md/*")
         #expect(!secret.succeeded && secret.error.contains("Permission denied"), "\(secret.output)\(secret.error)")
-        #expect(try run(third, as: "nobody", "cat .versions/.docfs/removed/shared/mine/a.md/*").output == "one\ntwo\n")
+        #expect(try run(third, as: "nobody", "cat .versions/.docfs/removed-65534/shared/mine/a.md/*").output == "one\ntwo\n")
     }
 
     /// Issue 36: a rename's history moved in a transaction of its own after the rename's, so the
@@ -226,7 +226,7 @@ final class PostgresVersionTests {
     /// document there (a review of 9b7d829; fails on d696040).
     @Test func aRemovalAndItsHistoryMoveAreOneTransaction() throws {
         try stoppingTheServerAfterTheFirstCommit(of: { ["rm", $0.inMount("a.json")] })
-        #expect(count("SELECT count(*) FROM docfs_document_versions WHERE document = '.docfs/removed/a.json'::bytea") == 2)
+        #expect(count("SELECT count(*) FROM docfs_document_versions WHERE document = '.docfs/removed-0/a.json'::bytea") == 2)
         #expect(count("SELECT count(*) FROM docfs_document_versions WHERE document = 'a.json'::bytea") == 0)
     }
 

@@ -249,14 +249,14 @@ import Testing
         let mount = try MountedStore(texts: ["notes/a.md": "keep me\n"])
         defer { mount.unmount() }
         #expect(try mount.run(["rm", mount.inMount("notes/a.md")]).succeeded)
-        let version = try #require(try versions(mount, ".docfs/removed/notes/a.md").first)
-        #expect(try mount.run(["cp", mount.inMount(".versions/.docfs/removed/notes/a.md/" + version), mount.inMount("notes/a.md")]).succeeded)
+        let version = try #require(try versions(mount, ".docfs/removed-0/notes/a.md").first)
+        #expect(try mount.run(["cp", mount.inMount(".versions/.docfs/removed-0/notes/a.md/" + version), mount.inMount("notes/a.md")]).succeeded)
         #expect(try mount.read("notes/a.md") == "keep me\n")
     }
 
     /// Issue 36, item 1: a removed document's history stayed under its path, and the next document
     /// made there showed it as its own (a restore then put the other document's text in it; fails
-    /// on 3b6eed4). Now it goes among the removed documents' (`.versions/.docfs/removed/PATH`),
+    /// on 3b6eed4). Now it goes among the removed documents' (`.versions/.docfs/removed-0/PATH`),
     /// where `docfs versions` finds it by the old path, and the new document starts with none.
     @Test func aNewDocumentAtARemovedOnesPathStartsWithNoHistory() throws {
         let mount = try MountedStore(texts: ["a.md": "one\n"])
@@ -264,16 +264,16 @@ import Testing
         #expect(try mount.shell("echo two > a.md && rm a.md").succeeded)
         let listed = try mount.run([MountedStore.binary, "versions", mount.inMount("a.md")])
         #expect(listed.succeeded && listed.output.split(separator: "\n").count == 2, "\(listed.output)\(listed.error)")
-        #expect(listed.output.contains("/.versions/.docfs/removed/a.md/"), "\(listed.output)")
+        #expect(listed.output.contains("/.versions/.docfs/removed-0/a.md/"), "\(listed.output)")
         #expect(try mount.shell("echo fresh > a.md && echo fresher > a.md").succeeded)
         #expect(try contents(mount, "a.md") == ["fresh\n"], "the new document's own history only")
-        #expect(try contents(mount, ".docfs/removed/a.md").sorted() == ["one\n", "two\n"])
+        #expect(try contents(mount, ".docfs/removed-0/a.md").sorted() == ["one\n", "two\n"])
         let removed = try mount.run([MountedStore.binary, "versions", "--removed", mount.inMount("a.md")])
         #expect(removed.succeeded && removed.output.split(separator: "\n").count == 2, "\(removed.output)\(removed.error)")
         // Removed again: both documents' histories are the removed ones of that path.
         #expect(try mount.shell("rm a.md").succeeded)
-        #expect(try contents(mount, ".docfs/removed/a.md").sorted() == ["fresh\n", "fresher\n", "one\n", "two\n"])
-        let oldest = try #require(try versions(mount, ".docfs/removed/a.md").first)
+        #expect(try contents(mount, ".docfs/removed-0/a.md").sorted() == ["fresh\n", "fresher\n", "one\n", "two\n"])
+        let oldest = try #require(try versions(mount, ".docfs/removed-0/a.md").first)
         let restored = try mount.run([MountedStore.binary, "restore", mount.inMount("a.md"), "--at", oldest])
         #expect(restored.succeeded, "\(restored.error)")
         #expect(try mount.read("a.md") == "one\n")
@@ -285,7 +285,7 @@ import Testing
         let mount = try MountedStore(texts: Self.textBundle("T.textbundle", text: "# One\n"))
         defer { mount.unmount() }
         #expect(try mount.shell("echo '# Two' > T.textbundle/text.md && rm -r T.textbundle").succeeded)
-        let kept = try versions(mount, ".docfs/removed/T.textbundle")
+        let kept = try versions(mount, ".docfs/removed-0/T.textbundle")
         #expect(kept.count >= 2, "\(kept)")
         let oldest = try #require(kept.first)
         let restored = try mount.run([MountedStore.binary, "restore", mount.inMount("T.textbundle"), "--at", oldest])
@@ -318,10 +318,10 @@ import Testing
 
         // A folder that is gone protects its documents' versions as it protected them: root's alone.
         #expect(try mount.shell("mkdir -m 700 private && echo a > private/a.md && echo b > private/a.md && rm -r private").succeeded)
-        #expect(try versions(mount, ".docfs/removed/private/a.md").count == 2)
-        let listing = try asNobody(["ls", mount.inMount(".versions/.docfs/removed/private")])
+        #expect(try versions(mount, ".docfs/removed-0/private/a.md").count == 2)
+        let listing = try asNobody(["ls", mount.inMount(".versions/.docfs/removed-0/private")])
         #expect(!listing.succeeded && listing.error.contains("Permission denied"), "\(listing.output)\(listing.error)")
-        let gone = mount.inMount(".versions/.docfs/removed/private/a.md/") + (try versions(mount, ".docfs/removed/private/a.md")[0])
+        let gone = mount.inMount(".versions/.docfs/removed-0/private/a.md/") + (try versions(mount, ".docfs/removed-0/private/a.md")[0])
         #expect(!(try asNobody(["cat", gone])).succeeded)
     }
 
@@ -383,19 +383,19 @@ import Testing
         }
         let removed = try run(as: "nobody", "mkdir -m 700 shared/mine && mkdir shared/mine/sub && echo one > shared/mine/sub/a.md && echo two > shared/mine/sub/a.md && rm -r shared/mine")
         #expect(removed.succeeded, "\(removed.error)")
-        let undo = try run(as: "nobody", "cat .versions/.docfs/removed/shared/mine/sub/a.md/*")
+        let undo = try run(as: "nobody", "cat .versions/.docfs/removed-65534/shared/mine/sub/a.md/*")
         #expect(undo.succeeded && undo.output == "one\ntwo\n", "\(undo.output)\(undo.error)")
         let listed = try run(as: "nobody", "'\(MountedStore.binary)' versions shared/mine/sub/a.md")
         #expect(listed.succeeded && listed.output.split(separator: "\n").count == 2, "\(listed.output)\(listed.error)")
-        let other = try run(as: "daemon", "ls .versions/.docfs/removed/shared/mine")
+        let other = try run(as: "daemon", "ls .versions/.docfs/removed-65534/shared/mine")
         #expect(!other.succeeded && other.error.contains("Permission denied"), "\(other.output)\(other.error)")
         // A folder renamed away leaves its removed documents' path as it was too: another user's
         // folder of the old name later lists none of them (a review of 9b429dc).
         #expect(try run(as: "nobody", "mkdir -m 700 shared/kept && echo one > shared/kept/b.md && echo two > shared/kept/b.md && rm shared/kept/b.md && mv shared/kept shared/moved").succeeded)
         #expect(try run(as: "daemon", "mkdir -m 755 shared/kept").succeeded)
-        let renamed = try run(as: "daemon", "ls .versions/.docfs/removed/shared/kept")
+        let renamed = try run(as: "daemon", "ls .versions/.docfs/removed-65534/shared/kept")
         #expect(!renamed.succeeded && renamed.error.contains("Permission denied"), "\(renamed.output)\(renamed.error)")
-        #expect(try run(as: "nobody", "cat .versions/.docfs/removed/shared/kept/b.md/*").output == "one\ntwo\n")
+        #expect(try run(as: "nobody", "cat .versions/.docfs/removed-65534/shared/kept/b.md/*").output == "one\ntwo\n")
     }
 
     /// Issue 36, item 3: history leaked to whoever got the path next. (a) The owner of a 0700
@@ -413,29 +413,61 @@ import Testing
             "mkdir -m 700 private && echo s1 > private/secret.md && echo s2 > private/secret.md && echo ours > private/keep.md && rm private/secret.md && chmod 755 private && mkdir -m 1777 shared"
         ).succeeded)
         #expect(try run(as: "nobody", "cat private/keep.md").output == "ours\n", "the folder is open now")
-        let secret = try run(as: "nobody", "cat .versions/.docfs/removed/private/secret.md/*")
+        let secret = try run(as: "nobody", "cat .versions/.docfs/removed-0/private/secret.md/*")
         #expect(!secret.succeeded && secret.error.contains("Permission denied"), "\(secret.output)\(secret.error)")
         #expect(try run(as: "nobody", "mkdir -m 700 shared/p && echo a > shared/p/x.md && echo b > shared/p/x.md && rm -r shared/p").succeeded)
         #expect(try run(as: "daemon", "mkdir -m 755 shared/p").succeeded)
-        let taken = try run(as: "daemon", "cat .versions/.docfs/removed/shared/p/x.md/*")
+        let taken = try run(as: "daemon", "cat .versions/.docfs/removed-65534/shared/p/x.md/*")
         #expect(!taken.succeeded && taken.error.contains("Permission denied"), "\(taken.output)\(taken.error)")
-        #expect(try run(as: "nobody", "cat .versions/.docfs/removed/shared/p/x.md/*").output == "a\nb\n", "still the owner's undo")
+        #expect(try run(as: "nobody", "cat .versions/.docfs/removed-65534/shared/p/x.md/*").output == "a\nb\n", "still the owner's undo")
         // A document made anew under the name by the new folder's owner, or a link there, opens
         // nothing: the new one has no history, and the removed one's stays closed.
         #expect(try run(as: "daemon", "touch shared/p/x.md").succeeded)
         let remade = try run(as: "daemon", "ls .versions/shared/p/x.md")
         #expect(!remade.succeeded && remade.error.contains("No such file"), "\(remade.output)\(remade.error)")
         #expect(try run(as: "daemon", "rm shared/p/x.md && ln -s / shared/p/x.md").succeeded)
-        let linked = try run(as: "daemon", "cat .versions/.docfs/removed/shared/p/x.md/*")
+        let linked = try run(as: "daemon", "cat .versions/.docfs/removed-65534/shared/p/x.md/*")
         #expect(!linked.succeeded && linked.error.contains("Permission denied"), "\(linked.output)\(linked.error)")
         // A document closed (chmod 600) before its rm stays closed, and so does a removed package.
         #expect(try mount.shell(
             "echo c1 > c.md && echo c2 > c.md && chmod 600 c.md && rm c.md && mkdir -m 700 box && mkdir box/P.textbundle && echo '{\"version\": 2}' > box/P.textbundle/info.json && echo t1 > box/P.textbundle/text.md && echo t2 > box/P.textbundle/text.md && rm -r box/P.textbundle && chmod 755 box"
         ).succeeded)
-        let closed = try run(as: "nobody", "cat .versions/.docfs/removed/c.md/*")
+        let closed = try run(as: "nobody", "cat .versions/.docfs/removed-0/c.md/*")
         #expect(!closed.succeeded && closed.error.contains("Permission denied"), "\(closed.output)\(closed.error)")
-        let package = try run(as: "nobody", "cat .versions/.docfs/removed/box/P.textbundle/*/text.md")
+        let package = try run(as: "nobody", "cat .versions/.docfs/removed-0/box/P.textbundle/*/text.md")
         #expect(!package.succeeded && package.error.contains("Permission denied"), "\(package.output)\(package.error)")
+    }
+
+    /// Issue 36: the documents removed at one path shared one history and one record of who could
+    /// read them, and a record left by another owner made them root's alone. So anyone who could
+    /// write a shared folder closed an owner's undo by making a document of its name, saving it
+    /// twice and removing it: `docfs versions` then refused the owner (fails on bf6f8b7). Each
+    /// owner's removals now go to an area of their own: the owner keeps their undo, and the other
+    /// user's 0600 history stays closed to them.
+    @Test func anotherUsersRemovalAtAPathLeavesTheOwnersUndoAlone() throws {
+        let mount = try MountedStore(texts: [:], arguments: ["-o", "allow_other"])
+        defer { mount.unmount() }
+        func run(as user: String, _ script: String) throws -> MountedStore.Result {
+            try MountedStore.run(["runuser", "-u", user, "--", "sh", "-c", "cd \(mount.mountPoint) && " + script], timeout: 30)
+        }
+        #expect(try mount.shell("mkdir -m 1777 shared").succeeded)
+        #expect(try run(as: "nobody", "echo one > shared/n.md && echo two > shared/n.md && rm shared/n.md").succeeded)
+        #expect(try run(as: "daemon", "echo three > shared/n.md && echo four > shared/n.md && chmod 600 shared/n.md && rm shared/n.md").succeeded)
+        let listed = try run(as: "nobody", "'\(MountedStore.binary)' versions shared/n.md")
+        let paths = listed.output.split(separator: "\n").compactMap { $0.split(separator: " ").last.map(String.init) }
+        #expect(listed.succeeded && paths.count == 2, "\(listed.output)\(listed.error)")
+        let undo = try run(as: "nobody", "cat " + paths.map { "'\($0)'" }.joined(separator: " "))
+        #expect(undo.succeeded && undo.output == "one\ntwo\n", "\(undo.output)\(undo.error)")
+        // The other user's removal is theirs: listed to them, closed to the first.
+        let theirs = try run(as: "daemon", "'\(MountedStore.binary)' versions shared/n.md")
+        #expect(theirs.succeeded && theirs.output.contains("/.versions/.docfs/removed-1/shared/n.md/"), "\(theirs.output)\(theirs.error)")
+        let closed = try run(as: "nobody", "cat .versions/.docfs/removed-1/shared/n.md/*")
+        #expect(!closed.succeeded && closed.error.contains("Permission denied"), "\(closed.output)\(closed.error)")
+        // And the owner's `docfs restore` puts their own document back.
+        let oldest = try #require(try versions(mount, ".docfs/removed-65534/shared/n.md").first)
+        let restored = try run(as: "nobody", "'\(MountedStore.binary)' restore shared/n.md --at \(oldest)")
+        #expect(restored.succeeded, "\(restored.output)\(restored.error)")
+        #expect(try mount.read("shared/n.md") == "one\n")
     }
 
     /// A version is what was saved, whatever happens to the file's other names: a document with a
@@ -457,7 +489,7 @@ import Testing
         let mount = try MountedStore(texts: ["secret.md": "mine\n"])
         defer { mount.unmount() }
         #expect(try mount.shell("chmod 600 secret.md && rm secret.md").succeeded)
-        let version = try #require(try versions(mount, ".docfs/removed/secret.md").first)
+        let version = try #require(try versions(mount, ".docfs/removed-0/secret.md").first)
         let restored = try mount.run([MountedStore.binary, "restore", mount.inMount("secret.md"), "--at", String(version.prefix(15))])
         #expect(restored.succeeded, "\(restored.error)")
         #expect(try mount.run(["stat", "-c", "%a", "secret.md"]).output == "600\n")
