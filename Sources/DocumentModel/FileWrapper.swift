@@ -50,8 +50,8 @@ open class FileWrapper: @unchecked Sendable {
     private var loadedChildren: [String: FileWrapper]?
     /// Children read or replaced one at a time before the directory was listed (`child(named:)`,
     /// `replaceChild(named:with:)`): a listing, when one is made, takes them as they are. A nil
-    /// value is a child removed.
-    private var childOverlay: [String: FileWrapper?] = [:]
+    /// value is a child removed. By the name's bytes, as the directory holds them.
+    private var childOverlay: [PathKey: FileWrapper?] = [:]
     private var symbolicLinkDestination: String?
     var source: Source?
     /// Parents holding this wrapper, so a new `preferredFilename` can re-key it in each of them.
@@ -209,6 +209,10 @@ open class FileWrapper: @unchecked Sendable {
         }
     }
 
+    /// `name`, or where a key `String` holds equal is taken, `N__#$!@%!#__name`. A directory on
+    /// Linux may hold two names a `String` holds equal (the NFC and NFD spellings of "café"): the
+    /// second read gets such a key, and keeps its own name in `filename`, which the writer uses
+    /// (see `FileWrapperWriter.names`), so neither is lost.
     static func uniqueKey(for name: String, in children: [String: FileWrapper]) -> String {
         if children[name] == nil { return name }
         var counter = 1
@@ -221,11 +225,11 @@ open class FileWrapper: @unchecked Sendable {
         if let loadedChildren { return loadedChildren }
         guard kind == .directory, let source else { return nil }
         var children: [String: FileWrapper] = [:]
-        for name in (try? FileIO.directoryEntries(source.path)) ?? [] where childOverlay[name] == nil {
+        for name in (try? FileIO.directoryEntries(source.path)) ?? [] where childOverlay[PathKey(name)] == nil {
             guard let child = readChild(named: name, of: source) else { continue }
-            children[name] = child
+            children[Self.uniqueKey(for: name, in: children)] = child
         }
-        for case let (name, child?) in childOverlay { children[name] = child }
+        for case let (name, child?) in childOverlay { children[Self.uniqueKey(for: name.path, in: children)] = child }
         childOverlay = [:]
         loadedChildren = children
         return children
@@ -246,10 +250,10 @@ open class FileWrapper: @unchecked Sendable {
     @_spi(DocumentStore) public func child(named name: String) -> FileWrapper? {
         guard kind == .directory else { return nil }
         return lock.withLock {
-            if let loadedChildren { return loadedChildren[name] }
-            if let overlaid = childOverlay[name] { return overlaid }
+            if let loadedChildren { return Self.key(named: name, in: loadedChildren).flatMap { loadedChildren[$0] } }
+            if let overlaid = childOverlay[PathKey(name)] { return overlaid }
             guard let source, let child = readChild(named: name, of: source) else { return nil }
-            childOverlay[name] = child
+            childOverlay[PathKey(name)] = child
             return child
         }
     }
@@ -260,12 +264,15 @@ open class FileWrapper: @unchecked Sendable {
         precondition(kind == .directory, "replaceChild(named:with:) on a FileWrapper that is not a directory")
         let old: FileWrapper? = lock.withLock {
             let old: FileWrapper?
-            if loadedChildren != nil {
-                old = loadedChildren?[name]
-                loadedChildren?[name] = child
+            if var children = loadedChildren {
+                let key = Self.key(named: name, in: children)
+                old = key.flatMap { children[$0] }
+                if let key { children[key] = nil }
+                if let child { children[key ?? Self.uniqueKey(for: name, in: children)] = child }
+                loadedChildren = children
             } else {
-                old = childOverlay[name] ?? nil
-                childOverlay[name] = .some(child)
+                old = childOverlay[PathKey(name)] ?? nil
+                childOverlay[PathKey(name)] = .some(child)
             }
             return old
         }
@@ -274,6 +281,15 @@ open class FileWrapper: @unchecked Sendable {
             if child.preferredFilename == nil { child.preferredFilename = name }
             child.parents.append(WeakParent(wrapper: self))
         }
+    }
+
+    /// The key of the child whose name is `name`'s bytes: its key where that is the name itself,
+    /// else the key a second spelling got (`uniqueKey`). A dictionary of `String` finds a key
+    /// equal by Unicode canonical equivalence, which may be another child's.
+    static func key(named name: String, in children: [String: FileWrapper]) -> String? {
+        guard let index = children.index(forKey: name) else { return nil }
+        if FileSystemPath.same(children[index].key, name) { return children[index].key }
+        return FileWrapperWriter.names(of: children).first { FileSystemPath.same($0.name, name) }?.key
     }
 
     // MARK: Reading
@@ -303,7 +319,7 @@ open class FileWrapper: @unchecked Sendable {
                 let names: [String]
                 do { names = try FileIO.directoryEntries(path) } catch { throw CocoaError.reading(error, url: url) }
                 for name in names {
-                    children[name] = try FileWrapper(url: url.appendingPathComponent(name), options: options)
+                    children[Self.uniqueKey(for: name, in: children)] = try FileWrapper(url: url.appendingPathComponent(name), options: options)
                 }
                 newChildren = children
             }

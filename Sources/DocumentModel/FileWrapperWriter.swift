@@ -19,8 +19,8 @@ struct FileWrapperWriter {
             try Paths.makeSymbolicLink(path, target: wrapper.linkDestinationText ?? "")
         case .directory:
             try Paths.makeDirectory(path, mode: permissions(of: wrapper) ?? 0o755)
-            for (key, child) in wrapper.fileWrappers ?? [:] {
-                try write(child, to: path + "/" + key)
+            for (_, name, child) in Self.names(of: wrapper.fileWrappers ?? [:]) {
+                try write(child, to: path + "/" + name)
             }
             if let mode = permissions(of: wrapper) { try? Paths.setPermissions(path, mode) }
             try applyModificationDate(of: wrapper, to: path)
@@ -31,7 +31,32 @@ struct FileWrapperWriter {
     func finish(_ wrapper: FileWrapper, at path: String) {
         if let status = try? FileStatus.of(path: path) { wrapper.recordWritten(path: path, status: status) }
         if updateNames { wrapper.filename = (path as NSString).lastPathComponent }
-        for (key, child) in wrapper.loadedChildrenIfAny ?? [:] { finish(child, at: path + "/" + key) }
+        for (_, name, child) in Self.names(of: wrapper.loadedChildrenIfAny ?? [:]) { finish(child, at: path + "/" + name) }
+    }
+
+    /// The name each child is written under: its key, as on Apple platforms, except for a child
+    /// whose key `FileWrapper.uniqueKey` made because a sibling's name is equal as a `String`
+    /// though not in bytes (the NFC and NFD spellings of one word): that one is written under
+    /// its own name, which no sibling's key takes, so a package read and written again keeps both
+    /// members as they were.
+    static func names(of children: [String: FileWrapper]) -> [(key: String, name: String, child: FileWrapper)] {
+        var taken = Set(children.keys.map(PathKey.init))
+        return children.map { key, child in
+            guard let own = name(of: child), isCollisionKey(Array(key.utf8), for: Array(own.utf8)), taken.insert(PathKey(own)).inserted
+            else { return (key, key, child) }
+            return (key, own, child)
+        }
+    }
+
+    /// The name a child has of its own: the one it was read under, or the one it would like.
+    static func name(of child: FileWrapper) -> String? { child.filename ?? child.preferredFilename }
+
+    /// Whether `key` is `N__#$!@%!#__` followed by `name` (`FileWrapper.uniqueKey`'s form).
+    private static func isCollisionKey(_ key: [UInt8], for name: [UInt8]) -> Bool {
+        let marker = Array("__#$!@%!#__".utf8)
+        let digits = key.prefix { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }.count
+        return digits > 0 && key.count == digits + marker.count + name.count
+            && key.dropFirst(digits).starts(with: marker) && key.suffix(name.count).elementsEqual(name)
     }
 
     private func writeRegularFile(_ wrapper: FileWrapper, to path: String) throws {

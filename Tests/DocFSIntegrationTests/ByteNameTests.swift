@@ -164,6 +164,24 @@ struct ByteNameTests {
 
     /// A name that begins with a combining mark, below a folder: `/` and the mark are one Swift
     /// `Character`, so splitting a path on "/" by characters kept the folder and the name as one.
+    /// A package whose version holds two members a `String` holds equal (the NFC and NFD spellings
+    /// of one name) is restored whole: the restore read the version into a `FileWrapper`, which
+    /// kept one of them, and the restored package had lost the other (fails on bf6f8b7).
+    @Test func aPackageRestoredFromItsVersionKeepsBothSpellingsOfAMember() throws {
+        let mount = try MountedStore(texts: VersionTests.textBundle("P.textbundle", text: "one\n"))
+        defer { mount.unmount() }
+        let folder = Array("P.textbundle/assets/".utf8)
+        #expect(try Self.write(mount, [(folder + Self.nfc, "nfc\n"), (folder + Self.nfd, "nfd\n")]) == [])
+        #expect(try mount.shell("echo two > P.textbundle/text.md").succeeded)
+        let listing = try mount.run(["ls", mount.inMount(".versions/P.textbundle")])
+        let newest = try #require(listing.output.split(separator: "\n").map(String.init).sorted().last, "\(listing.error)")
+        let restored = try mount.run([MountedStore.binary, "restore", mount.inMount("P.textbundle"), "--at", newest])
+        #expect(restored.succeeded, "\(restored.error)")
+        #expect(try mount.read("P.textbundle/text.md") == "one\n")
+        let items = try Self.describe(mount, [folder + Self.nfc, folder + Self.nfd])
+        #expect(items[Self.hex(folder + Self.nfc)]?.content == "nfc\n" && items[Self.hex(folder + Self.nfd)]?.content == "nfd\n", "\(items)")
+    }
+
     @Test func aNameBeginningWithACombiningMarkIsItsOwnFileInAFolder() throws {
         let mount = try MountedStore(texts: [:])
         defer { mount.unmount() }

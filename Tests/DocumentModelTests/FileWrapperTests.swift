@@ -254,4 +254,39 @@ import Testing
         let attributes = try FileManager.default.attributesOfItem(atPath: copy.path)
         #expect(attributes[.modificationDate] as? Date == date)
     }
+
+    /// Issue 35: names are bytes. A folder on Linux holds the NFC and NFD spellings of "café" as two
+    /// files, which a `String` holds equal: the wrapper read from it kept one child (the other was
+    /// lost), so a package restored from its version, or written by a document type, lost a member.
+    /// Now the second spelling gets a key of its own and is written under its own name, lazily
+    /// read or not, and each spelling's child is found by its bytes.
+    @Test(arguments: [FileWrapper.ReadingOptions(), .immediate])
+    func twoNamesAStringHoldsEqualAreTwoChildrenWrittenByTheirBytes(options: FileWrapper.ReadingOptions) throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("wrapper-names-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let nfc = "caf\u{E9}.txt", nfd = "cafe\u{301}.txt"
+        #expect(nfc == nfd, "Swift holds them equal")
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("in"), withIntermediateDirectories: true)
+        for (name, text) in [(nfc, "nfc"), (nfd, "nfd")] {
+            let descriptor = open(folder.path + "/in/" + name, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+            #expect(descriptor >= 0)
+            _ = text.withCString { write(descriptor, $0, strlen($0)) }
+            close(descriptor)
+        }
+        let wrapper = try FileWrapper(url: folder.appendingPathComponent("in"), options: options)
+        #expect(wrapper.fileWrappers?.count == 2)
+        #expect(Set(wrapper.fileWrappers?.values.compactMap { $0.regularFileContents.map { String(decoding: $0, as: UTF8.self) } } ?? []) == ["nfc", "nfd"])
+        #expect(wrapper.child(named: nfd)?.regularFileContents == Data("nfd".utf8))
+        #expect(wrapper.child(named: nfc)?.regularFileContents == Data("nfc".utf8))
+        try wrapper.write(to: folder.appendingPathComponent("out"), options: .atomic, originalContentsURL: nil)
+        let written = try FileManager.default.contentsOfDirectory(atPath: folder.path + "/out").map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) }
+        #expect(written == [Array(nfd.utf8), Array(nfc.utf8)].sorted { $0.lexicographicallyPrecedes($1) })
+        for (name, text) in [(nfc, "nfc"), (nfd, "nfd")] {
+            #expect(FileManager.default.contents(atPath: folder.path + "/out/" + name) == Data(text.utf8), "\(Array(name.utf8))")
+        }
+        // One spelling replaced by its bytes leaves the other as it was.
+        wrapper.replaceChild(named: nfd, with: FileWrapper(regularFileWithContents: Data("new".utf8)))
+        #expect(wrapper.child(named: nfd)?.regularFileContents == Data("new".utf8))
+        #expect(wrapper.child(named: nfc)?.regularFileContents == Data("nfc".utf8))
+    }
 }
