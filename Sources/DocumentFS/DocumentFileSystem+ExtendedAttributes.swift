@@ -50,7 +50,9 @@ extension DocumentFileSystem {
     /// daemon's, which root on the mount could otherwise read and set).
     static let reservedPrefixes = ["user.docfs.", "trusted.docfs."]
 
-    static func isVirtual(_ name: String) -> Bool { reservedPrefixes.contains { name.hasPrefix($0) } }
+    /// By bytes: `hasPrefix` compares characters, and a name whose next byte after the prefix is a
+    /// combining mark would not count as in DocFS's namespace.
+    static func isVirtual(_ name: String) -> Bool { reservedPrefixes.contains { name.utf8.starts(with: $0.utf8) } }
 
     func extendedAttributeNames(inode: Inode, context: RequestContext) throws(FUSEError) -> [UInt8] {
         let stored: [String]

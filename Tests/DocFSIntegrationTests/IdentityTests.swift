@@ -130,6 +130,9 @@ struct IdentityTests {
     }
 
     /// The number a save carries is DocFS's own: root on the mount cannot list, read or forge it.
+    /// Nor anything else in DocFS's namespace: a name whose byte after `user.docfs.` is a
+    /// combining mark was let through, a `String` prefix being a prefix of characters (fails on
+    /// bf6f8b7).
     @Test func theCarriedNumberCannotBeSeenOrForgedThroughTheMount() throws {
         let mount = try MountedStore(texts: ["doc.txt": "first\n"])
         defer { mount.unmount() }
@@ -137,7 +140,7 @@ struct IdentityTests {
         #expect(try mount.shell("printf 'second\\n' > doc.txt").succeeded)
         let listed = try mount.run(["getfattr", "-d", "-m", "-", "doc.txt"])
         #expect(!listed.output.contains("docfs"), "\(listed.output)")
-        for name in ["trusted.docfs.identity", "user.docfs.identity"] {
+        for name in ["trusted.docfs.identity", "user.docfs.identity", "user.docfs.\u{301}identity"] {
             #expect(!(try mount.run(["getfattr", "-n", name, "doc.txt"])).succeeded)
             let forged = try mount.run(["setfattr", "-n", name, "-v", "0x0100000000000000", "doc.txt"])
             #expect(!forged.succeeded && forged.error.contains("Operation not permitted"), "\(name): \(forged.error)")
