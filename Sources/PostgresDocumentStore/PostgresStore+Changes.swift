@@ -398,7 +398,7 @@ extension PostgresStore {
                     state.moveSubtree(from: destination, to: parked)
                     state.moveSubtree(from: source, to: destination)
                     state.moveSubtree(from: parked, to: source)
-                } else if source != destination {
+                } else if !FileSystemPath.same(source, destination) {
                     state.removeSubtree(destination)
                     state.moveSubtree(from: source, to: destination)
                 }

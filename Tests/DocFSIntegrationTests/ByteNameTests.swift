@@ -164,6 +164,30 @@ struct ByteNameTests {
 
     /// A name that begins with a combining mark, below a folder: `/` and the mark are one Swift
     /// `Character`, so splitting a path on "/" by characters kept the folder and the name as one.
+    /// A rename from one spelling of a name to the other (NFC to NFD) is a rename like any other:
+    /// the PostgreSQL store's record of names compared the two paths as `String`s, found them
+    /// equal, and kept the document under its old spelling (fails on bf6f8b7).
+    @Test func aRenameFromOneSpellingToTheOtherMovesTheDocumentAndItsHistory() throws {
+        let mount = try MountedStore(texts: [:])
+        defer { mount.unmount() }
+        #expect(try Self.write(mount, [(Self.nfc, "one\n"), (Self.nfc, "two\n")]) == [])
+        let renamed = try mount.python(
+            "import os, sys; m = sys.argv[1].encode(); os.rename(os.path.join(m, bytes.fromhex(sys.argv[2])), os.path.join(m, bytes.fromhex(sys.argv[3])))",
+            arguments: [mount.mountPoint, Self.hex(Self.nfc), Self.hex(Self.nfd)])
+        #expect(renamed.succeeded, "\(renamed.error)")
+        func check(_ when: String) throws {
+            let items = try Self.describe(mount, [Self.nfc, Self.nfd])
+            let moved = items[Self.hex(Self.nfd)], gone = items[Self.hex(Self.nfc)]
+            #expect(moved?.content == "two\n" && moved?.versions == ["one\n"] && moved?.listed == true, "\(when): \(items)")
+            #expect(gone?.content == nil && gone?.listed == false && gone?.versions == [], "\(when): \(items)")
+        }
+        try check("after the rename")
+        #expect(try Self.write(mount, [(Self.nfd, "three\n")]) == [], "a save under the new spelling")
+        try mount.remount()
+        let items = try Self.describe(mount, [Self.nfc, Self.nfd])
+        #expect(items[Self.hex(Self.nfd)]?.content == "three\n" && items[Self.hex(Self.nfc)]?.listed == false, "after a remount: \(items)")
+    }
+
     /// A package whose version holds two members a `String` holds equal (the NFC and NFD spellings
     /// of one name) is restored whole: the restore read the version into a `FileWrapper`, which
     /// kept one of them, and the restored package had lost the other (fails on bf6f8b7).
