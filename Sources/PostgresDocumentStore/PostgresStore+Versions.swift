@@ -354,7 +354,8 @@ extension PostgresStore {
         // A mount that keeps versions knows from its archive (in step within a second) which
         // areas have any below: an rmdir with none costs no transaction. Else the database says.
         let areas: [String]
-        if let archive = mirror.versions {
+        // `versions`, not the mirror's archive, which a mount that keeps no versions has too (empty).
+        if let archive = versions {
             areas = archive.removedPaths(of: path, preferring: nil)
             if areas.isEmpty { return }
         } else {
@@ -372,7 +373,7 @@ extension PostgresStore {
                     try queries.notifyVersionsChanged(db)
                     return gate
                 })
-                if let gate { mirror.versions?.setRemovedFolder(removed, gate) }
+                if let gate { versions?.setRemovedFolder(removed, gate) }
             } catch {
                 logger.warning("\(removed): the record of the removed folder was not kept (its documents' versions there show as root's): \(error)")
             }

@@ -211,6 +211,31 @@ final class PostgresVersionTests {
         #expect(try run(third, as: "nobody", "cat .versions/.docfs/removed-65534/shared/mine/a.md/*").output == "one\ntwo\n")
     }
 
+    /// A folder removed through a mount that keeps no versions of its own is recorded all the
+    /// same, in each owner's removal area the database holds versions below it in: the mount
+    /// asks the database which areas those are.
+    @Test func aFolderRemovedThroughAMountWithoutVersionsIsRecordedInItsOwnersArea() throws {
+        let keeping = try MountedStore(postgres: location, arguments: ["-o", "allow_other"])
+        let plain = try MountedStore(postgres: location, arguments: ["-o", "allow_other", "--versions", "off"])
+        defer { keeping.unmount(); plain.unmount() }
+        func run(_ mount: MountedStore, as user: String, _ script: String) throws -> MountedStore.Result {
+            try MountedStore.run(["runuser", "-u", user, "--", "sh", "-c", "cd \(mount.mountPoint) && " + script], timeout: 30)
+        }
+        #expect(try keeping.shell("mkdir -m 1777 shared").succeeded)
+        #expect(try run(keeping, as: "nobody", "mkdir -m 700 shared/mine && echo one > shared/mine/a.md && echo two > shared/mine/a.md && rm shared/mine/a.md").succeeded)
+        #expect(MountedStore.waitUntil { (try? FileManager.default.contentsOfDirectory(atPath: plain.inMount("shared/mine"))) == [] })
+        let removed = try run(plain, as: "nobody", "rmdir shared/mine")
+        #expect(removed.succeeded, "\(removed.error)")
+        func owner(_ path: String) -> uid_t? {
+            var status = stat()
+            return stat(path, &status) == 0 ? status.st_uid : nil
+        }
+        #expect(MountedStore.waitUntil { owner(keeping.inMount(".versions/.docfs/removed-65534/shared/mine")) == 65534 }, "\(plain.log)")
+        #expect(try run(keeping, as: "nobody", "cat .versions/.docfs/removed-65534/shared/mine/a.md/*").output == "one\ntwo\n")
+        let other = try run(keeping, as: "daemon", "ls .versions/.docfs/removed-65534/shared/mine")
+        #expect(!other.succeeded && other.error.contains("Permission denied"), "\(other.output)\(other.error)")
+    }
+
     /// Issue 36: a rename's history moved in a transaction of its own after the rename's, so the
     /// database going away between the two left the history under the old name while the document
     /// had the new one (fails on 089fbda). Now both are one transaction: the server stopped right
