@@ -144,7 +144,7 @@ public final class DocumentLibrary: Sendable {
                 }
             }
         }
-        return found.sorted { $0.path < $1.path }
+        return found.sorted { PathKey($0.path) < PathKey($1.path) }
     }
 
     /// Decodes one document as the mount would serve it, reading only.

@@ -1,6 +1,7 @@
 import DocumentStore
 import FUSE
 import Logging
+import SystemSupport
 
 /// Serves a document store as a file system: the public entry point, in the spirit of SwiftUI's
 /// `DocumentGroup`. Give it a store, the document types, and options; `serve` mounts and runs until
@@ -25,7 +26,10 @@ public final class DocumentMount: Sendable {
     public var mountOptions: [String] {
         let options = fileSystem.options
         // libfuse splits options at commas; a backslash keeps one (or a backslash) in a value.
-        let name = options.fileSystemName.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: ",", with: "\\,")
+        // By bytes: a comma followed by a combining mark is one `Character`, not a comma.
+        let name = FileSystemPath.string(fromBytes: FileSystemPath.bytes(of: options.fileSystemName).flatMap { byte in
+            byte == UInt8(ascii: ",") || byte == UInt8(ascii: "\\") ? [UInt8(ascii: "\\"), byte] : [byte]
+        })
         var result = ["default_permissions", "fsname=\(name)", "subtype=docfs"]
         if options.readOnly { result.append("ro") }
         if options.allowOther { result.append("allow_other") }

@@ -64,7 +64,12 @@ open class FileWrapper: @unchecked Sendable {
     /// The name the wrapper would like; changing it re-keys the wrapper in every parent.
     public var preferredFilename: String? {
         didSet {
-            guard preferredFilename != oldValue else { return }
+            // By bytes: a new spelling (NFD for NFC) is a new name, though a `String` holds it equal.
+            switch (preferredFilename, oldValue) {
+            case (nil, nil): return
+            case let (new?, old?) where FileSystemPath.same(new, old): return
+            default: break
+            }
             for parent in parents.compactMap(\.wrapper) { parent.rekey(self) }
         }
     }
@@ -394,9 +399,11 @@ open class FileWrapper: @unchecked Sendable {
             return (try? FileWrapper(url: url))?.symbolicLinkDestination == symbolicLinkDestination
         case .directory:
             guard status.kind == .directory, let children = fileWrappers,
-                  let names = try? FileIO.directoryEntries(url.path), Set(names) == Set(children.keys)
+                  let names = try? FileIO.directoryEntries(url.path)
             else { return false }
-            return children.allSatisfy { key, child in child.matchesContents(of: url.appendingPathComponent(key)) }
+            let written = FileWrapperWriter.names(of: children)
+            guard Set(names.map(PathKey.init)) == Set(written.map { PathKey($0.name) }) else { return false }
+            return written.allSatisfy { _, name, child in child.matchesContents(of: url.appendingPathComponent(name)) }
         }
     }
 

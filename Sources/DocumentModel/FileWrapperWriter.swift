@@ -63,7 +63,7 @@ struct FileWrapperWriter {
         if let source = wrapper.unchangedSource,
            let current = try? FileStatus.of(path: source.path), current.version == source.status.version
         {
-            let linkable = linkAnyUnchangedFile || originalPath.map { source.path.hasPrefix($0 + "/") } ?? false
+            let linkable = linkAnyUnchangedFile || originalPath.map { StorePath.isWithin(source.path, $0) && !FileSystemPath.same(source.path, $0) } ?? false
             if linkable, permissions(of: wrapper).map({ $0 == current.permissions }) ?? true,
                (try? Paths.makeHardLink(path, to: source.path)) != nil
             {

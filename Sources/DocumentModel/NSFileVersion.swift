@@ -98,7 +98,8 @@ public final class NSFileVersion: NSObject {
         if isCurrent && url.standardizedFileURL == self.url.standardizedFileURL { return url }
         let source = try FileStatus.of(path: self.url.path)
         if source.kind == .directory {
-            try Self.replaceFolder(url, with: self.url)
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+            try Self.replaceFolder(url.path, with: self.url.path)
         } else {
             try FileIO.writeCopy(of: self.url.path, over: url.path)
         }
@@ -136,25 +137,29 @@ public final class NSFileVersion: NSObject {
             root = folder
         }
         let versions = root + "/.versions"
-        guard (try? FileStatus.of(path: versions))?.kind == .directory, path.hasPrefix(root + "/") else { return nil }
-        return URL(fileURLWithPath: versions + "/" + String(path.dropFirst(root.count + 1)))
+        // By bytes: a first name beginning with a combining mark joins the "/" into one Character.
+        let prefix = root == "/" ? "/" : root + "/"
+        guard (try? FileStatus.of(path: versions))?.kind == .directory, path.utf8.starts(with: prefix.utf8) else { return nil }
+        return URL(fileURLWithPath: versions + "/" + String(Substring(path.utf8.dropFirst(prefix.utf8.count))))
     }
 
-    private class func replaceFolder(_ destination: URL, with source: URL) throws {
-        let manager = FileManager.default
-        try manager.createDirectory(at: destination, withIntermediateDirectories: true)
-        let wanted = try manager.contentsOfDirectory(atPath: source.path)
+    /// Makes the folder at `destination` hold what the one at `source` holds, member by member.
+    /// Names by bytes: the NFC and NFD spellings of one name are two members, and one the version
+    /// lacks goes though the other is there.
+    private class func replaceFolder(_ destination: String, with source: String) throws {
+        do { try Paths.makeDirectory(destination, mode: 0o755) } catch let error as SystemCallError where error.errno == EEXIST {}
+        let wanted = try FileIO.directoryEntries(source)
         for name in wanted {
-            let from = source.appendingPathComponent(name)
-            let to = destination.appendingPathComponent(name)
-            if try FileStatus.of(path: from.path).kind == .directory {
+            let from = source + "/" + name, to = destination + "/" + name
+            if try FileStatus.of(path: from).kind == .directory {
                 try replaceFolder(to, with: from)
             } else {
-                try FileIO.writeCopy(of: from.path, over: to.path)
+                try FileIO.writeCopy(of: from, over: to)
             }
         }
-        for name in try manager.contentsOfDirectory(atPath: destination.path) where !wanted.contains(name) {
-            try manager.removeItem(at: destination.appendingPathComponent(name))
+        let kept = Set(wanted.map(PathKey.init))
+        for name in try FileIO.directoryEntries(destination) where !kept.contains(PathKey(name)) {
+            try FileIO.removeItem(destination + "/" + name)
         }
     }
 }

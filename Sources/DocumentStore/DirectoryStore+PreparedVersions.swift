@@ -98,10 +98,10 @@ extension DirectoryStore {
               let nowEntries = try? FileIO.listing(of: live.rawValue, path: path),
               madeEntries.count == nowEntries.count
         else { return false }
-        let madeByName = Dictionary(madeEntries.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let madeByName = Dictionary(madeEntries.map { (PathKey($0.name), $0) }, uniquingKeysWith: { first, _ in first })
         for entry in nowEntries {
-            guard let copy = madeByName[entry.name] else { return false }
-            let same = entry.name.withCString { name -> Bool in
+            guard let copy = madeByName[PathKey(entry.name)] else { return false }
+            let same = FileSystemPath.withCString(entry.name) { name -> Bool in
                 var liveStatus = stat()
                 var copyStatus = stat()
                 guard fstatat(live.rawValue, name, &liveStatus, AT_SYMLINK_NOFOLLOW) == 0,
@@ -134,9 +134,9 @@ extension DirectoryStore {
     /// Whether two folders have the same extended attributes (the item's number aside: a copy has none).
     private func sameAttributes(_ prepared: OwnedDescriptor, _ live: OwnedDescriptor) -> Bool {
         guard let madeNames = try? prepared.extendedAttributeNames(), let nowNames = try? live.extendedAttributeNames() else { return false }
-        let kept = Set(nowNames.filter { $0 != identities?.attributeName })
-        guard Set(madeNames) == kept else { return false }
-        return kept.allSatisfy { name in (try? prepared.extendedAttribute(name)) == (try? live.extendedAttribute(name)) }
+        let kept = Set(nowNames.filter { $0 != identities?.attributeName }.map(PathKey.init))
+        guard Set(madeNames.map(PathKey.init)) == kept else { return false }
+        return kept.allSatisfy { name in (try? prepared.extendedAttribute(name.path)) == (try? live.extendedAttribute(name.path)) }
     }
 
     private static func linkTarget(_ name: UnsafePointer<CChar>, in directory: Int32) -> [CChar]? {

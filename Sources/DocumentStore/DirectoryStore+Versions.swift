@@ -139,7 +139,9 @@ extension DirectoryStore {
     private func linkCopy(of source: OwnedDescriptor, status: FileStatus, into parent: Int32, name: UnsafePointer<CChar>, path: String) throws {
         let folder = OwnedDescriptor(try retryingOnInterrupt("open", path: path) { openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) })
         for entry in try FileIO.listing(of: source.rawValue, path: path) {
-            try entry.name.withCString { entryName in
+            // The name's own bytes (`FileSystemPath`), not its encoding's: a member whose name is
+            // not UTF-8 would be missed, and the package's version not kept.
+            try FileSystemPath.withCString(entry.name) { entryName in
                 var type = Int32(entry.type)
                 if type == Int32(DT_UNKNOWN) {
                     // A file system that does not say in its listing (XFS without ftype).

@@ -84,7 +84,7 @@ public final class DirectoryStore: DocumentStore {
         self.quarantineLimits = quarantineLimits
         isReadOnly = readOnly
         // The root is the administrator's choice, links and all; everything below it is confined.
-        let resolved = realpath(path, nil).map { pointer in
+        let resolved = FileSystemPath.withCString(path, { realpath($0, nil) }).map { pointer in
             defer { free(pointer) }
             return FileSystemPath.string(fromCString: pointer)
         } ?? path

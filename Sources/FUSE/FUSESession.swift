@@ -34,7 +34,8 @@ public final class FUSESession: @unchecked Sendable {
     public init(operations: any FileSystemOperations, mountPoint: String, options: [String]) throws {
         var arguments = ["docfs"]
         if !options.isEmpty { arguments += ["-o", options.joined(separator: ",")] }
-        let cStrings = arguments.map { strdup($0) }
+        // The bytes each stands for (`FileSystemPath`): a store path that is not UTF-8 is its fsname.
+        let cStrings = arguments.map { argument in FileSystemPath.withCString(argument) { strdup($0) } }
         defer { cStrings.forEach { free($0) } }
         var argv = cStrings
         let box = Unmanaged.passRetained(OperationsBox(operations))
@@ -56,7 +57,8 @@ public final class FUSESession: @unchecked Sendable {
             box.release()
             throw MountError.mountFailed(mountPoint: mountPoint)
         }
-        guard fuse_session_mount(created, mountPoint) == 0 else {
+        // The mount point's own bytes: its encoding's would be a look-alike path, or none.
+        guard FileSystemPath.withCString(mountPoint, { fuse_session_mount(created, $0) }) == 0 else {
             fuse_remove_signal_handlers(created)
             fuse_session_destroy(created)
             box.release()

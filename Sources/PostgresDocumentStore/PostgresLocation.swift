@@ -40,7 +40,7 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
     /// ones included: those are refused as locations, saying why, never opened as a folder).
     public static func isPostgresLocation(_ text: String) -> Bool {
         if isURI(text) { return true }
-        return !text.hasPrefix("/") && !text.hasPrefix(".") && text.contains("=") && access(text, F_OK) != 0
+        return text.utf8.first != UInt8(ascii: "/") && !text.hasPrefix(".") && text.contains("=") && access(text, F_OK) != 0
     }
 
     public init(_ text: String) throws {

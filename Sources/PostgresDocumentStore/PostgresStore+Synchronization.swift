@@ -321,8 +321,9 @@ extension PostgresStore {
         // The owner first: a chown clears set-user-ID and set-group-ID.
         if canChangeOwner { try? mirror.setOwner(path, Ownership(userID: item.userID, groupID: item.groupID)) }
         try mirror.setPermissions(path, mode_t(item.mode & 0o7777))
-        let wanted = Set(item.extendedAttributes.map(\.name))
-        for name in (try? mirror.extendedAttributeNames(path)) ?? [] where !wanted.contains(name) {
+        // By bytes: the NFC and NFD spellings of one attribute name are two attributes.
+        let wanted = Set(item.extendedAttributes.map { PathKey($0.name) })
+        for name in (try? mirror.extendedAttributeNames(path)) ?? [] where !wanted.contains(PathKey(name)) {
             try? mirror.removeExtendedAttribute(path, name: name)
         }
         for (name, value) in item.extendedAttributes {

@@ -93,8 +93,8 @@ extension PostgresStore {
         if geteuid() == 0 || status.permissions & 0o200 != 0 {
             return try body(OwnedDescriptor(try FileIO.open(location, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)))
         }
-        guard chmod(location, mode_t(status.permissions | 0o200)) == 0 else { throw SystemCallError.last("chmod", path: location) }
-        defer { chmod(location, mode_t(status.permissions)) }
+        try Paths.setPermissions(location, mode_t(status.permissions | 0o200))
+        defer { try? Paths.setPermissions(location, mode_t(status.permissions)) }
         return try body(OwnedDescriptor(try FileIO.open(location, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)))
     }
 

@@ -85,7 +85,7 @@ public struct TypeConfiguration: Sendable {
     /// root's), writable by no one else, and not a file inside the store it configures.
     private static func checkTrusted(_ path: String, storePath: String?) throws {
         var status = stat()
-        guard stat(path, &status) == 0 else {
+        guard FileSystemPath.withCString(path, { stat($0, &status) }) == 0 else {
             throw ConfigurationError(path, "cannot be read: \(String(cString: strerror(errno)))")
         }
         guard status.st_mode & S_IFMT == S_IFREG else { throw ConfigurationError(path, "is not a regular file") }
@@ -95,10 +95,14 @@ public struct TypeConfiguration: Sendable {
         guard status.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
             throw ConfigurationError(path, "is writable by group or others (mode \(String(status.st_mode & 0o7777, radix: 8))); run chmod go-w on it")
         }
-        if let storePath, let real = realpath(path, nil), let realStore = realpath(storePath, nil) {
+        if let storePath, let real = FileSystemPath.withCString(path, { realpath($0, nil) }),
+           let realStore = FileSystemPath.withCString(storePath, { realpath($0, nil) })
+        {
             defer { free(real); free(realStore) }
-            let file = String(cString: real), store = String(cString: realStore)
-            if file.hasPrefix(store == "/" ? "/" : store + "/") {
+            // By bytes (`StorePath.isWithin`): a first name beginning with a combining mark joins
+            // the "/" before it into one Character, and `hasPrefix` would say it is outside.
+            let file = FileSystemPath.string(fromCString: real), store = FileSystemPath.string(fromCString: realStore)
+            if store == "/" || (StorePath.isWithin(file, store) && !FileSystemPath.same(file, store)) {
                 throw ConfigurationError(path, "is inside the store \(store); commands are never read from the store")
             }
         }
@@ -203,7 +207,7 @@ private struct ConfigurationReader {
         }
         // A relative path would be looked up in the daemon's working folder when the configuration
         // is read, and run after a chdir to "/": another program, or none.
-        if program.contains("/") && !program.hasPrefix("/") {
+        if program.utf8.contains(UInt8(ascii: "/")) && program.utf8.first != UInt8(ascii: "/") {
             throw ConfigurationError(path, "\(section): the validator \(program) is a relative path; give an absolute path, or a bare name to look up in PATH")
         }
         var passedVariables: [String] = []
@@ -255,7 +259,7 @@ private struct ConfigurationReader {
     }
 
     private static func executable(_ program: String) -> String? {
-        if program.contains("/") { return access(program, X_OK) == 0 ? program : nil }
+        if program.utf8.contains(UInt8(ascii: "/")) { return FileSystemPath.withCString(program, { access($0, X_OK) }) == 0 ? program : nil }
         let searchPath = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
         for directory in searchPath.split(separator: ":") where !directory.isEmpty {
             let candidate = "\(directory)/\(program)"

@@ -22,6 +22,6 @@ struct ConfigurationOption: ParsableArguments {
     }
 
     private func absolute(_ path: String) -> String {
-        path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        path.utf8.first == UInt8(ascii: "/") ? path : FileManager.default.currentDirectoryPath + "/" + path
     }
 }

@@ -170,7 +170,7 @@ struct MountCommand: ParsableCommand {
         let parsed = try MountOptions(mountOptions)
         guard let source = parsed.source else { return }
         if parsed.fileSystemName == nil {
-            guard !store.contains(",") else { throw ValidationError("the mount's name '\(store)' holds a comma, which -o options cannot carry; give fsname=") }
+            guard !store.utf8.contains(UInt8(ascii: ",")) else { throw ValidationError("the mount's name '\(store)' holds a comma, which -o options cannot carry; give fsname=") }
             mountOptions.append("fsname=" + store)
         }
         mountOptions = MountOptions.removingSource(mountOptions)
@@ -203,7 +203,7 @@ struct MountCommand: ParsableCommand {
     /// from an fstab line), or one folder per store and mount point.
     private func mirrorDirectory(_ location: PostgresLocation, mountPath: String, options: MountOptions) -> String {
         if let given = cacheDirectory ?? options.cacheDirectory {
-            return absolutePath(given.hasPrefix("/") ? given : FileManager.default.currentDirectoryPath + "/" + given)
+            return absolutePath(given.utf8.first == UInt8(ascii: "/") ? given : FileManager.default.currentDirectoryPath + "/" + given)
         }
         let base = options.cacheRoot ?? (geteuid() == 0
             ? "/var/cache/docfs"
@@ -404,8 +404,8 @@ struct MountCommand: ParsableCommand {
         if let path = typeConfiguration.path { arguments += ["--config", absolutePath(path)] }
         if let cacheTimeout { arguments += ["--cache-timeout", String(cacheTimeout)] }
         if let metrics { arguments += ["--metrics", metrics] }
-        if let cacheDirectory { arguments += ["--cache-directory", cacheDirectory.hasPrefix("/") ? cacheDirectory : FileManager.default.currentDirectoryPath + "/" + cacheDirectory] }
-        if let logFile { arguments += ["--log-file", absolutePath(logFile.hasPrefix("/") ? logFile : FileManager.default.currentDirectoryPath + "/" + logFile)] }
+        if let cacheDirectory { arguments += ["--cache-directory", cacheDirectory.utf8.first == UInt8(ascii: "/") ? cacheDirectory : FileManager.default.currentDirectoryPath + "/" + cacheDirectory] }
+        if let logFile { arguments += ["--log-file", absolutePath(logFile.utf8.first == UInt8(ascii: "/") ? logFile : FileManager.default.currentDirectoryPath + "/" + logFile)] }
         // The bytes each argument stands for (a path need not be UTF-8; see `FileSystemPath`).
         let cArguments = arguments.map { FileSystemPath.withCString($0) { strdup($0) } } + [nil]
         defer { cArguments.forEach { free($0) } }

@@ -35,8 +35,8 @@ struct MountOptions {
     static let forMount: Set<String> = ["defaults", "auto", "noauto", "user", "users", "nouser", "owner", "group", "nofail", "_netdev"]
 
     init(_ arguments: [String]) throws {
-        for option in arguments.flatMap({ $0.split(separator: ",").map(String.init) }) where !option.isEmpty {
-            let (key, value) = option.split(separator: "=", maxSplits: 1).map(String.init).pair
+        for option in arguments.flatMap({ Self.split($0, at: ",") }) where !option.isEmpty {
+            let (key, value) = Self.split(option, at: "=", maxSplits: 1).pair
             switch key {
             case "ro": readOnly = true
             // Last one wins: on a remount, mount(8) puts fstab's options before the command line's.
@@ -61,7 +61,7 @@ struct MountOptions {
                 guard let value, !value.isEmpty else { throw ValidationError("-o cache_directory: needs a folder (cache_directory=/srv/mirror)") }
                 cacheDirectory = value
             case "cache_root":
-                guard let value, value.hasPrefix("/") else { throw ValidationError("-o cache_root: needs an absolute folder (cache_root=/srv/docfs-mirrors)") }
+                guard let value, value.utf8.first == UInt8(ascii: "/") else { throw ValidationError("-o cache_root: needs an absolute folder (cache_root=/srv/docfs-mirrors)") }
                 cacheRoot = value
             case "max_read":
                 maxRead = try Self.number(option, value, radix: 10)
@@ -76,7 +76,13 @@ struct MountOptions {
 
     /// `options` without `source=`, for a daemon given the store itself.
     static func removingSource(_ options: [String]) -> [String] {
-        options.map { $0.split(separator: ",").filter { !$0.hasPrefix("source=") }.joined(separator: ",") }.filter { !$0.isEmpty }
+        options.map { split($0, at: ",").filter { !$0.utf8.starts(with: "source=".utf8) }.joined(separator: ",") }.filter { !$0.isEmpty }
+    }
+
+    /// `text` split at each `separator`, by bytes as libfuse splits: a comma followed by a
+    /// combining mark is one `Character`, which `String.split` would not split at.
+    private static func split(_ text: String, at separator: Unicode.Scalar, maxSplits: Int = .max) -> [String] {
+        text.utf8.split(separator: UInt8(ascii: separator), maxSplits: maxSplits).map { String(Substring($0)) }
     }
 
     private static func number(_ option: String, _ value: String?, radix: Int) throws -> UInt32? {

@@ -5,12 +5,7 @@ import SystemSupport
 /// The system's mount table, to tell a busy mount point before trying to mount on it.
 enum MountTable {
     static func isMountPoint(_ path: String) -> Bool {
-        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return false }
-        return table.split(separator: "\n").contains { line in
-            // Field 5 is the mount point, with spaces and backslashes octal-escaped.
-            let fields = line.split(separator: " ")
-            return fields.count > 4 && FileSystemPath.same(unescape(fields[4]), path)
-        }
+        entries().contains { FileSystemPath.same($0.mountPoint, path) }
     }
 
     /// The store a DocFS mount at `path` serves: the mount's source (its fsname), when the file
@@ -22,16 +17,9 @@ enum MountTable {
     /// Whether what `path` shows is a DocFS mount: the topmost mount there (the last listed) is
     /// `fuse.docfs`, and its device is the one `path` is on.
     static func isDocFSMountShown(at path: String) -> Bool {
-        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return false }
-        let topmost = table.split(separator: "\n").last { line in
-            let fields = line.split(separator: " ")
-            return fields.count > 4 && FileSystemPath.same(unescape(fields[4]), path)
-        }
-        guard let fields = topmost?.split(separator: " "), let separator = fields.firstIndex(of: "-"), separator + 1 < fields.count,
-              fields[separator + 1] == "fuse.docfs"
-        else { return false }
-        // Field 3 is the device, MAJOR:MINOR.
-        let device = fields[2].split(separator: ":").compactMap { UInt32($0) }
+        guard let topmost = entries().last(where: { FileSystemPath.same($0.mountPoint, path) }), topmost.type == "fuse.docfs" else { return false }
+        // MAJOR:MINOR.
+        let device = topmost.device.split(separator: ":").compactMap { UInt32($0) }
         var status = stat()
         guard device.count == 2, FileSystemPath.withCString(path, { stat($0, &status) }) == 0 else { return false }
         // Linux's dev_t: the major number in bits 8-19 and 32-43, the minor in 0-7 and 20-31.
@@ -42,7 +30,7 @@ enum MountTable {
 
     /// The DocFS mount points on this machine serving `store` (its fsname).
     static func docfsMountPoints(serving store: String) -> [String] {
-        docfsMounts().filter { $0.store == store }.map(\.mountPoint)
+        docfsMounts().filter { FileSystemPath.same($0.store, store) }.map(\.mountPoint)
     }
 
     /// The DocFS mount points on this machine serving the PostgreSQL store `location` names: those
@@ -62,30 +50,58 @@ enum MountTable {
 
     /// Every `fuse.docfs` mount: its mount point and its source.
     private static func docfsMounts() -> [(mountPoint: String, store: String)] {
-        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return [] }
-        return table.split(separator: "\n").compactMap { line in
-            let fields = line.split(separator: " ")
-            guard fields.count > 4, let separator = fields.firstIndex(of: "-"), separator + 2 < fields.count,
-                  fields[separator + 1] == "fuse.docfs"
+        entries().filter { $0.type == "fuse.docfs" }.map { ($0.mountPoint, $0.source) }
+    }
+
+    /// One line of `/proc/self/mountinfo`: the device (MAJOR:MINOR), the mount point, the file
+    /// system type and the source.
+    private struct Entry {
+        var device: String
+        var mountPoint: String
+        var type: String
+        var source: String
+    }
+
+    /// The mount table, read as bytes: a mount point anywhere on the machine whose name is not
+    /// UTF-8 must not hide the others (a read as UTF-8 text fails whole), and names are compared
+    /// as the bytes they are.
+    private static func entries() -> [Entry] {
+        guard let descriptor = try? FileIO.open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC) else { return [] }
+        defer { FileIO.close(descriptor) }
+        var table: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            table += chunk[0..<count]
+        }
+        return table.split(separator: UInt8(ascii: "\n")).compactMap { line in
+            // Fields 3 and 5: the device and the mount point; after the "-": the type and the source.
+            let fields = line.split(separator: UInt8(ascii: " "))
+            guard fields.count > 4, let separator = fields.firstIndex(where: { $0.elementsEqual([UInt8(ascii: "-")]) }), separator + 2 < fields.count
             else { return nil }
-            return (unescape(fields[4]), unescape(fields[separator + 2]))
+            return Entry(
+                device: String(decoding: fields[2], as: UTF8.self), mountPoint: unescape(fields[4]),
+                type: String(decoding: fields[separator + 1], as: UTF8.self), source: unescape(fields[separator + 2]))
         }
     }
 
-    private static func unescape(_ field: Substring) -> String {
-        var result = ""
+    /// A field with its spaces, tabs, newlines and backslashes octal-escaped (`\040`), as bytes.
+    private static func unescape(_ field: ArraySlice<UInt8>) -> String {
+        var bytes: [UInt8] = []
         var index = field.startIndex
         while index < field.endIndex {
-            if field[index] == "\\", let end = field.index(index, offsetBy: 4, limitedBy: field.endIndex),
-               let code = UInt8(field[field.index(after: index)..<end], radix: 8)
+            if field[index] == UInt8(ascii: "\\"), index + 4 <= field.endIndex,
+               let code = UInt8(String(decoding: field[index + 1..<index + 4], as: UTF8.self), radix: 8)
             {
-                result.append(Character(Unicode.Scalar(code)))
-                index = end
+                bytes.append(code)
+                index += 4
             } else {
-                result.append(field[index])
-                index = field.index(after: index)
+                bytes.append(field[index])
+                index += 1
             }
         }
-        return result
+        return FileSystemPath.string(fromBytes: bytes)
     }
 }

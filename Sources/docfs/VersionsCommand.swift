@@ -59,7 +59,7 @@ struct DocumentPathArgument: ParsableArguments {
 
         private static func missing(_ path: String) -> Bool {
             var status = stat()
-            return lstat(path, &status) != 0 && errno == ENOENT
+            return FileSystemPath.withCString(path, { lstat($0, &status) }) != 0 && errno == ENOENT
         }
 
         /// Whether nothing is at the path now and it has no versions of its own, but documents
@@ -310,7 +310,7 @@ struct VersionsCommand: ParsableCommand {
         let root: String?
         switch place {
         case .store(let storeRoot, _): root = storeRoot
-        case .mount(let mountPoint, _): root = MountTable.docfsStore(mountedAt: mountPoint).flatMap { $0.hasPrefix("/") ? $0 : nil }
+        case .mount(let mountPoint, _): root = MountTable.docfsStore(mountedAt: mountPoint).flatMap { $0.utf8.first == UInt8(ascii: "/") ? $0 : nil }
         }
         guard let root else { return [] }
         return VersionsGivenUp(storeRoot: root).events().filter { FileSystemPath.same($0.document, place.target) }
@@ -391,7 +391,7 @@ struct RestoreCommand: ParsableCommand {
                 throw CommandFailure(message: "could not restore \(PrintableText.escaped(package)): \(error)", status: ExitCode(1))
             }
         }
-        defer { if made && (try? FileIO.directoryEntries(package))?.isEmpty == true { _ = rmdir(package) } }
+        defer { if made && (try? FileIO.directoryEntries(package))?.isEmpty == true { try? Paths.removeDirectory(package) } }
         do {
             try Array(version.name.utf8).withUnsafeBytes { value in
                 try Paths.setExtendedAttribute(package, name: "user.docfs.restore", value: value, flags: 0)

@@ -188,6 +188,29 @@ struct ByteNameTests {
         #expect(items[Self.hex(Self.nfd)]?.content == "three\n" && items[Self.hex(Self.nfc)]?.listed == false, "after a remount: \(items)")
     }
 
+    /// A package with a member whose name is not UTF-8 keeps its versions: the version's folder of
+    /// links named the member by its encoding's bytes, which named no file, so no version of the
+    /// package was kept at all (the log alone said so; fails on bf6f8b7).
+    @Test func aPackageWithAMemberWhoseNameIsNotUTF8KeepsItsVersions() throws {
+        let mount = try MountedStore(texts: VersionTests.textBundle("P.textbundle", text: "one\n"))
+        defer { mount.unmount() }
+        let member: [UInt8] = Array("x".utf8) + [0xFF] + Array(".bin".utf8)
+        #expect(try Self.write(mount, [(Array("P.textbundle/".utf8) + member, "raw\n")]) == [])
+        #expect(try mount.shell("echo two > P.textbundle/text.md").succeeded)
+        let script = """
+            import json, os
+            folder = b".versions/P.textbundle"
+            newest = os.path.join(folder, sorted(os.listdir(folder))[-1])
+            read = lambda name: open(os.path.join(newest, name), "rb").read().decode("utf-8", "replace")
+            print(json.dumps({"members": sorted(n.hex() for n in os.listdir(newest)), "text": read(b"text.md"), "raw": read(bytes.fromhex("\(Self.hex(member))"))}))
+            """
+        let listed = try mount.python(script)
+        #expect(listed.succeeded, "\(listed.error)\n\(mount.log)")
+        let newest = try? JSONSerialization.jsonObject(with: Data(listed.output.utf8)) as? [String: Any]
+        #expect((newest?["members"] as? [String])?.contains(Self.hex(member)) == true, "\(listed.output)")
+        #expect(newest?["text"] as? String == "one\n" && newest?["raw"] as? String == "raw\n", "\(listed.output)")
+    }
+
     /// A package whose version holds two members a `String` holds equal (the NFC and NFD spellings
     /// of one name) is restored whole: the restore read the version into a `FileWrapper`, which
     /// kept one of them, and the restored package had lost the other (fails on bf6f8b7).

@@ -1,5 +1,6 @@
 import DocumentModel
 import Foundation
+import SystemSupport
 import Testing
 
 /// `NSFileVersion` over a DocFS mount (issue 22): what a document app calls for "Revert To".
@@ -46,6 +47,23 @@ import Testing
         try first.replaceItem(at: url)
         #expect(try mount.read("Trip.textbundle/text.md") == "# Trip\n")
         #expect(!FileManager.default.fileExists(atPath: mount.inMount("Trip.textbundle/new.txt")))
+    }
+
+    /// A member the version lacks goes, though a `String` holds its name equal to one the version
+    /// has: reverting to a version with `assets/café.txt` in NFC left the live package's NFD
+    /// spelling beside it, a package of two versions at once (fails on bf6f8b7).
+    @Test func aPackageRevertedWholeKeepsNoMemberTheVersionLacksByItsBytes() throws {
+        let mount = try MountedStore(texts: VersionTests.textBundle("Trip.textbundle", text: "# Trip\n"))
+        defer { mount.unmount() }
+        let nfc = "Trip.textbundle/assets/caf\u{E9}.txt", nfd = "Trip.textbundle/assets/cafe\u{301}.txt"
+        #expect(try mount.shell("mkdir Trip.textbundle/assets && echo one > '\(nfc)' && echo '# Trip, changed' > Trip.textbundle/text.md").succeeded)
+        let url = URL(fileURLWithPath: mount.inMount("Trip.textbundle"))
+        let version = try #require(NSFileVersion.otherVersionsOfItem(at: url)?.last)
+        #expect(try mount.shell("mv '\(nfc)' '\(nfd)'").succeeded)
+        try version.replaceItem(at: url)
+        let members = try FileIO.directoryEntries(mount.inMount("Trip.textbundle/assets")).map { Array($0.utf8) }
+        #expect(members == [Array("caf\u{E9}.txt".utf8)], "\(members)")
+        #expect(try mount.read(nfc) == "one\n")
     }
 
     @Test func anItemOutsideADocFSMountHasNoVersions() throws {
