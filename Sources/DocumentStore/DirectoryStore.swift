@@ -658,7 +658,7 @@ public final class DirectoryStore: DocumentStore {
 
     public func statistics() throws -> statvfs {
         var result = statvfs()
-        try retryingOnInterrupt("statvfs", path: root) { statvfs(root, &result) }
+        try retryingOnInterrupt("statvfs", path: root) { FileSystemPath.withCString(root) { statvfs($0, &result) } }
         return result
     }
 }

@@ -146,7 +146,7 @@ struct MountCommand: ParsableCommand {
             throw CommandFailure(message: "cannot remount \(mountPoint): no DocFS is mounted there", status: ExitStatus.badMountPoint)
         }
         var status = statvfs()
-        guard statvfs(path, &status) == 0 else {
+        guard FileSystemPath.withCString(path, { statvfs($0, &status) }) == 0 else {
             throw CommandFailure(message: "cannot remount \(mountPoint): \(String(cString: strerror(errno)))", status: ExitStatus.badMountPoint)
         }
         // statvfs's flag bits (ST_NOSUID, ST_NODEV, ST_NOEXEC, ST_SYNCHRONOUS, ST_NOATIME,
@@ -347,7 +347,7 @@ struct MountCommand: ParsableCommand {
                 // Ready once the kernel's INIT has been answered: a stat of the mount point needs it.
                 Thread.detachNewThread {
                     var status = stat()
-                    guard stat(mountPath, &status) == 0 else {
+                    guard FileSystemPath.withCString(mountPath, { stat($0, &status) }) == 0 else {
                         logger.error("the mount at \(mountPath) does not answer: \(String(cString: strerror(errno)))")
                         return
                     }
