@@ -289,12 +289,14 @@ open class FileWrapper: @unchecked Sendable {
     }
 
     /// The key of the child whose name is `name`'s bytes: its key where that is the name itself,
-    /// else the key a second spelling got (`uniqueKey`). A dictionary of `String` finds a key
-    /// equal by Unicode canonical equivalence, which may be another child's.
+    /// else the key a second spelling got (`uniqueKey`), also after the first spelling went. A
+    /// dictionary of `String` finds a key equal by Unicode canonical equivalence, which may be
+    /// another child's.
     static func key(named name: String, in children: [String: FileWrapper]) -> String? {
-        guard let index = children.index(forKey: name) else { return nil }
-        if FileSystemPath.same(children[index].key, name) { return children[index].key }
-        return FileWrapperWriter.names(of: children).first { FileSystemPath.same($0.name, name) }?.key
+        if let index = children.index(forKey: name), FileSystemPath.same(children[index].key, name) { return children[index].key }
+        return children.first { key, child in
+            FileWrapperWriter.ownName(ifCollisionKey: key, of: child).map { FileSystemPath.same($0, name) } == true
+        }?.key
     }
 
     // MARK: Reading

@@ -42,21 +42,22 @@ struct FileWrapperWriter {
     static func names(of children: [String: FileWrapper]) -> [(key: String, name: String, child: FileWrapper)] {
         var taken = Set(children.keys.map(PathKey.init))
         return children.map { key, child in
-            guard let own = name(of: child), isCollisionKey(Array(key.utf8), for: Array(own.utf8)), taken.insert(PathKey(own)).inserted
-            else { return (key, key, child) }
+            guard let own = ownName(ifCollisionKey: key, of: child), taken.insert(PathKey(own)).inserted else { return (key, key, child) }
             return (key, own, child)
         }
     }
 
-    /// The name a child has of its own: the one it was read under, or the one it would like.
-    static func name(of child: FileWrapper) -> String? { child.filename ?? child.preferredFilename }
-
-    /// Whether `key` is `N__#$!@%!#__` followed by `name` (`FileWrapper.uniqueKey`'s form).
-    private static func isCollisionKey(_ key: [UInt8], for name: [UInt8]) -> Bool {
+    /// The child's own name (the one it would like, else the one it was read under) where `key` is
+    /// `N__#$!@%!#__` followed by it, `FileWrapper.uniqueKey`'s form; nil otherwise (and at once
+    /// for a key not starting with a digit, so a scan of thousands of keys costs little).
+    static func ownName(ifCollisionKey key: String, of child: FileWrapper) -> String? {
+        guard let first = key.utf8.first, (UInt8(ascii: "1")...UInt8(ascii: "9")).contains(first) else { return nil }
         let marker = Array("__#$!@%!#__".utf8)
-        let digits = key.prefix { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }.count
-        return digits > 0 && key.count == digits + marker.count + name.count
-            && key.dropFirst(digits).starts(with: marker) && key.suffix(name.count).elementsEqual(name)
+        let bytes = Array(key.utf8)
+        let digits = bytes.prefix { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }.count
+        guard bytes.dropFirst(digits).starts(with: marker) else { return nil }
+        let rest = bytes.dropFirst(digits + marker.count)
+        return [child.preferredFilename, child.filename].compactMap { $0 }.first { rest.elementsEqual($0.utf8) }
     }
 
     private func writeRegularFile(_ wrapper: FileWrapper, to path: String) throws {

@@ -222,6 +222,14 @@ public final class VersionArchive: Sendable {
         return uid_t(digits).map { String($0) == digits } == true
     }
 
+    /// The owner whose removal area `path` is in (`.docfs/removed-UID/…`); nil elsewhere, and in
+    /// the shared area of an older DocFS.
+    public static func removalAreaOwner(of path: String) -> uid_t? {
+        let names = StorePath.names(path)
+        guard names.count > 1, names[0] == DirectoryStore.privateAreaName, isRemovalArea(names[1]) else { return nil }
+        return uid_t(names[1].dropFirst(removalAreaPrefix.count))
+    }
+
     /// The path a view folder's documents had before they were removed: `notes` for
     /// `.docfs/removed-1000/notes`, the root for `.docfs` and for an area itself; nil outside the
     /// removal areas.
@@ -244,11 +252,12 @@ public final class VersionArchive: Sendable {
     }
 
     /// The removal areas among `names` (names in `.docfs`), as paths: `user`'s own first, then the
-    /// others by uid, then the shared area of an older DocFS.
+    /// shared area of an older DocFS (which may hold `user`'s removals from before), then the
+    /// others by uid.
     public static func removalAreas(_ names: [String], preferring user: uid_t?) -> [String] {
         func rank(_ area: String) -> (Int, UInt64) {
-            guard let uid = uid_t(area.dropFirst(removalAreaPrefix.count)) else { return (2, 0) }
-            return uid == user ? (0, 0) : (1, UInt64(uid))
+            guard let uid = uid_t(area.dropFirst(removalAreaPrefix.count)) else { return (1, 0) }
+            return uid == user ? (0, 0) : (2, UInt64(uid))
         }
         return names.filter(isRemovalArea).sorted { rank($0) < rank($1) }.map { DirectoryStore.privateAreaName + "/" + $0 }
     }
@@ -291,13 +300,16 @@ public final class VersionArchive: Sendable {
             return both
         }
 
-        /// The record of a path removed again, where this was recorded before: narrowed by the
-        /// same owner's removal (a `chmod 600` before the second `rm` closes both), and as it was
-        /// after another owner's, whose documents went to an area of their own (see
+        /// The record of a path in `owner`'s removal area removed again, where this was recorded
+        /// before: narrowed by the same owner's removal (a `chmod 600` before the second `rm`
+        /// closes both); replaced by the area owner's own removal of a folder recorded as someone
+        /// else's (their private folder of that name keeps its names from everyone, as it did);
+        /// and as it was after anyone else's, whose documents went to an area of their own (see
         /// `removedPath(of:owner:)`): a folder of someone else's made and removed at the path
         /// closes nobody's undo. `StoreQueries.recordRemoval` decides so too.
-        public func removedAgain(as other: Readers) -> Readers {
-            userID == other.userID ? narrowed(by: other) : self
+        public func removedAgain(as other: Readers, inAreaOf owner: uid_t?) -> Readers {
+            if userID == other.userID { return narrowed(by: other) }
+            return other.userID == owner ? other : self
         }
 
         /// "UID GID MODE" (the mode in octal), as kept.
@@ -321,7 +333,7 @@ public final class VersionArchive: Sendable {
     /// A folder removed again under the same path by its owner keeps out whom either kept out
     /// (see `Readers.removedAgain(as:)`).
     public func recordRemovedFolder(_ path: String, as status: FileStatus) {
-        setRemovedFolder(path, removedFolder(path).map { $0.removedAgain(as: Readers(status)) } ?? Readers(status))
+        setRemovedFolder(path, removedFolder(path).map { $0.removedAgain(as: Readers(status), inAreaOf: Self.removalAreaOwner(of: path)) } ?? Readers(status))
     }
 
     /// Sets the record of the removed folder at `path` (one a shared store's database holds).
@@ -351,7 +363,9 @@ public final class VersionArchive: Sendable {
     /// owner (one removed, another made there and removed), and each keeps out whom it kept out.
     public func recordRemovedDocument(_ document: String, status: FileStatus, heldBy folder: FileStatus) {
         let readers = Self.readers(of: status, in: folder)
-        setReadersOfRemovedDocument(document, readersOfRemovedDocument(document).map { $0.removedAgain(as: readers) } ?? readers, makingFolder: false)
+        setReadersOfRemovedDocument(
+            document, readersOfRemovedDocument(document).map { $0.removedAgain(as: readers, inAreaOf: Self.removalAreaOwner(of: document)) } ?? readers,
+            makingFolder: false)
     }
 
     /// Sets who could read `document` when it was removed (a record a shared store's database

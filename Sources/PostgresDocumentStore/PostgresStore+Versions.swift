@@ -359,7 +359,12 @@ extension PostgresStore {
             areas = archive.removedPaths(of: path, preferring: nil)
             if areas.isEmpty { return }
         } else {
-            do { areas = try pool.withConnection { try queries.removalAreas($0) }.map { $0 + "/" + path } } catch {
+            // Only the areas with versions below it: an rmdir elsewhere costs one query, no transaction.
+            do {
+                areas = try pool.withConnection { db in
+                    try queries.removalAreas(db).map { $0 + "/" + path }.filter { try queries.hasVersions(db, below: FileSystemPath.bytes(of: $0)) }
+                }
+            } catch {
                 logger.warning("\(path): the record of the removed folder was not kept (its documents' versions there show as root's): \(error)")
                 return
             }

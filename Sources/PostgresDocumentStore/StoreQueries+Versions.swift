@@ -143,23 +143,28 @@ extension StoreQueries {
 
     /// Records who could reach the document or folder removed to `path` (in a removal area,
     /// `VersionArchive.removedPath(of:owner:)`), with an earlier record of that path in the same
-    /// statement as `VersionArchive.Readers.removedAgain(as:)` does, and counts it as a history
-    /// move so other mounts look. Returns the record as it stands.
+    /// statement as `VersionArchive.Readers.removedAgain(as:inAreaOf:)` does, and counts it as a
+    /// history move so other mounts look. Returns the record as it stands.
     func recordRemoval(_ db: PostgresConnection, folder: Bool, path: [UInt8], readers: VersionArchive.Readers) throws -> VersionArchive.Readers {
         let owner = "docfs_removals.uid = excluded.uid", group = "docfs_removals.gid = excluded.gid"
+        // $7: the uid whose removal area the path is in; NULL in the shared area of an older DocFS.
+        let areaOwner = "excluded.uid = $7"
         let rows = try db.execute(
             """
             INSERT INTO docfs_removals (store, kind, path, uid, gid, mode) VALUES ($1, $2, $3, $4, $5, $6)
             ON CONFLICT (store, kind, path) DO UPDATE SET
-                gid = CASE WHEN \(owner) AND \(group) THEN excluded.gid WHEN \(owner) THEN 0 ELSE docfs_removals.gid END,
+                uid = CASE WHEN NOT \(owner) AND \(areaOwner) THEN excluded.uid ELSE docfs_removals.uid END,
+                gid = CASE WHEN \(owner) AND \(group) THEN excluded.gid WHEN \(owner) THEN 0
+                    WHEN \(areaOwner) THEN excluded.gid ELSE docfs_removals.gid END,
                 mode = CASE WHEN \(owner) AND \(group) THEN docfs_removals.mode & excluded.mode
                     WHEN \(owner) THEN docfs_removals.mode & excluded.mode & \(0o707)
-                    ELSE docfs_removals.mode END
+                    WHEN \(areaOwner) THEN excluded.mode ELSE docfs_removals.mode END
             RETURNING uid, gid, mode
             """,
             [
                 .integer(storeID), .text(folder ? "f" : "d"), .bytes(path), .integer(Int64(readers.userID)), .integer(Int64(readers.groupID)),
                 .integer(Int64(readers.permissions)),
+                VersionArchive.removalAreaOwner(of: FileSystemPath.string(fromBytes: path)).map { .integer(Int64($0)) } ?? .null,
             ])
         try recordHistoryMove(db)
         return Self.readers(rows, 0) ?? .rootAlone

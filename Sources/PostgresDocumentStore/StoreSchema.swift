@@ -121,6 +121,12 @@ enum StoreSchema {
         CREATE INDEX docfs_changes_by_xid ON docfs_changes (store, xid);
         ALTER TABLE docfs_stores ADD COLUMN pruned_below_xid xid8 NOT NULL DEFAULT '0';
         """,
+        // Removed documents' histories go to their owner's removal area (`.docfs/removed-UID`,
+        // `VersionArchive.removedPath(of:owner:)`). A DocFS before this refuses those rows and
+        // would go on putting removals in the shared area, where another owner's removal closes
+        // an owner's undo: the schema's version says so, and such a DocFS no longer mounts the
+        // store. Nothing in the tables changes.
+        "SELECT 1;",
     ]
 
     /// Brings the database to the latest schema. Refuses a database a newer DocFS migrated.

@@ -259,7 +259,8 @@ private struct ConfigurationReader {
     }
 
     private static func executable(_ program: String) -> String? {
-        if program.utf8.contains(UInt8(ascii: "/")) { return FileSystemPath.withCString(program, { access($0, X_OK) }) == 0 ? program : nil }
+        // The configuration is text: a command is checked as the UTF-8 it is run by (`CommandValidator`).
+        if program.utf8.contains(UInt8(ascii: "/")) { return access(program, X_OK) == 0 ? program : nil }
         let searchPath = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
         for directory in searchPath.split(separator: ":") where !directory.isEmpty {
             let candidate = "\(directory)/\(program)"

@@ -51,7 +51,10 @@ struct DocumentPathArgument: ParsableArguments {
             case .mount(let mountPoint, let document):
                 let view = mountPoint + "/.versions/"
                 let names = (try? FileIO.directoryEntries(view + DirectoryStore.privateAreaName)) ?? []
-                return VersionArchive.removalAreas(names, preferring: getuid()).map { $0 + "/" + document }.filter { !Self.missing(view + $0) }
+                // Those the caller may enter before those they may not, each group in the areas' order.
+                let found = VersionArchive.removalAreas(names, preferring: getuid()).map { $0 + "/" + document }.filter { !Self.missing(view + $0) }
+                let open = found.filter { removed in FileSystemPath.withCString(view + removed) { access($0, R_OK | X_OK) } == 0 }
+                return open + found.filter { removed in !open.contains { FileSystemPath.same($0, removed) } }
             case .store(let root, let document):
                 return (try? DirectoryStore(path: root, readOnly: true).versions)??.removedPaths(of: document, preferring: getuid()) ?? []
             }

@@ -162,8 +162,6 @@ struct ByteNameTests {
         #expect(!missing.succeeded || missing.output.contains("no versions"), "\(missing.output)")
     }
 
-    /// A name that begins with a combining mark, below a folder: `/` and the mark are one Swift
-    /// `Character`, so splitting a path on "/" by characters kept the folder and the name as one.
     /// A rename from one spelling of a name to the other (NFC to NFD) is a rename like any other:
     /// the PostgreSQL store's record of names compared the two paths as `String`s, found them
     /// equal, and kept the document under its old spelling (fails on bf6f8b7).
@@ -268,6 +266,8 @@ struct ByteNameTests {
         #expect(items[Self.hex(folder + Self.nfc)]?.content == "nfc\n" && items[Self.hex(folder + Self.nfd)]?.content == "nfd\n", "\(items)")
     }
 
+    /// A name that begins with a combining mark, below a folder: `/` and the mark are one Swift
+    /// `Character`, so splitting a path on "/" by characters kept the folder and the name as one.
     @Test func aNameBeginningWithACombiningMarkIsItsOwnFileInAFolder() throws {
         let mount = try MountedStore(texts: [:])
         defer { mount.unmount() }

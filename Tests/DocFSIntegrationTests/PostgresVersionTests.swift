@@ -226,6 +226,8 @@ final class PostgresVersionTests {
         #expect(MountedStore.waitUntil { (try? FileManager.default.contentsOfDirectory(atPath: plain.inMount("shared/mine"))) == [] })
         let removed = try run(plain, as: "nobody", "rmdir shared/mine")
         #expect(removed.succeeded, "\(removed.error)")
+        // Gone from the other mount first: until then its view shows the live folder, as nobody's.
+        #expect(MountedStore.waitUntil { !FileManager.default.fileExists(atPath: keeping.inMount("shared/mine")) })
         func owner(_ path: String) -> uid_t? {
             var status = stat()
             return stat(path, &status) == 0 ? status.st_uid : nil

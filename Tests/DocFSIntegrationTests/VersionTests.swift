@@ -459,15 +459,37 @@ import Testing
         let undo = try run(as: "nobody", "cat " + paths.map { "'\($0)'" }.joined(separator: " "))
         #expect(undo.succeeded && undo.output == "one\ntwo\n", "\(undo.output)\(undo.error)")
         // The other user's removal is theirs: listed to them, closed to the first.
+        let daemon = try #require(getpwnam("daemon")?.pointee.pw_uid)
         let theirs = try run(as: "daemon", "'\(MountedStore.binary)' versions shared/n.md")
-        #expect(theirs.succeeded && theirs.output.contains("/.versions/.docfs/removed-1/shared/n.md/"), "\(theirs.output)\(theirs.error)")
-        let closed = try run(as: "nobody", "cat .versions/.docfs/removed-1/shared/n.md/*")
+        #expect(theirs.succeeded && theirs.output.contains("/.versions/.docfs/removed-\(daemon)/shared/n.md/"), "\(theirs.output)\(theirs.error)")
+        let closed = try run(as: "nobody", "cat .versions/.docfs/removed-\(daemon)/shared/n.md/*")
         #expect(!closed.succeeded && closed.error.contains("Permission denied"), "\(closed.output)\(closed.error)")
         // And the owner's `docfs restore` puts their own document back.
         let oldest = try #require(try versions(mount, ".docfs/removed-65534/shared/n.md").first)
         let restored = try run(as: "nobody", "'\(MountedStore.binary)' restore shared/n.md --at \(oldest)")
         #expect(restored.succeeded, "\(restored.output)\(restored.error)")
         #expect(try mount.read("shared/n.md") == "one\n")
+    }
+
+    /// In an owner's removal area, a folder they remove replaces the record another owner's folder
+    /// of that name left there: `nobody` removed a document from `daemon`'s open folder, `daemon`
+    /// removed the folder, then `nobody` made a private folder of that name and `rm -r`'d it. The
+    /// open folder's record stayed, and everyone could list the names `nobody` kept private (a
+    /// review of bdbfa6e).
+    @Test func anOwnersPrivateFolderRemovedAfterAnothersOfItsNameKeepsItsNamesPrivate() throws {
+        let mount = try MountedStore(texts: [:], arguments: ["-o", "allow_other"])
+        defer { mount.unmount() }
+        func run(as user: String, _ script: String) throws -> MountedStore.Result {
+            try MountedStore.run(["runuser", "-u", user, "--", "sh", "-c", "cd \(mount.mountPoint) && " + script], timeout: 30)
+        }
+        #expect(try mount.shell("mkdir -m 1777 shared").succeeded)
+        #expect(try run(as: "daemon", "mkdir -m 777 shared/p").succeeded)
+        #expect(try run(as: "nobody", "echo a > shared/p/x.md && echo b > shared/p/x.md && rm shared/p/x.md").succeeded)
+        #expect(try run(as: "daemon", "rmdir shared/p").succeeded)
+        #expect(try run(as: "nobody", "mkdir -m 700 shared/p && echo s1 > shared/p/secret-name.md && echo s2 > shared/p/secret-name.md && rm -r shared/p").succeeded)
+        let listed = try run(as: "daemon", "ls .versions/.docfs/removed-65534/shared/p")
+        #expect(!listed.succeeded && listed.error.contains("Permission denied"), "\(listed.output)\(listed.error)")
+        #expect(try run(as: "nobody", "cat .versions/.docfs/removed-65534/shared/p/secret-name.md/*").output == "s1\ns2\n")
     }
 
     /// A version is what was saved, whatever happens to the file's other names: a document with a
