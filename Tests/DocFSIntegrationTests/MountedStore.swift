@@ -298,6 +298,12 @@ final class MountedStore {
         try run(["bash", "-c", script], timeout: timeout)
     }
 
+    /// `script` run by `sh` as `user` (`runuser`), in the mount point.
+    @discardableResult
+    func shell(as user: String, _ script: String, timeout: Int = 30) throws -> Result {
+        try Self.run(["runuser", "-u", user, "--", "sh", "-c", "cd \(mountPoint) && " + script], timeout: timeout)
+    }
+
     @discardableResult
     func python(_ script: String, arguments: [String] = [], timeout: Int = 60) throws -> Result {
         try run(["python3", "-c", script] + arguments, timeout: timeout)

@@ -378,24 +378,21 @@ import Testing
         let mount = try MountedStore(texts: [:], arguments: ["-o", "allow_other"])
         defer { mount.unmount() }
         #expect(try mount.shell("mkdir -m 1777 shared").succeeded)
-        func run(as user: String, _ script: String) throws -> MountedStore.Result {
-            try MountedStore.run(["runuser", "-u", user, "--", "sh", "-c", "cd \(mount.mountPoint) && " + script], timeout: 30)
-        }
-        let removed = try run(as: "nobody", "mkdir -m 700 shared/mine && mkdir shared/mine/sub && echo one > shared/mine/sub/a.md && echo two > shared/mine/sub/a.md && rm -r shared/mine")
+        let removed = try mount.shell(as: "nobody", "mkdir -m 700 shared/mine && mkdir shared/mine/sub && echo one > shared/mine/sub/a.md && echo two > shared/mine/sub/a.md && rm -r shared/mine")
         #expect(removed.succeeded, "\(removed.error)")
-        let undo = try run(as: "nobody", "cat .versions/.docfs/removed-65534/shared/mine/sub/a.md/*")
+        let undo = try mount.shell(as: "nobody", "cat .versions/.docfs/removed-65534/shared/mine/sub/a.md/*")
         #expect(undo.succeeded && undo.output == "one\ntwo\n", "\(undo.output)\(undo.error)")
-        let listed = try run(as: "nobody", "'\(MountedStore.binary)' versions shared/mine/sub/a.md")
+        let listed = try mount.shell(as: "nobody", "'\(MountedStore.binary)' versions shared/mine/sub/a.md")
         #expect(listed.succeeded && listed.output.split(separator: "\n").count == 2, "\(listed.output)\(listed.error)")
-        let other = try run(as: "daemon", "ls .versions/.docfs/removed-65534/shared/mine")
+        let other = try mount.shell(as: "daemon", "ls .versions/.docfs/removed-65534/shared/mine")
         #expect(!other.succeeded && other.error.contains("Permission denied"), "\(other.output)\(other.error)")
         // A folder renamed away leaves its removed documents' path as it was too: another user's
         // folder of the old name later lists none of them (a review of 9b429dc).
-        #expect(try run(as: "nobody", "mkdir -m 700 shared/kept && echo one > shared/kept/b.md && echo two > shared/kept/b.md && rm shared/kept/b.md && mv shared/kept shared/moved").succeeded)
-        #expect(try run(as: "daemon", "mkdir -m 755 shared/kept").succeeded)
-        let renamed = try run(as: "daemon", "ls .versions/.docfs/removed-65534/shared/kept")
+        #expect(try mount.shell(as: "nobody", "mkdir -m 700 shared/kept && echo one > shared/kept/b.md && echo two > shared/kept/b.md && rm shared/kept/b.md && mv shared/kept shared/moved").succeeded)
+        #expect(try mount.shell(as: "daemon", "mkdir -m 755 shared/kept").succeeded)
+        let renamed = try mount.shell(as: "daemon", "ls .versions/.docfs/removed-65534/shared/kept")
         #expect(!renamed.succeeded && renamed.error.contains("Permission denied"), "\(renamed.output)\(renamed.error)")
-        #expect(try run(as: "nobody", "cat .versions/.docfs/removed-65534/shared/kept/b.md/*").output == "one\ntwo\n")
+        #expect(try mount.shell(as: "nobody", "cat .versions/.docfs/removed-65534/shared/kept/b.md/*").output == "one\ntwo\n")
     }
 
     /// Issue 36, item 3: history leaked to whoever got the path next. (a) The owner of a 0700
@@ -406,35 +403,32 @@ import Testing
     @Test func aRemovedDocumentsHistoryGoesToNobodyWhoGetsThePathNext() throws {
         let mount = try MountedStore(texts: [:], arguments: ["-o", "allow_other"])
         defer { mount.unmount() }
-        func run(as user: String, _ script: String) throws -> MountedStore.Result {
-            try MountedStore.run(["runuser", "-u", user, "--", "sh", "-c", "cd \(mount.mountPoint) && " + script], timeout: 30)
-        }
         #expect(try mount.shell(
             "mkdir -m 700 private && echo s1 > private/secret.md && echo s2 > private/secret.md && echo ours > private/keep.md && rm private/secret.md && chmod 755 private && mkdir -m 1777 shared"
         ).succeeded)
-        #expect(try run(as: "nobody", "cat private/keep.md").output == "ours\n", "the folder is open now")
-        let secret = try run(as: "nobody", "cat .versions/.docfs/removed-0/private/secret.md/*")
+        #expect(try mount.shell(as: "nobody", "cat private/keep.md").output == "ours\n", "the folder is open now")
+        let secret = try mount.shell(as: "nobody", "cat .versions/.docfs/removed-0/private/secret.md/*")
         #expect(!secret.succeeded && secret.error.contains("Permission denied"), "\(secret.output)\(secret.error)")
-        #expect(try run(as: "nobody", "mkdir -m 700 shared/p && echo a > shared/p/x.md && echo b > shared/p/x.md && rm -r shared/p").succeeded)
-        #expect(try run(as: "daemon", "mkdir -m 755 shared/p").succeeded)
-        let taken = try run(as: "daemon", "cat .versions/.docfs/removed-65534/shared/p/x.md/*")
+        #expect(try mount.shell(as: "nobody", "mkdir -m 700 shared/p && echo a > shared/p/x.md && echo b > shared/p/x.md && rm -r shared/p").succeeded)
+        #expect(try mount.shell(as: "daemon", "mkdir -m 755 shared/p").succeeded)
+        let taken = try mount.shell(as: "daemon", "cat .versions/.docfs/removed-65534/shared/p/x.md/*")
         #expect(!taken.succeeded && taken.error.contains("Permission denied"), "\(taken.output)\(taken.error)")
-        #expect(try run(as: "nobody", "cat .versions/.docfs/removed-65534/shared/p/x.md/*").output == "a\nb\n", "still the owner's undo")
+        #expect(try mount.shell(as: "nobody", "cat .versions/.docfs/removed-65534/shared/p/x.md/*").output == "a\nb\n", "still the owner's undo")
         // A document made anew under the name by the new folder's owner, or a link there, opens
         // nothing: the new one has no history, and the removed one's stays closed.
-        #expect(try run(as: "daemon", "touch shared/p/x.md").succeeded)
-        let remade = try run(as: "daemon", "ls .versions/shared/p/x.md")
+        #expect(try mount.shell(as: "daemon", "touch shared/p/x.md").succeeded)
+        let remade = try mount.shell(as: "daemon", "ls .versions/shared/p/x.md")
         #expect(!remade.succeeded && remade.error.contains("No such file"), "\(remade.output)\(remade.error)")
-        #expect(try run(as: "daemon", "rm shared/p/x.md && ln -s / shared/p/x.md").succeeded)
-        let linked = try run(as: "daemon", "cat .versions/.docfs/removed-65534/shared/p/x.md/*")
+        #expect(try mount.shell(as: "daemon", "rm shared/p/x.md && ln -s / shared/p/x.md").succeeded)
+        let linked = try mount.shell(as: "daemon", "cat .versions/.docfs/removed-65534/shared/p/x.md/*")
         #expect(!linked.succeeded && linked.error.contains("Permission denied"), "\(linked.output)\(linked.error)")
         // A document closed (chmod 600) before its rm stays closed, and so does a removed package.
         #expect(try mount.shell(
             "echo c1 > c.md && echo c2 > c.md && chmod 600 c.md && rm c.md && mkdir -m 700 box && mkdir box/P.textbundle && echo '{\"version\": 2}' > box/P.textbundle/info.json && echo t1 > box/P.textbundle/text.md && echo t2 > box/P.textbundle/text.md && rm -r box/P.textbundle && chmod 755 box"
         ).succeeded)
-        let closed = try run(as: "nobody", "cat .versions/.docfs/removed-0/c.md/*")
+        let closed = try mount.shell(as: "nobody", "cat .versions/.docfs/removed-0/c.md/*")
         #expect(!closed.succeeded && closed.error.contains("Permission denied"), "\(closed.output)\(closed.error)")
-        let package = try run(as: "nobody", "cat .versions/.docfs/removed-0/box/P.textbundle/*/text.md")
+        let package = try mount.shell(as: "nobody", "cat .versions/.docfs/removed-0/box/P.textbundle/*/text.md")
         #expect(!package.succeeded && package.error.contains("Permission denied"), "\(package.output)\(package.error)")
     }
 
@@ -447,26 +441,23 @@ import Testing
     @Test func anotherUsersRemovalAtAPathLeavesTheOwnersUndoAlone() throws {
         let mount = try MountedStore(texts: [:], arguments: ["-o", "allow_other"])
         defer { mount.unmount() }
-        func run(as user: String, _ script: String) throws -> MountedStore.Result {
-            try MountedStore.run(["runuser", "-u", user, "--", "sh", "-c", "cd \(mount.mountPoint) && " + script], timeout: 30)
-        }
         #expect(try mount.shell("mkdir -m 1777 shared").succeeded)
-        #expect(try run(as: "nobody", "echo one > shared/n.md && echo two > shared/n.md && rm shared/n.md").succeeded)
-        #expect(try run(as: "daemon", "echo three > shared/n.md && echo four > shared/n.md && chmod 600 shared/n.md && rm shared/n.md").succeeded)
-        let listed = try run(as: "nobody", "'\(MountedStore.binary)' versions shared/n.md")
+        #expect(try mount.shell(as: "nobody", "echo one > shared/n.md && echo two > shared/n.md && rm shared/n.md").succeeded)
+        #expect(try mount.shell(as: "daemon", "echo three > shared/n.md && echo four > shared/n.md && chmod 600 shared/n.md && rm shared/n.md").succeeded)
+        let listed = try mount.shell(as: "nobody", "'\(MountedStore.binary)' versions shared/n.md")
         let paths = listed.output.split(separator: "\n").compactMap { $0.split(separator: " ").last.map(String.init) }
         #expect(listed.succeeded && paths.count == 2, "\(listed.output)\(listed.error)")
-        let undo = try run(as: "nobody", "cat " + paths.map { "'\($0)'" }.joined(separator: " "))
+        let undo = try mount.shell(as: "nobody", "cat " + paths.map { "'\($0)'" }.joined(separator: " "))
         #expect(undo.succeeded && undo.output == "one\ntwo\n", "\(undo.output)\(undo.error)")
         // The other user's removal is theirs: listed to them, closed to the first.
         let daemon = try #require(getpwnam("daemon")?.pointee.pw_uid)
-        let theirs = try run(as: "daemon", "'\(MountedStore.binary)' versions shared/n.md")
+        let theirs = try mount.shell(as: "daemon", "'\(MountedStore.binary)' versions shared/n.md")
         #expect(theirs.succeeded && theirs.output.contains("/.versions/.docfs/removed-\(daemon)/shared/n.md/"), "\(theirs.output)\(theirs.error)")
-        let closed = try run(as: "nobody", "cat .versions/.docfs/removed-\(daemon)/shared/n.md/*")
+        let closed = try mount.shell(as: "nobody", "cat .versions/.docfs/removed-\(daemon)/shared/n.md/*")
         #expect(!closed.succeeded && closed.error.contains("Permission denied"), "\(closed.output)\(closed.error)")
         // And the owner's `docfs restore` puts their own document back.
         let oldest = try #require(try versions(mount, ".docfs/removed-65534/shared/n.md").first)
-        let restored = try run(as: "nobody", "'\(MountedStore.binary)' restore shared/n.md --at \(oldest)")
+        let restored = try mount.shell(as: "nobody", "'\(MountedStore.binary)' restore shared/n.md --at \(oldest)")
         #expect(restored.succeeded, "\(restored.output)\(restored.error)")
         #expect(try mount.read("shared/n.md") == "one\n")
     }
@@ -479,17 +470,14 @@ import Testing
     @Test func anOwnersPrivateFolderRemovedAfterAnothersOfItsNameKeepsItsNamesPrivate() throws {
         let mount = try MountedStore(texts: [:], arguments: ["-o", "allow_other"])
         defer { mount.unmount() }
-        func run(as user: String, _ script: String) throws -> MountedStore.Result {
-            try MountedStore.run(["runuser", "-u", user, "--", "sh", "-c", "cd \(mount.mountPoint) && " + script], timeout: 30)
-        }
         #expect(try mount.shell("mkdir -m 1777 shared").succeeded)
-        #expect(try run(as: "daemon", "mkdir -m 777 shared/p").succeeded)
-        #expect(try run(as: "nobody", "echo a > shared/p/x.md && echo b > shared/p/x.md && rm shared/p/x.md").succeeded)
-        #expect(try run(as: "daemon", "rmdir shared/p").succeeded)
-        #expect(try run(as: "nobody", "mkdir -m 700 shared/p && echo s1 > shared/p/secret-name.md && echo s2 > shared/p/secret-name.md && rm -r shared/p").succeeded)
-        let listed = try run(as: "daemon", "ls .versions/.docfs/removed-65534/shared/p")
+        #expect(try mount.shell(as: "daemon", "mkdir -m 777 shared/p").succeeded)
+        #expect(try mount.shell(as: "nobody", "echo a > shared/p/x.md && echo b > shared/p/x.md && rm shared/p/x.md").succeeded)
+        #expect(try mount.shell(as: "daemon", "rmdir shared/p").succeeded)
+        #expect(try mount.shell(as: "nobody", "mkdir -m 700 shared/p && echo s1 > shared/p/secret-name.md && echo s2 > shared/p/secret-name.md && rm -r shared/p").succeeded)
+        let listed = try mount.shell(as: "daemon", "ls .versions/.docfs/removed-65534/shared/p")
         #expect(!listed.succeeded && listed.error.contains("Permission denied"), "\(listed.output)\(listed.error)")
-        #expect(try run(as: "nobody", "cat .versions/.docfs/removed-65534/shared/p/secret-name.md/*").output == "s1\ns2\n")
+        #expect(try mount.shell(as: "nobody", "cat .versions/.docfs/removed-65534/shared/p/secret-name.md/*").output == "s1\ns2\n")
     }
 
     /// A version is what was saved, whatever happens to the file's other names: a document with a
