@@ -207,16 +207,16 @@ public final class VersionArchive: Sendable {
     /// `.docfs/removed-UID`: the removal area of `owner`'s documents.
     public static func removalArea(of owner: uid_t) -> String { DirectoryStore.privateAreaName + "/" + removalAreaPrefix + String(owner) }
 
-    /// `.docfs/removed`: where an earlier DocFS put every owner's removed documents, one history
-    /// a path. Still shown and restored from; nothing new goes there.
-    public static let sharedRemovalArea = DirectoryStore.privateAreaName + "/removed"
+    /// `removed`: the area in `.docfs` where an earlier DocFS put every owner's removed documents,
+    /// one history a path. Still shown and restored from; nothing new goes there.
+    private static let sharedRemovalArea = "removed"
 
     private static let removalAreaPrefix = "removed-"
 
-    /// Whether `name`, a name in `.docfs`, is a removal area: `removed`, or `removed-UID` with the
-    /// uid in decimal as `removalArea(of:)` spells it.
+    /// Whether `name`, a name in `.docfs`, is a removal area: the shared one, or `removed-UID` with
+    /// the uid in decimal as `removalArea(of:)` spells it.
     public static func isRemovalArea(_ name: String) -> Bool {
-        if name == "removed" { return true }
+        if name.utf8.elementsEqual(sharedRemovalArea.utf8) { return true }
         guard name.utf8.starts(with: removalAreaPrefix.utf8) else { return false }
         let digits = String(Substring(name.utf8.dropFirst(removalAreaPrefix.utf8.count)))
         return uid_t(digits).map { String($0) == digits } == true
@@ -331,7 +331,7 @@ public final class VersionArchive: Sendable {
     /// removed, so the view shows it as it was: who could enter it may still reach their documents'
     /// versions (a user's own `rm -r` leaves their undo to them), and nobody else.
     /// A folder removed again under the same path by its owner keeps out whom either kept out
-    /// (see `Readers.removedAgain(as:)`).
+    /// (see `Readers.removedAgain(as:inAreaOf:)`).
     public func recordRemovedFolder(_ path: String, as status: FileStatus) {
         setRemovedFolder(path, removedFolder(path).map { $0.removedAgain(as: Readers(status), inAreaOf: Self.removalAreaOwner(of: path)) } ?? Readers(status))
     }
