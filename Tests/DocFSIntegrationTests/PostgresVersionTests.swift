@@ -178,13 +178,10 @@ final class PostgresVersionTests {
         let first = try MountedStore(postgres: location, arguments: ["-o", "allow_other"])
         let second = try MountedStore(postgres: location, arguments: ["-o", "allow_other"])
         defer { first.unmount(); second.unmount() }
-        func run(_ mount: MountedStore, as user: String, _ script: String) throws -> MountedStore.Result {
-            try MountedStore.run(["runuser", "-u", user, "--", "sh", "-c", "cd \(mount.mountPoint) && " + script], timeout: 30)
-        }
         #expect(try first.shell(
             "mkdir -m 700 private && echo s1 > private/secret.md && echo s2 > private/secret.md && rm private/secret.md && chmod 755 private && mkdir -m 1777 shared"
         ).succeeded)
-        #expect(try run(first, as: "nobody", "mkdir -m 700 shared/mine && echo one > shared/mine/a.md && echo two > shared/mine/a.md && rm -r shared/mine").succeeded)
+        #expect(try first.shell(as: "nobody", "mkdir -m 700 shared/mine && echo one > shared/mine/a.md && echo two > shared/mine/a.md && rm -r shared/mine").succeeded)
         // The folder's record comes with the rmdir, after the versions: waited for as well.
         func owner(_ path: String) -> uid_t? {
             var status = stat()
@@ -195,20 +192,20 @@ final class PostgresVersionTests {
                 && owner(second.inMount(".versions/.docfs/removed-65534/shared/mine")) == 65534
         })
         for mount in [first, second] {
-            let secret = try run(mount, as: "nobody", "cat .versions/.docfs/removed-0/private/secret.md/*")
+            let secret = try mount.shell(as: "nobody", "cat .versions/.docfs/removed-0/private/secret.md/*")
             #expect(!secret.succeeded && secret.error.contains("Permission denied"), "\(mount.mountPoint): \(secret.output)\(secret.error)")
-            let undo = try run(mount, as: "nobody", "cat .versions/.docfs/removed-65534/shared/mine/a.md/*")
+            let undo = try mount.shell(as: "nobody", "cat .versions/.docfs/removed-65534/shared/mine/a.md/*")
             #expect(undo.output == "one\ntwo\n", "\(mount.mountPoint): \(undo.error)")
-            let other = try run(mount, as: "daemon", "ls .versions/.docfs/removed-65534/shared/mine")
+            let other = try mount.shell(as: "daemon", "ls .versions/.docfs/removed-65534/shared/mine")
             #expect(!other.succeeded && other.error.contains("Permission denied"), "\(mount.mountPoint): \(other.output)\(other.error)")
         }
         // A mount started later reads the records with the versions.
         let third = try MountedStore(postgres: location, arguments: ["-o", "allow_other"])
         defer { third.unmount() }
         #expect(MountedStore.waitUntil { versions(third, ".docfs/removed-65534/shared/mine/a.md").count == 2 })
-        let secret = try run(third, as: "nobody", "cat .versions/.docfs/removed-0/private/secret.md/*")
+        let secret = try third.shell(as: "nobody", "cat .versions/.docfs/removed-0/private/secret.md/*")
         #expect(!secret.succeeded && secret.error.contains("Permission denied"), "\(secret.output)\(secret.error)")
-        #expect(try run(third, as: "nobody", "cat .versions/.docfs/removed-65534/shared/mine/a.md/*").output == "one\ntwo\n")
+        #expect(try third.shell(as: "nobody", "cat .versions/.docfs/removed-65534/shared/mine/a.md/*").output == "one\ntwo\n")
     }
 
     /// A folder removed through a mount that keeps no versions of its own is recorded all the
@@ -218,13 +215,10 @@ final class PostgresVersionTests {
         let keeping = try MountedStore(postgres: location, arguments: ["-o", "allow_other"])
         let plain = try MountedStore(postgres: location, arguments: ["-o", "allow_other", "--versions", "off"])
         defer { keeping.unmount(); plain.unmount() }
-        func run(_ mount: MountedStore, as user: String, _ script: String) throws -> MountedStore.Result {
-            try MountedStore.run(["runuser", "-u", user, "--", "sh", "-c", "cd \(mount.mountPoint) && " + script], timeout: 30)
-        }
         #expect(try keeping.shell("mkdir -m 1777 shared").succeeded)
-        #expect(try run(keeping, as: "nobody", "mkdir -m 700 shared/mine && echo one > shared/mine/a.md && echo two > shared/mine/a.md && rm shared/mine/a.md").succeeded)
+        #expect(try keeping.shell(as: "nobody", "mkdir -m 700 shared/mine && echo one > shared/mine/a.md && echo two > shared/mine/a.md && rm shared/mine/a.md").succeeded)
         #expect(MountedStore.waitUntil { (try? FileManager.default.contentsOfDirectory(atPath: plain.inMount("shared/mine"))) == [] })
-        let removed = try run(plain, as: "nobody", "rmdir shared/mine")
+        let removed = try plain.shell(as: "nobody", "rmdir shared/mine")
         #expect(removed.succeeded, "\(removed.error)")
         // Gone from the other mount first: until then its view shows the live folder, as nobody's.
         #expect(MountedStore.waitUntil { !FileManager.default.fileExists(atPath: keeping.inMount("shared/mine")) })
@@ -233,8 +227,8 @@ final class PostgresVersionTests {
             return stat(path, &status) == 0 ? status.st_uid : nil
         }
         #expect(MountedStore.waitUntil { owner(keeping.inMount(".versions/.docfs/removed-65534/shared/mine")) == 65534 }, "\(plain.log)")
-        #expect(try run(keeping, as: "nobody", "cat .versions/.docfs/removed-65534/shared/mine/a.md/*").output == "one\ntwo\n")
-        let other = try run(keeping, as: "daemon", "ls .versions/.docfs/removed-65534/shared/mine")
+        #expect(try keeping.shell(as: "nobody", "cat .versions/.docfs/removed-65534/shared/mine/a.md/*").output == "one\ntwo\n")
+        let other = try keeping.shell(as: "daemon", "ls .versions/.docfs/removed-65534/shared/mine")
         #expect(!other.succeeded && other.error.contains("Permission denied"), "\(other.output)\(other.error)")
     }
 
