@@ -1,4 +1,5 @@
 import CSystemShims
+import Glibc
 import Synchronization
 
 /// DocFS's lock hierarchy, written in one place: a thread holding a lock may take only locks of a
@@ -6,9 +7,9 @@ import Synchronization
 /// nest by key (a rename holds its moving documents' staging locks, in inode order).
 ///
 /// Every lock of the daemon is an `OrderedMutex` or a `ReadWriteLock` with its level, and debug
-/// builds (which every test runs) check each acquisition against the locks the thread holds: one
-/// out of order stops the daemon with both locks named, and fails the test that got there. Release
-/// builds compile the check away.
+/// builds check each acquisition against the locks the thread holds: one out of order stops the
+/// daemon with both locks named, and fails the test that got there. A release build checks when
+/// started with `DOCFS_CHECK_LOCK_ORDER=1`, as `scripts/test` runs every test and daemon.
 public enum LockLevel: UInt32, Sendable, CaseIterable {
     /// A document's writes (`Node.staging`): held while a write lands in the stage and while a
     /// commit or a rename judges it, so it is the outermost lock of every write path.
@@ -54,16 +55,18 @@ public enum LockLevel: UInt32, Sendable, CaseIterable {
     public var nestsByKey: Bool { self == .staging }
 }
 
-/// The check of `LockLevel`'s order (debug builds).
+/// The check of `LockLevel`'s order (debug builds, or `DOCFS_CHECK_LOCK_ORDER=1`).
 public enum LockOrder {
-    /// Whether acquisitions are checked (debug builds).
-    public static var isChecked: Bool {
+    /// Whether acquisitions are checked: always in a debug build; in a release build when the
+    /// process started with `DOCFS_CHECK_LOCK_ORDER=1`, so the build that is shipped is the one
+    /// tested, with the check, and costs users one branch a lock.
+    public static let isChecked: Bool = {
         #if DEBUG
-        true
+        return true
         #else
-        false
+        return getenv("DOCFS_CHECK_LOCK_ORDER").map { String(cString: $0) == "1" } ?? false
         #endif
-    }
+    }()
 
     /// Who hears of a violation instead of the default (a message on standard error, then a crash):
     /// the daemon's log, or a test.
@@ -77,13 +80,12 @@ public enum LockOrder {
     /// `site` and `line`: where the lock is taken (`#fileID`, `#line`), named in a violation's message.
     @inline(__always)
     static func acquiring(_ level: LockLevel, key: UInt64, site: StaticString, line: UInt) {
-        #if DEBUG
+        guard isChecked else { return }
         var held = Held()
         let site = UnsafeRawPointer(site.utf8Start).assumingMemoryBound(to: CChar.self)
         if docfs_lock_order_acquire(level.rawValue, key, level.nestsByKey ? 1 : 0, site, UInt32(line), &held.level, &held.key, &held.site, &held.line) != 0 {
             violated(taking: level, key: key, at: "\(String(cString: site)):\(line)", holding: held)
         }
-        #endif
     }
 
     private struct Held {
@@ -95,9 +97,8 @@ public enum LockOrder {
 
     @inline(__always)
     static func released(_ level: LockLevel, key: UInt64) {
-        #if DEBUG
+        guard isChecked else { return }
         docfs_lock_order_release(level.rawValue, key)
-        #endif
     }
 
     /// How many ordered locks the calling thread holds.

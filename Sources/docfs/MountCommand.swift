@@ -305,8 +305,8 @@ struct MountCommand: ParsableCommand {
         }
         let logger = destination.logger
         if LockOrder.isChecked {
-            // A debug build checks every lock against the hierarchy (LockLevel): a violation is
-            // logged, then stops the daemon. DOCFS_LOCK_ORDER=report only logs, to list them all.
+            // A debug build (or DOCFS_CHECK_LOCK_ORDER=1) checks every lock against the hierarchy
+            // (LockLevel): a violation is logged, then stops the daemon. DOCFS_LOCK_ORDER=report only logs, to list them all.
             let onlyReport = ProcessInfo.processInfo.environment["DOCFS_LOCK_ORDER"] == "report"
             LockOrder.report { message in
                 logger.critical("\(message)")

@@ -27,7 +27,7 @@ final class PatroniCluster {
         guard Self.isInstalled, let binaries = PostgresCluster.binaries else {
             throw PostgresCluster.Failure(message: "patroni and etcd-server are not installed (scripts/install-deps installs them)")
         }
-        directory = "/tmp/docfs-patroni-\(UUID().uuidString.prefix(8))"
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-patroni-\(UUID().uuidString.prefix(8))").path
         postgresPorts = (0..<3).map { _ in PostgresCluster.freePort() }
         restPorts = (0..<3).map { _ in PostgresCluster.freePort() }
         etcdPorts = (PostgresCluster.freePort(), PostgresCluster.freePort())

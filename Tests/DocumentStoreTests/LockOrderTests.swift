@@ -2,7 +2,7 @@ import Synchronization
 import SystemSupport
 import Testing
 
-/// The lock hierarchy's check (`LockLevel`, debug builds): every daemon the integration tests start
+/// The lock hierarchy's check (`LockLevel`; debug builds, or `DOCFS_CHECK_LOCK_ORDER=1`): every daemon the integration tests start
 /// runs with it, and stops at the first lock taken out of order; these show it catches each kind.
 @Suite(.serialized)
 struct LockOrderTests {
@@ -16,7 +16,7 @@ struct LockOrderTests {
     }
 
     @Test func theTestsRunWithTheCheck() {
-        #expect(LockOrder.isChecked, "scripts/test builds debug, where every acquisition is checked")
+        #expect(LockOrder.isChecked, "a debug build checks every acquisition; scripts/test runs its release build with DOCFS_CHECK_LOCK_ORDER=1")
     }
 
     @Test func locksTakenInTheHierarchysOrderPass() {
