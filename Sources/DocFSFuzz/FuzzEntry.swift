@@ -25,6 +25,17 @@ private func fuzzOneInput(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt 
     return 0
 }
 
+/// One input, for libFuzzer's own `main`: a debug build renames the Swift entry point below, and
+/// the linker then takes libFuzzer's, which calls this.
+@_cdecl("LLVMFuzzerTestOneInput")
+func fuzzerTestOneInput(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
+    guard selectedTarget != nil else {
+        complain("docfs-fuzz: set DOCFS_FUZZ_TARGET to one of: \(FuzzTarget.allCases.map(\.rawValue).joined(separator: ", "))")
+        exit(2)
+    }
+    return fuzzOneInput(start, count)
+}
+
 @main
 enum Fuzz {
     static func main() {
