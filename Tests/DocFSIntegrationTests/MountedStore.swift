@@ -98,9 +98,13 @@ final class MountedStore {
         try mount(arguments: arguments, launcher: launcher)
     }
 
-    /// Mounts, and waits for the mount to show. A mount of a PostgreSQL store first connects and
-    /// compares its mirror with the database, which a loaded machine can make slow.
+    /// Mounts, and waits for the daemon to say it serves: the mount shows in the mount table before
+    /// the kernel's INIT is answered, and the daemon's own check of its mount point (a `stat`) then
+    /// holds the mount busy, so a plain `fusermount3 -u` would fail with EBUSY. A mount of a
+    /// PostgreSQL store first connects and compares its mirror with the database, which a loaded
+    /// machine can make slow.
     func mount(arguments: [String] = [], launcher: [String] = []) throws {
+        let servedBefore = timesServed
         let storeArguments = storeLocation.map { [$0, mountPoint, "--cache-directory", store] } ?? [store, mountPoint]
         // Its output is kept for the failure's message: what it says before its log is open.
         let process = try ChildProcess(
@@ -109,7 +113,7 @@ final class MountedStore {
         daemon = process
         unmounted = false
         let deadline = Date().addingTimeInterval(storeLocation == nil ? 15 : 60)
-        while !isMounted {
+        while !isMounted || timesServed == servedBefore {
             guard process.isRunning, Date() < deadline else {
                 unmount()
                 throw MountFailure(log: log + String(decoding: process.error, as: UTF8.self))
@@ -129,6 +133,12 @@ final class MountedStore {
     }
 
     var log: String { (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "" }
+
+    /// How many times a daemon logged that it serves this mount ("DocFS VERSION serving STORE at
+    /// MOUNT"): the log is kept across remounts.
+    private var timesServed: Int {
+        log.split(separator: "\n").count { $0.contains("DocFS ") && $0.contains(" serving ") }
+    }
 
     /// A new folder for a daemon's test hooks (`DOCFS_TEST_HOOKS`).
     static func makeHookFolder() throws -> String {
