@@ -306,8 +306,10 @@ struct MountCommand: ParsableCommand {
         let logger = destination.logger
         if LockOrder.isChecked {
             // A debug build (or DOCFS_CHECK_LOCK_ORDER=1) checks every lock against the hierarchy
-            // (LockLevel): a violation is logged, then stops the daemon. DOCFS_LOCK_ORDER=report only logs, to list them all.
+            // (LockLevel): a violation is logged, then stops the daemon. DOCFS_LOCK_ORDER=report
+            // only logs, to list them all.
             let onlyReport = ProcessInfo.processInfo.environment["DOCFS_LOCK_ORDER"] == "report"
+            logger.debug("every lock taken is checked against the lock hierarchy")
             LockOrder.report { message in
                 logger.critical("\(message)")
                 if !onlyReport { fatalError(message) }

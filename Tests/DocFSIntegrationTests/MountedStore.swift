@@ -197,10 +197,16 @@ final class MountedStore {
         return true
     }
 
-    /// The debug daemon stops at a lock taken out of the hierarchy's order (LockLevel) and logs
-    /// it: that fails the test that got there, whatever else it checked.
+    /// A daemon that checks the lock order (a debug build, or DOCFS_CHECK_LOCK_ORDER=1) stops at a
+    /// lock taken out of the hierarchy's order (LockLevel) and logs it: that fails the test that got
+    /// there, whatever else it checked.
     private func recordLockOrderViolations() {
         guard let log = try? String(contentsOfFile: logFile, encoding: .utf8) else { return }
+        // scripts/test runs the release docfs with the check: it must have been on.
+        if ProcessInfo.processInfo.environment["DOCFS_CHECK_LOCK_ORDER"] == "1", log.contains(" serving "),
+           !log.contains("every lock taken is checked against the lock hierarchy") {
+            Issue.record("the daemon did not check the lock order, though DOCFS_CHECK_LOCK_ORDER=1")
+        }
         for line in log.split(separator: "\n") where line.contains("lock order violated") {
             Issue.record("the daemon took a lock out of order: \(line)")
         }

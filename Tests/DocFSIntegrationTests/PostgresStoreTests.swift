@@ -15,6 +15,11 @@ final class PostgresStoreTests {
     }
 
     /// Polls `condition` every 20 ms for up to `seconds`; returns how long it took, or nil.
+    /// How long a test waits for another mount's change to arrive. On an idle machine it arrives
+    /// within a second (the man page's figure); the tests check that it arrives, not how fast (that
+    /// is `scripts/bench`'s), and CI runs them beside seven other test processes.
+    static let arrival = 10.0
+
     private func within(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> Double? {
         let start = Date()
         while Date().timeIntervalSince(start) < seconds {
@@ -76,25 +81,25 @@ final class PostgresStoreTests {
         #expect(values().contains("\"nfc\""), "\(values())")
     }
 
-    @Test func aSaveThroughOneMountIsReadThroughTheOtherWithinASecond() throws {
+    @Test func aSaveThroughOneMountIsReadThroughTheOther() throws {
         let first = try MountedStore(postgres: location)
         let second = try MountedStore(postgres: location)
         defer { first.unmount(); second.unmount() }
         #expect(try first.save("notes.json", Data(#"{"v": 1}"#.utf8)) == "ok")
-        let seen = within(1.0) { contents(second.inMount("notes.json")) == #"{"v": 1}"# }
-        #expect(seen != nil, "mount B did not show A's save within 1 s")
+        let seen = within(Self.arrival) { contents(second.inMount("notes.json")) == #"{"v": 1}"# }
+        #expect(seen != nil, "mount B did not show A's save within \(Self.arrival) s")
         // Names, folders, links, modes and extended attributes travel too.
         try first.shell("mkdir -p a/b && printf 'x\\n' > a/b/x.txt && ln -s x.txt a/b/link && chmod 640 a/b/x.txt && setfattr -n user.tag -v blue a/b/x.txt && mv a/b/x.txt a/y.txt")
-        let moved = within(1.0) { contents(second.inMount("a/y.txt")) == "x\n" && !FileManager.default.fileExists(atPath: second.inMount("a/b/x.txt")) }
+        let moved = within(Self.arrival) { contents(second.inMount("a/y.txt")) == "x\n" && !FileManager.default.fileExists(atPath: second.inMount("a/b/x.txt")) }
         #expect(moved != nil)
         #expect(try second.run(["stat", "-c", "%a", second.inMount("a/y.txt")]).output == "640\n")
         #expect(try second.run(["getfattr", "--only-values", "-n", "user.tag", second.inMount("a/y.txt")]).output == "blue")
         #expect(try second.run(["readlink", second.inMount("a/b/link")]).output == "x.txt\n")
         // A save over a version the other mount has cached: the new one is read there.
         #expect(try first.save("notes.json", Data(#"{"v": 2}"#.utf8)) == "ok")
-        #expect(within(1.0) { (try? second.read("notes.json")) == #"{"v": 2}"# } != nil)
+        #expect(within(Self.arrival) { (try? second.read("notes.json")) == #"{"v": 2}"# } != nil)
         try first.shell("rm -r a")
-        #expect(within(1.0) { !FileManager.default.fileExists(atPath: second.inMount("a")) } != nil)
+        #expect(within(Self.arrival) { !FileManager.default.fileExists(atPath: second.inMount("a")) } != nil)
         // Both mounts' mirrors now hold the same tree, and a third mount built from the database too.
         let third = try MountedStore(postgres: location)
         defer { third.unmount() }
@@ -282,7 +287,7 @@ final class PostgresStoreTests {
         let second = try MountedStore(postgres: pairs)
         defer { first.unmount(); second.unmount() }
         #expect(try first.save("notes.json", Data(#"{"v": 1}"#.utf8)) == "ok")
-        #expect(within(2.0) { contents(second.inMount("notes.json")) == #"{"v": 1}"# } != nil, "the keyword/value mount shows the save")
+        #expect(within(Self.arrival) { contents(second.inMount("notes.json")) == #"{"v": 1}"# } != nil, "the keyword/value mount shows the save")
         for location in [hosts, pairs] {
             let status = try MountedStore.run([MountedStore.binary, "status", location], timeout: 60)
             #expect(status.succeeded && status.output.contains("quarantine: 0 items"), "status \(location): \(status.output) \(status.error)")
@@ -374,12 +379,12 @@ final class PostgresStoreTests {
         let second = try MountedStore(postgres: location)
         defer { first.unmount(); second.unmount() }
         try first.shell("mkdir old")
-        #expect(within(1.0) { FileManager.default.fileExists(atPath: second.inMount("old")) } != nil)
+        #expect(within(Self.arrival) { FileManager.default.fileExists(atPath: second.inMount("old")) } != nil)
         try first.shell("mv old new")
-        #expect(within(1.0) { FileManager.default.fileExists(atPath: second.inMount("new")) } != nil)
+        #expect(within(Self.arrival) { FileManager.default.fileExists(atPath: second.inMount("new")) } != nil)
         // The change log names the folder by its row, which the rename kept.
         #expect(try first.save("new/inside.json", Data("[1]".utf8)) == "ok")
-        #expect(within(2.0) { contents(second.inMount("new/inside.json")) == "[1]" } != nil)
+        #expect(within(Self.arrival) { contents(second.inMount("new/inside.json")) == "[1]" } != nil)
     }
 
     @Test func aPackageEditThroughOneMountAppearsWholeInTheOther() throws {
@@ -392,7 +397,7 @@ final class PostgresStoreTests {
             && printf '# Draft\\n' > \(source)/text.md && head -c 200000 /dev/urandom > \(source)/assets/image.bin
             """)
         #expect(try first.run(["cp", "-r", source, first.inMount("Draft.textbundle")]).succeeded)
-        #expect(within(2.0) { (try? second.run(["diff", "-r", source, second.inMount("Draft.textbundle")]))?.succeeded == true } != nil)
+        #expect(within(Self.arrival) { (try? second.run(["diff", "-r", source, second.inMount("Draft.textbundle")]))?.succeeded == true } != nil)
         // While A saves the text again and again, every read in B is one whole version.
         let versions = (1...15).map { "# Version \($0)\n" + String(repeating: "line \($0)\n", count: $0 * 500) }
         let reader = try ChildProcess(["timeout", "30", "python3", "-c", """
@@ -418,7 +423,7 @@ final class PostgresStoreTests {
         let status = reader.wait()
         let output = String(decoding: reader.output, as: UTF8.self)
         #expect(status == 0 && output.hasPrefix("ok"), "\(output)\(String(decoding: reader.error, as: UTF8.self))")
-        #expect(within(1.0) { contents(second.inMount("Draft.textbundle/text.md")) == versions.last } != nil)
+        #expect(within(Self.arrival) { contents(second.inMount("Draft.textbundle/text.md")) == versions.last } != nil)
     }
 
     @Test func aRemountFetchesOnlyWhatChangedWhileItWasAway() throws {
@@ -426,7 +431,7 @@ final class PostgresStoreTests {
         let second = try MountedStore(postgres: location)
         defer { first.unmount(); second.unmount() }
         try first.shell("mkdir -p kept && printf 'same\n' > kept/same.txt && printf 'old\n' > kept/changed.txt && printf 'x\n' > gone.txt")
-        #expect(within(1.0) { contents(second.inMount("gone.txt")) == "x\n" } != nil)
+        #expect(within(Self.arrival) { contents(second.inMount("gone.txt")) == "x\n" } != nil)
         let before = try FileStatus(path: first.inStore("kept/same.txt"))
         first.unmount()
         #expect(FileManager.default.fileExists(atPath: first.inStore(".docfs/postgres-manifest.json")))
@@ -445,7 +450,7 @@ final class PostgresStoreTests {
         let second = try MountedStore(postgres: location)
         defer { first.unmount(); second.unmount() }
         #expect(try first.save("config.json", Data(#"{"ok": true}"#.utf8)) == "ok")
-        #expect(within(1.0) { contents(second.inMount("config.json")) == #"{"ok": true}"# } != nil)
+        #expect(within(Self.arrival) { contents(second.inMount("config.json")) == #"{"ok": true}"# } != nil)
         #expect(try first.save("config.json", Data(#"{"ok": tru"#.utf8)) == "EIO")
         usleep(1_200_000)
         #expect(contents(second.inMount("config.json")) == #"{"ok": true}"#)
@@ -459,7 +464,7 @@ final class PostgresStoreTests {
         let second = try MountedStore(postgres: location)
         defer { first.unmount(); second.unmount() }
         #expect(try first.save("shared.json", Data(#"{"version": 0}"#.utf8)) == "ok")
-        #expect(within(1.0) { contents(second.inMount("shared.json")) == #"{"version": 0}"# } != nil)
+        #expect(within(Self.arrival) { contents(second.inMount("shared.json")) == #"{"version": 0}"# } != nil)
         // Both programs begin their save from version 0; A closes first, B after A's save reached B.
         let script = """
             import errno, os, sys, time
@@ -476,7 +481,7 @@ final class PostgresStoreTests {
         let saves = try MountedStore.run(["python3", "-c", script, first.inMount("shared.json"), second.inMount("shared.json")], timeout: 30)
         #expect(saves.output == "B EIO\n", "\(saves.output)\(saves.error)")
         #expect(contents(first.inMount("shared.json")) == #"{"version": "from A"}"#)
-        #expect(within(1.0) { contents(second.inMount("shared.json")) == #"{"version": "from A"}"# } != nil)
+        #expect(within(Self.arrival) { contents(second.inMount("shared.json")) == #"{"version": "from A"}"# } != nil)
         // B's bytes are kept in B's quarantine, with a note that says it was a conflict.
         let kept = second.quarantined.filter { $0.contains("shared.json") }
         #expect(kept.contains { contents(second.inStore(".docfs/quarantine/" + $0)) == #"{"version": "from B"}"# }, "\(kept)")
@@ -484,12 +489,12 @@ final class PostgresStoreTests {
 
         // The same race on a member of a package.
         try first.shell(#"mkdir P.textbundle && printf '{"version": 2}' > P.textbundle/info.json && printf '# 0\n' > P.textbundle/text.md"#)
-        #expect(within(2.0) { contents(second.inMount("P.textbundle/text.md")) == "# 0\n" } != nil)
+        #expect(within(Self.arrival) { contents(second.inMount("P.textbundle/text.md")) == "# 0\n" } != nil)
         let member = try MountedStore.run(
             ["python3", "-c", script.replacingOccurrences(of: #"{"version": "from A"}"#, with: "# A").replacingOccurrences(of: #"{"version": "from B"}"#, with: "# B"),
              first.inMount("P.textbundle/text.md"), second.inMount("P.textbundle/text.md")], timeout: 30)
         #expect(member.output == "B EIO\n", "\(member.output)\(member.error)")
-        #expect(within(1.0) { contents(second.inMount("P.textbundle/text.md")) == "# A" } != nil)
+        #expect(within(Self.arrival) { contents(second.inMount("P.textbundle/text.md")) == "# A" } != nil)
         #expect(contents(first.inMount("P.textbundle/text.md")) == "# A")
         #expect(second.quarantined.contains { contents(second.inStore(".docfs/quarantine/" + $0)) == "# B" }, "\(second.quarantined)")
     }
@@ -532,7 +537,7 @@ final class PostgresStoreTests {
         let second = try MountedStore(postgres: location)
         defer { first.unmount(); second.unmount() }
         #expect(try first.save("before.json", Data("[1]".utf8)) == "ok")
-        #expect(within(1.0) { contents(second.inMount("before.json")) == "[1]" } != nil)
+        #expect(within(Self.arrival) { contents(second.inMount("before.json")) == "[1]" } != nil)
         cluster.stop(mode: "fast")
         // Reads go on from the mirror; changes fail with an error, and nothing is half applied.
         #expect(contents(first.inMount("before.json")) == "[1]")
@@ -548,7 +553,7 @@ final class PostgresStoreTests {
         // The next change connects anew; the other mount's feed reconnects by itself.
         let recovered = within(10.0) { (try? first.save("after.json", Data("[3]".utf8))) == "ok" }
         #expect(recovered != nil)
-        #expect(within(5.0) { contents(second.inMount("after.json")) == "[3]" } != nil)
+        #expect(within(Self.arrival) { contents(second.inMount("after.json")) == "[3]" } != nil)
         #expect(contents(second.inMount("before.json")) == "[1]")
         #expect(!FileManager.default.fileExists(atPath: first.inMount("during")), "a change that failed must not show in the mirror")
         #expect(!FileManager.default.fileExists(atPath: second.inMount("during")))
@@ -559,7 +564,7 @@ final class PostgresStoreTests {
         let second = try MountedStore(postgres: location)
         defer { first.unmount(); second.unmount() }
         try first.shell("mkdir sub")
-        #expect(within(1.0) { FileManager.default.fileExists(atPath: second.inMount("sub")) } != nil)
+        #expect(within(Self.arrival) { FileManager.default.fileExists(atPath: second.inMount("sub")) } != nil)
         // A change in sub whose log entries are gone (pruned while B was away): the item is in the
         // database, the log was pruned past every transaction B read, and does not say where.
         _ = try cluster.query("""
@@ -569,8 +574,8 @@ final class PostgresStoreTests {
             UPDATE docfs_stores SET pruned_below_xid = (pg_current_xact_id()::text::bigint + 1)::text::xid8 WHERE name = 'shared';
             """)
         #expect(try first.save("later.json", Data("[1]".utf8)) == "ok")
-        #expect(within(3.0) { contents(second.inMount("later.json")) == "[1]" } != nil)
-        #expect(within(1.0) { FileManager.default.fileExists(atPath: second.inMount("sub/pruned.txt")) } != nil, "B read past the gap without comparing its mirror")
+        #expect(within(Self.arrival) { contents(second.inMount("later.json")) == "[1]" } != nil)
+        #expect(within(Self.arrival) { FileManager.default.fileExists(atPath: second.inMount("sub/pruned.txt")) } != nil, "B read past the gap without comparing its mirror")
         #expect(second.log.contains("pruned past this mount"))
     }
 
@@ -589,11 +594,11 @@ final class PostgresStoreTests {
         #expect(MountedStore.waitUntil { (try? cluster.query("SELECT count(*) FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND query LIKE '%pg_sleep(6)%'")) == "1" })
         for index in 0..<3 {
             #expect(try first.save("while-open-\(index).json", Data("[\(index)]".utf8)) == "ok")
-            #expect(within(3.0) { contents(second.inMount("while-open-\(index).json")) == "[\(index)]" } != nil)
+            #expect(within(Self.arrival) { contents(second.inMount("while-open-\(index).json")) == "[\(index)]" } != nil)
         }
         #expect(open.wait() == 0)
         #expect(try first.save("after.json", Data("[1]".utf8)) == "ok")
-        #expect(within(3.0) { contents(second.inMount("after.json")) == "[1]" } != nil)
+        #expect(within(Self.arrival) { contents(second.inMount("after.json")) == "[1]" } != nil)
         #expect(!second.log.contains("pruned past this mount"), "\(second.log)")
     }
 
@@ -630,7 +635,7 @@ final class PostgresStoreTests {
         let second = try MountedStore(postgres: location, arguments: ["--cache-size", "300K", "--primary-wait", "1"])
         defer { first.unmount(); second.unmount() }
         try first.shell("for i in 0 1 2 3 4 5 6 7; do head -c 102400 /dev/urandom > f$i.bin; done; cp f7.bin same-as-f7.bin")
-        #expect(within(2.0) { FileManager.default.fileExists(atPath: second.inMount("same-as-f7.bin")) } != nil)
+        #expect(within(Self.arrival) { FileManager.default.fileExists(atPath: second.inMount("same-as-f7.bin")) } != nil)
         // Every name, size and time is there at once; no content is fetched before it is used.
         #expect(mirroredBytes(second) == 0)
         var status = stat()
@@ -743,7 +748,7 @@ final class PostgresStoreTests {
             .split(separator: "\n").map(String.init)
         #expect(ids.count == hostile.count, "\(ids)")
         // The valid row of the same change shows: the change was applied, around the hostile rows.
-        #expect(within(3.0) { FileManager.default.fileExists(atPath: first.inMount("after")) } != nil)
+        #expect(within(Self.arrival) { FileManager.default.fileExists(atPath: first.inMount("after")) } != nil)
         let second = try MountedStore(postgres: location)
         defer { second.unmount() }
         for (index, mount) in [first, second].enumerated() {
