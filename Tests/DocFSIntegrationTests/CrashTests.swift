@@ -31,8 +31,12 @@ struct CrashTests {
                         sys.exit(0)
                 version += 1
             """], in: mount.mountPoint, capture: false)
-        // Let several rounds of commits happen, then kill the daemon in the middle of one.
-        usleep(1_500_000)
+        // Once a round of commits has landed in the store (the second has begun), kill the daemon
+        // in the middle of the writes that follow.
+        #expect(MountedStore.waitUntil(seconds: 50) {
+            let stored = mount.storeContents("d0.json").flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            return (stored?["version"] as? Int ?? 0) >= 2
+        })
         mount.crash()
         writer.wait()
 

@@ -142,7 +142,11 @@ struct PackageTests {
                 except OSError:
                     sys.exit(0)
             """], in: mount.mountPoint, capture: false)
-        usleep(1_500_000)
+        // Once a version after the first is in the store, kill the daemon during the saves that follow.
+        #expect(MountedStore.waitUntil(seconds: 50) {
+            let first = mount.storeContents("Doc.textbundle/text.md")?.split(separator: "\n").first ?? ""
+            return first.hasPrefix("# Version ") && first != "# Version 1"
+        })
         mount.crash()
         writer.wait()
         try mount.mount()
