@@ -544,7 +544,7 @@ final class PostgresFaultTests {
         #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: reader.inMount("big.bin")) })
         let save = try reader.shell("echo small > big.bin")
         #expect(save.succeeded, "\(save.error)\n\(reader.log.suffix(1500))")
-        #expect(MountedStore.waitUntil { contents(writer.inMount("big.bin")) == "small\n" })
+        #expect(MountedStore.waitUntil(seconds: 60) { contents(writer.inMount("big.bin")) == "small\n" }, "\(writer.log.suffix(1500))")
     }
 
     @Test func aGigabyteSaveKeepsTheDaemonsMemoryBounded() throws {
