@@ -42,7 +42,9 @@ final class PostgresCluster {
             try template.runAsServerUser([binaries + "/initdb", "-D", made + "/data", "-A", "trust", "-U", "docfs", "--no-sync"], timeout: 60)
             try template.start()
             try template.runAsServerUser([binaries + "/createdb", "-h", "127.0.0.1", "-p", String(template.port), "-U", "docfs", "docfs"], timeout: 30)
-            template.stop()
+            // A copy of a folder whose server still runs would not start: the stop must succeed.
+            try template.runAsServerUser([binaries + "/pg_ctl", "-D", made + "/data", "-m", "fast", "-w", "-t", "60", "stop"], timeout: 70)
+            template.running = false
             folder = made
             atexit { PostgresCluster.removeTemplate() }
             return made + "/data"

@@ -14,12 +14,12 @@ final class PostgresStoreTests {
         location = cluster.location(store: "shared")
     }
 
-    /// Polls `condition` every 20 ms for up to `seconds`; returns how long it took, or nil.
     /// How long a test waits for another mount's change to arrive. On an idle machine it arrives
     /// within a second (the man page's figure); the tests check that it arrives, not how fast (that
-    /// is `scripts/bench`'s), and CI runs them beside seven other test processes.
+    /// is `scripts/bench`'s), and CI runs them on a loaded machine.
     static let arrival = 10.0
 
+    /// Polls `condition` every 20 ms for up to `seconds`; returns how long it took, or nil.
     private func within(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> Double? {
         let start = Date()
         while Date().timeIntervalSince(start) < seconds {
