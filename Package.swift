@@ -64,7 +64,8 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"), .product(name: "TOMLKit", package: "TOMLKit"),
             ],
             // The validators are byte loops over whole documents; unoptimized they run 20 times
-            // slower, which the integration tests (run against the debug daemon by `swift test`) would feel.
+            // slower, which the integration tests (run by `swift test` against the debug daemon) would
+            // feel.
             swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
         // The built-in document types under their names, and the configuration file that maps names
         // to them or to external validator commands; shared by the CLI and DocumentLibrary users.

@@ -27,7 +27,8 @@ import SystemSupport
 /// (`heldStatus`). Changes made beside the mount reach the kernel through the store's watcher or
 /// change feed (`StoreWatcher`, `storeChanged`).
 ///
-/// **Locks**, outer to inner, each at its level of `LockLevel` (checked in debug builds, and with DOCFS_CHECK_LOCK_ORDER=1):
+/// **Locks**, outer to inner, each at its level of `LockLevel` (checked in debug builds, and in
+/// release builds started with DOCFS_CHECK_LOCK_ORDER=1):
 /// - `Node.staging`: one document's writes, and its commit's judgement (a decode may take long);
 /// - `packageLayout`, then one package's lock (`PackageCoordinator`): changes inside packages
 ///   against renames of the folders holding them;
