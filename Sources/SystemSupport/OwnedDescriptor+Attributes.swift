@@ -6,13 +6,7 @@ import Glibc
 extension OwnedDescriptor {
     public func extendedAttribute(_ name: String) throws -> [UInt8] {
         try FileSystemPath.withCString(name) { attribute in
-            while true {
-                let size = try retryingOnInterrupt("fgetxattr") { fgetxattr(rawValue, attribute, nil, 0) }
-                var value = [UInt8](repeating: 0, count: size)
-                let read = fgetxattr(rawValue, attribute, &value, size)
-                if read >= 0 { return Array(value[0..<read]) }
-                if errno != ERANGE { throw SystemCallError.last("fgetxattr") }
-            }
+            try ExtendedAttributeRead.bytes("fgetxattr") { fgetxattr(rawValue, attribute, $0, $1) }
         }
     }
 
@@ -23,14 +17,7 @@ extension OwnedDescriptor {
     }
 
     public func extendedAttributeNames() throws -> [String] {
-        while true {
-            let size = try retryingOnInterrupt("flistxattr") { flistxattr(rawValue, nil, 0) }
-            if size == 0 { return [] }
-            var buffer = [CChar](repeating: 0, count: size)
-            let read = flistxattr(rawValue, &buffer, size)
-            if read >= 0 { return buffer[0..<read].split(separator: 0).map { FileSystemPath.string(fromBytes: $0.map { UInt8(bitPattern: $0) }) } }
-            if errno != ERANGE { throw SystemCallError.last("flistxattr") }
-        }
+        ExtendedAttributeRead.names(try ExtendedAttributeRead.bytes("flistxattr") { flistxattr(rawValue, $0?.assumingMemoryBound(to: CChar.self), $1) })
     }
 
     public func removeExtendedAttribute(_ name: String) throws {

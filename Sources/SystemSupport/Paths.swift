@@ -104,13 +104,7 @@ public enum Paths {
     public static func extendedAttribute(_ path: String, name: String) throws -> [UInt8] {
         try withAttributePath(path) { full in
             try FileSystemPath.withCString(name) { attribute in
-                while true {
-                    let size = try retryingOnInterrupt("getxattr", path: path) { lgetxattr(full, attribute, nil, 0) }
-                    var value = [UInt8](repeating: 0, count: size)
-                    let read = lgetxattr(full, attribute, &value, size)
-                    if read >= 0 { return Array(value[0..<read]) }
-                    if errno != ERANGE { throw SystemCallError.last("getxattr", path: path) }
-                }
+                try ExtendedAttributeRead.bytes("getxattr", path: path) { lgetxattr(full, attribute, $0, $1) }
             }
         }
     }
@@ -125,14 +119,7 @@ public enum Paths {
 
     public static func extendedAttributeNames(_ path: String) throws -> [String] {
         try withAttributePath(path) { full in
-            while true {
-                let size = try retryingOnInterrupt("listxattr", path: path) { llistxattr(full, nil, 0) }
-                if size == 0 { return [] }
-                var buffer = [CChar](repeating: 0, count: size)
-                let read = llistxattr(full, &buffer, size)
-                if read >= 0 { return buffer[0..<read].split(separator: 0).map { FileSystemPath.string(fromBytes: $0.map { UInt8(bitPattern: $0) }) } }
-                if errno != ERANGE { throw SystemCallError.last("listxattr", path: path) }
-            }
+            ExtendedAttributeRead.names(try ExtendedAttributeRead.bytes("listxattr", path: path) { llistxattr(full, $0?.assumingMemoryBound(to: CChar.self), $1) })
         }
     }
 
