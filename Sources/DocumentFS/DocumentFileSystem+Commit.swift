@@ -228,7 +228,7 @@ extension DocumentFileSystem {
                 if closing {
                     slot.stage = nil
                     node.state.withLock { $0.stagedFile = nil }
-                } else if FileManager.default.fileExists(atPath: file.path) {
+                } else if (try? FileStatus.of(path: file.path)) != nil {
                     store.discard(file)
                 }
                 node.state.withLock { $0.cachedVersion = nil }

@@ -1,5 +1,6 @@
 import DocumentModel
 import Glibc
+import SystemSupport
 
 /// Which files are documents of which type. In order:
 /// 1. name patterns (`*.conf` → a type, or raw): when several match a name, the longest pattern
@@ -39,5 +40,9 @@ public struct NamePattern: Sendable {
         self.target = target
     }
 
-    func matches(_ name: String) -> Bool { fnmatch(glob, name, 0) == 0 }
+    /// By the name's own bytes, as the pattern's: a name that is not UTF-8 is carried escaped
+    /// (three bytes a byte), which `?` did not match, so `?.conf` passed by `\xff.conf` unjudged.
+    func matches(_ name: String) -> Bool {
+        FileSystemPath.withCString(glob) { pattern in FileSystemPath.withCString(name) { fnmatch(pattern, $0, 0) == 0 } }
+    }
 }

@@ -183,7 +183,7 @@ public final class PostgresStore: DocumentStore {
             guard let data = try? JSONEncoder().encode(known) else { return }
             let temporary = manifestPath + ".new"
             do {
-                try data.write(to: URL(fileURLWithPath: temporary))
+                try FileIO.writeFile(temporary, data, mode: 0o600)
                 try FileIO.rename(temporary, manifestPath)
             } catch {
                 logger.warning("could not record what the mirror holds (\(error)); the next mount rebuilds it from the database")
@@ -194,7 +194,7 @@ public final class PostgresStore: DocumentStore {
     /// The manifest a clean unmount left, removed as it is read: a mount that ends without saving
     /// one (a crash) leaves none, and the next mount rebuilds the mirror whole.
     private func takeManifest() -> [PathKey: KnownItem]? {
-        guard let data = try? Data(contentsOf: URL(fileURLWithPath: manifestPath)) else { return nil }
+        guard let data = try? FileIO.readFile(manifestPath) else { return nil }
         Paths.remove(manifestPath)
         // One keyed by `String` (before 0.x: NFC and NFD spellings merged) does not decode: the
         // mirror is then rebuilt.

@@ -78,6 +78,21 @@ public enum FileIO {
         return data.prefix(done)
     }
 
+    /// The whole file at `path` (its own bytes: Foundation's `Data(contentsOf:)` reads a UTF-8
+    /// look-alike of a path that is not UTF-8), read into memory; no link is followed at its end.
+    public static func readFile(_ path: String) throws -> Data {
+        let descriptor = try open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        defer { close(descriptor) }
+        return try contents(of: descriptor, size: Int(try FileStatus.of(descriptor: descriptor, path: path).size), mapping: false, path: path)
+    }
+
+    /// Writes `data` as the whole file at `path`, made with `mode` where it is missing.
+    public static func writeFile(_ path: String, _ data: Data, mode: mode_t = 0o644) throws {
+        let descriptor = try open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode: mode)
+        defer { close(descriptor) }
+        try writeAll(descriptor, data, path: path)
+    }
+
     /// The file's bytes as a memory mapping owned by the returned `Data`: nothing is copied, and the
     /// pages are only read when touched. The mapping stays valid after `descriptor` is closed.
     public static func mapContents(_ descriptor: Int32, size: Int, path: String? = nil) throws -> Data {

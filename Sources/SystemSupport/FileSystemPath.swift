@@ -84,6 +84,25 @@ public enum FileSystemPath {
         return string(fromCString: pointer)
     }
 
+    /// The process's working directory, in this encoding: Foundation's `currentDirectoryPath`
+    /// decodes it as UTF-8, so a folder whose name is not became a look-alike path. Nil where it
+    /// cannot be read (removed since, or not reachable).
+    public static func currentDirectory() -> String? {
+        var size = 4096
+        while true {
+            var buffer = [CChar](repeating: 0, count: size)
+            if getcwd(&buffer, size) != nil { return buffer.withUnsafeBufferPointer { $0.baseAddress.map(string(fromCString:)) } }
+            guard errno == ERANGE else { return nil }
+            size *= 2
+        }
+    }
+
+    /// `path` as given when absolute, else below the working directory (nil where that cannot be read).
+    public static func absolute(_ path: String) -> String? {
+        if path.utf8.first == UInt8(ascii: "/") { return path }
+        return currentDirectory().map { $0 == "/" ? "/" + path : $0 + "/" + path }
+    }
+
     /// Whether two names or paths are the same bytes (not merely canonically equivalent).
     public static func same(_ first: String, _ second: String) -> Bool {
         first.utf8.elementsEqual(second.utf8)

@@ -116,7 +116,8 @@ private final class ValidatorRun {
         environment["DOCFS_NAME"] = name ?? ""
         environment["DOCFS_CONTENT_TYPE"] = contentType.identifier
         let arguments = validator.command.map { strdup($0) } + [nil]
-        let variables = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        // Each variable as the bytes it stands for: DOCFS_NAME is the name's own bytes.
+        let variables = environment.map { FileSystemPath.withCString("\($0.key)=\($0.value)") { strdup($0) } } + [nil]
         defer {
             arguments.forEach { free($0) }
             variables.forEach { free($0) }

@@ -47,7 +47,8 @@ public struct TypeConfiguration: Sendable {
         try checkTrusted(path, storePath: storePath)
         let text: String
         do {
-            let data = try Data(contentsOf: URL(fileURLWithPath: path))
+            // By its own bytes: the file `checkTrusted` just judged, not a UTF-8 look-alike of its path.
+            let data = try FileIO.readFile(path)
             guard let decoded = String(data: data, encoding: .utf8) else { throw ConfigurationError(path, "not UTF-8 text") }
             text = decoded
         } catch let error as ConfigurationError {

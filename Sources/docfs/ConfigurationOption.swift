@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SystemSupport
 import TypeConfiguration
 
 /// `--config FILE`: the type configuration a command uses (see `TypeConfiguration`); without it,
@@ -22,6 +23,6 @@ struct ConfigurationOption: ParsableArguments {
     }
 
     private func absolute(_ path: String) -> String {
-        path.utf8.first == UInt8(ascii: "/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        FileSystemPath.absolute(path) ?? path
     }
 }

@@ -78,8 +78,9 @@ final class FileLogHandlerOutput: Sendable {
     }
 
     private static func open(_ path: String) -> FileHandle? {
-        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
-        return FileHandle(forWritingAtPath: path)
+        // By the path's own bytes (Foundation's calls take a UTF-8 look-alike of one that is not).
+        guard let descriptor = try? FileIO.open(path, O_WRONLY | O_CREAT | O_CLOEXEC, mode: 0o644) else { return nil }
+        return FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
     }
 
     func write(_ line: String) {

@@ -203,7 +203,7 @@ struct MountCommand: ParsableCommand {
     /// from an fstab line), or one folder per store and mount point.
     private func mirrorDirectory(_ location: PostgresLocation, mountPath: String, options: MountOptions) -> String {
         if let given = cacheDirectory ?? options.cacheDirectory {
-            return absolutePath(given.utf8.first == UInt8(ascii: "/") ? given : FileManager.default.currentDirectoryPath + "/" + given)
+            return absolutePath(FileSystemPath.absolute(given) ?? given)
         }
         let base = options.cacheRoot ?? (geteuid() == 0
             ? "/var/cache/docfs"
@@ -212,7 +212,8 @@ struct MountCommand: ParsableCommand {
         let text = location.description
         let name = ((text.range(of: "://").map { text[$0.upperBound...] } ?? text[...]) + mountPath)
             .map { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" ? $0 : "_" }
-        return base + "/" + String(name)
+        let owner = FileSystemPath.bytes(of: location.identity) + Array("\nmount point=".utf8) + FileSystemPath.bytes(of: mountPath)
+        return MirrorFolder.path(base: base, name: String(name), owner: owner)
     }
 
     private func checkedStore() throws -> String {
@@ -225,12 +226,18 @@ struct MountCommand: ParsableCommand {
         return absolutePath(store)
     }
 
-    private func checkedMountPoint() throws -> String {
+    private func checkedMountPoint(mayMake: Bool = true) throws -> String {
         var status = stat()
         if FileSystemPath.withCString(mountPoint, { stat($0, &status) }) != 0 {
-            if errno == ENOENT && mkdir {
-                try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-                return try checkedMountPoint()
+            if errno == ENOENT && mkdir && mayMake {
+                // By the path's own bytes: Foundation made a look-alike of a name that is not
+                // UTF-8, which the check then did not find, again and again.
+                do {
+                    try Paths.makeDirectories(mountPoint, mode: 0o755)
+                } catch {
+                    throw CommandFailure(message: "mount point \(PrintableText.escaped(mountPoint)): \(error)", status: ExitStatus.badMountPoint)
+                }
+                return try checkedMountPoint(mayMake: false)
             }
             if errno == ENOTCONN {
                 throw CommandFailure(message: "mount point \(mountPoint) is a dead FUSE mount; run `docfs unmount \(mountPoint)` first", status: ExitStatus.badMountPoint)
@@ -269,8 +276,7 @@ struct MountCommand: ParsableCommand {
             let mirror = mirrorDirectory(location, mountPath: mountPath, options: parsed)
             do {
                 // With its private area, which holds the log when there is no syslog.
-                try FileManager.default.createDirectory(
-                    atPath: mirror + "/" + DirectoryStore.privateAreaName, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                try Paths.makeDirectories(mirror + "/" + DirectoryStore.privateAreaName, mode: 0o700)
             } catch {
                 throw CommandFailure(message: "cannot make the mirror directory \(mirror): \(error)", status: ExitStatus.badStore)
             }
@@ -406,8 +412,8 @@ struct MountCommand: ParsableCommand {
         if let path = typeConfiguration.path { arguments += ["--config", absolutePath(path)] }
         if let cacheTimeout { arguments += ["--cache-timeout", String(cacheTimeout)] }
         if let metrics { arguments += ["--metrics", metrics] }
-        if let cacheDirectory { arguments += ["--cache-directory", cacheDirectory.utf8.first == UInt8(ascii: "/") ? cacheDirectory : FileManager.default.currentDirectoryPath + "/" + cacheDirectory] }
-        if let logFile { arguments += ["--log-file", absolutePath(logFile.utf8.first == UInt8(ascii: "/") ? logFile : FileManager.default.currentDirectoryPath + "/" + logFile)] }
+        if let cacheDirectory { arguments += ["--cache-directory", FileSystemPath.absolute(cacheDirectory) ?? cacheDirectory] }
+        if let logFile { arguments += ["--log-file", absolutePath(FileSystemPath.absolute(logFile) ?? logFile)] }
         // The bytes each argument stands for (a path need not be UTF-8; see `FileSystemPath`).
         let cArguments = arguments.map { FileSystemPath.withCString($0) { strdup($0) } } + [nil]
         defer { cArguments.forEach { free($0) } }

@@ -37,9 +37,13 @@ enum MountTable {
     /// that spelled it the same way first, then those that spelled it otherwise.
     static func docfsMountPoints(serving location: PostgresLocation) -> [String] {
         let mounts = docfsMounts().filter { mount in
-            PostgresLocation.isPostgresLocation(mount.store) && (try? PostgresLocation(mount.store))?.identity == location.identity
+            // By bytes: a store named `café` in NFC is not the one named in NFD (the database's
+            // `name = $1` tells them apart), though a `String` holds the two equal.
+            guard PostgresLocation.isPostgresLocation(mount.store), let identity = (try? PostgresLocation(mount.store))?.identity else { return false }
+            return FileSystemPath.same(identity, location.identity)
         }
-        return (mounts.filter { $0.store == location.description } + mounts.filter { $0.store != location.description }).map(\.mountPoint)
+        let sameSpelling = mounts.filter { FileSystemPath.same($0.store, location.description) }
+        return (sameSpelling + mounts.filter { !FileSystemPath.same($0.store, location.description) }).map(\.mountPoint)
     }
 
     /// The DocFS mount that `path` (absolute, resolved) is in: the deepest mount point above it.

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import Glibc
+import SystemSupport
 
 struct UnmountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -13,16 +15,21 @@ struct UnmountCommand: ParsableCommand {
     var lazy = false
 
     func run() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/fusermount3")
-        process.arguments = ["-u"] + (lazy ? ["-z"] : []) + [mountPoint]
-        do {
-            try process.run()
-        } catch {
-            FileHandle.standardError.write(Data("docfs: cannot run fusermount3 (Debian package fuse3): \(error)\n".utf8))
+        // fusermount3 gets the mount point's own bytes (`Process` would pass its UTF-8 look-alike).
+        let arguments = ["fusermount3", "-u"] + (lazy ? ["-z"] : []) + [mountPoint]
+        let cArguments = arguments.map { FileSystemPath.withCString($0) { strdup($0) } } + [nil]
+        defer { cArguments.forEach { free($0) } }
+        var pid = pid_t()
+        let spawned = posix_spawn(&pid, "/usr/bin/fusermount3", nil, nil, cArguments, environ)
+        guard spawned == 0 else {
+            FileHandle.standardError.write(Data("docfs: cannot run fusermount3 (Debian package fuse3): \(String(cString: strerror(spawned)))\n".utf8))
             throw ExitStatus.noFUSE
         }
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw ExitStatus.failure }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            guard errno == EINTR else { throw ExitStatus.failure }
+        }
+        // Exited (the low 7 bits 0) with status 0.
+        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else { throw ExitStatus.failure }
     }
 }

@@ -88,7 +88,7 @@ struct DocumentPathArgument: ParsableArguments {
     }
 
     private func documentPlace() throws -> Place {
-        let absolute = Self.resolved(path.utf8.first == UInt8(ascii: "/") ? path : FileManager.default.currentDirectoryPath + "/" + path)
+        let absolute = Self.resolved(FileSystemPath.absolute(path) ?? path)
         if let mount = MountTable.docfsMount(containing: absolute) {
             return .mount(mountPoint: mount.mountPoint, document: Self.relative(absolute, to: mount.mountPoint))
         }

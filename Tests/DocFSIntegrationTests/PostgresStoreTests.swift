@@ -228,6 +228,45 @@ final class PostgresStoreTests {
         #expect(try MountedStore.run(["fusermount3", "-u", mountPoint], timeout: 60).succeeded)
     }
 
+    /// "Two mounts of one store on one machine never share a mirror" (the man page): the default
+    /// mirror's name replaced every character but letters, digits, `.` and `-` with `_`, so the
+    /// mount points `a b` and `a_b` had one mirror, and the second mount waited for the first's and
+    /// failed. Now the second gets a mirror of its own, and each serves the store.
+    @Test func mountPointsWhoseNamesDifferOnlyInReplacedCharactersHaveMirrorsOfTheirOwn() throws {
+        let place = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-root-\(UUID().uuidString.prefix(8))").path
+        let mountPoints = [place + "/a b", place + "/a_b"]
+        for mountPoint in mountPoints { try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true) }
+        defer {
+            for mountPoint in mountPoints { _ = try? MountedStore.run(["fusermount3", "-uz", mountPoint], timeout: 30) }
+            try? FileManager.default.removeItem(atPath: place)
+        }
+        for mountPoint in mountPoints {
+            let mounted = try MountedStore.run([MountedStore.binary, "mount", location, mountPoint, "-o", "cache_root=\(place)/mirrors"], timeout: 60)
+            #expect(mounted.succeeded, "\(mountPoint): \(mounted.error)")
+        }
+        #expect(try MountedStore.run(["sh", "-c", "echo '[1]' > '\(mountPoints[0])/a.json'"], timeout: 30).succeeded)
+        #expect(MountedStore.waitUntil(seconds: Self.arrival) { (try? String(contentsOfFile: mountPoints[1] + "/a.json", encoding: .utf8)) == "[1]\n" })
+        let mirrors = (try? FileManager.default.contentsOfDirectory(atPath: place + "/mirrors")) ?? []
+        #expect(mirrors.count == 2, "\(mirrors)")
+        for mountPoint in mountPoints { #expect(try MountedStore.run(["fusermount3", "-u", mountPoint], timeout: 60).succeeded) }
+    }
+
+    /// A location finds the mount of its store by the store name's bytes: `café` in NFD is another
+    /// store than `café` in NFC (the database tells them apart), though a `String` holds the two
+    /// names equal, and `docfs quarantine list` of one listed the other's mount's quarantine.
+    @Test func aLocationFindsTheMountOfItsOwnStoreByTheNamesBytes() throws {
+        let nfc = cluster.location(store: "caf\u{E9}")
+        let nfd = cluster.location(store: "cafe\u{301}")
+        let first = try MountedStore(postgres: nfc)
+        let second = try MountedStore(postgres: nfd)
+        defer { first.unmount(); second.unmount() }
+        #expect(try second.save("n.json", Data("{not json".utf8)) != "ok", "an invalid save is refused")
+        let listed = try MountedStore.run([MountedStore.binary, "quarantine", "list", nfd], timeout: 60)
+        #expect(listed.succeeded && listed.output.contains("n.json"), "quarantine list of the NFD store: \(listed.output) \(listed.error)")
+        let other = try MountedStore.run([MountedStore.binary, "quarantine", "list", nfc], timeout: 60)
+        #expect(!other.output.contains("n.json"), "quarantine list of the NFC store: \(other.output) \(other.error)")
+    }
+
     /// A sparse file stays sparse in the mirror: a stage is seeded with the committed file's data
     /// only. Seeding copied the holes as zeros, so a 2 GB file holding 2 bytes filled a 64 MB
     /// mirror (xfstests generic/130 filled 16 GB so; fails on 23f33b7).

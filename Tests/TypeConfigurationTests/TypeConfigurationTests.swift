@@ -4,6 +4,7 @@ import DocumentStore
 import Foundation
 import Glibc
 import StandardDocuments
+import SystemSupport
 import Testing
 import TypeConfiguration
 
@@ -24,6 +25,18 @@ import TypeConfiguration
         command = ["python3", "-c", "\(iniValidator)"]
         timeout = 5
         """
+
+    /// A pattern matches a name by its bytes, as the shell's globbing does: `?` is one byte. A
+    /// name that is not UTF-8 is carried escaped (three bytes for each such byte), and `?.cfg` did
+    /// not match `\xff.cfg`, which then passed the configured type by unjudged.
+    @Test func aPatternMatchesANameThatIsNotUTF8ByItsBytes() throws {
+        let directory = try Workspace()
+        let configuration = try TypeConfiguration.load(from: try directory.write("[patterns]\n\"?.cfg\" = \"toml\"\n", to: "docfs.toml"))
+        let table = DocumentTypeTable(rules: configuration.rules)
+        #expect(table.verdict(forName: "x.cfg").documentType == "toml")
+        #expect(table.verdict(forName: FileSystemPath.string(fromBytes: [0xFF] + Array(".cfg".utf8))).documentType == "toml")
+        #expect(table.verdict(forName: "xy.cfg").documentType != "toml", "? is one byte")
+    }
 
     @Test func patternsAndCommandTypesDecideBeforeContentTypes() throws {
         let directory = try Workspace()
