@@ -73,13 +73,18 @@ public enum Quarantine {
                 self = note
                 return
             }
-            guard let text = String(data: data, encoding: .utf8) else { return nil }
+            guard String(data: data, encoding: .utf8) != nil else { return nil }
+            // By bytes: lines end at each newline byte (a document named `a\r` made one Character
+            // of "\r\n"), and a value is what follows "key: " as that writer wrote it, whole: a
+            // path's own leading or trailing spaces were trimmed, and the copy restored elsewhere.
             var fields: [String: String] = [:]
-            for line in text.split(separator: "\n", omittingEmptySubsequences: false) where !line.isEmpty {
-                guard let colon = line.firstIndex(of: ":") else { return nil }
-                let key = String(line[..<colon])
+            for line in Array(data).split(separator: UInt8(ascii: "\n")) {
+                guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+                let key = String(decoding: line[..<colon], as: UTF8.self)
                 guard ["document", "time", "reason"].contains(key), fields[key] == nil else { return nil }
-                fields[key] = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+                var value = line[(colon + 1)...]
+                if value.first == UInt8(ascii: " ") { value = value.dropFirst() }
+                fields[key] = String(decoding: value, as: UTF8.self)
             }
             guard let document = fields["document"], let time = fields["time"], let reason = fields["reason"] else { return nil }
             self.init(document: document, time: time, reason: reason)
