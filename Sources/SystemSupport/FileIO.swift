@@ -79,9 +79,11 @@ public enum FileIO {
     }
 
     /// The whole file at `path` (its own bytes: Foundation's `Data(contentsOf:)` reads a UTF-8
-    /// look-alike of a path that is not UTF-8), read into memory; no link is followed at its end.
-    public static func readFile(_ path: String) throws -> Data {
-        let descriptor = try open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+    /// look-alike of a path that is not UTF-8), read into memory; a link at its end is followed
+    /// only with `followingLinks`.
+    public static func readFile(_ path: String, followingLinks: Bool = false) throws -> Data {
+        // `open` follows no link: a path to follow is resolved first (realpath, by bytes).
+        let descriptor = try open(followingLinks ? FileSystemPath.resolved(path) ?? path : path, O_RDONLY)
         defer { close(descriptor) }
         return try contents(of: descriptor, size: Int(try FileStatus.of(descriptor: descriptor, path: path).size), mapping: false, path: path)
     }

@@ -14,9 +14,10 @@ public enum Paths {
     /// `mkdir -p`: every missing folder on the way to `path`, each named by its own bytes.
     public static func makeDirectories(_ path: String, mode: mode_t) throws {
         let bytes = FileSystemPath.bytes(of: path)
-        for end in bytes.indices.dropFirst() where bytes[end] == UInt8(ascii: "/") || end == bytes.count - 1 {
-            let prefix = bytes[...(bytes[end] == UInt8(ascii: "/") ? end - 1 : end)]
-            guard prefix.last != UInt8(ascii: "/") else { continue }  // "a//b"
+        for end in bytes.indices where bytes[end] == UInt8(ascii: "/") || end == bytes.count - 1 {
+            // Each folder on the way: the bytes before a slash, and the whole path.
+            let prefix = bytes[..<(bytes[end] == UInt8(ascii: "/") ? end : end + 1)]
+            guard let last = prefix.last, last != UInt8(ascii: "/") else { continue }  // "/", "a//b"
             do {
                 try makeDirectory(FileSystemPath.string(fromBytes: prefix), mode: mode)
             } catch let error as SystemCallError where error.errno == EEXIST {}

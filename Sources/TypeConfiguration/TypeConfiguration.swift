@@ -47,8 +47,9 @@ public struct TypeConfiguration: Sendable {
         try checkTrusted(path, storePath: storePath)
         let text: String
         do {
-            // By its own bytes: the file `checkTrusted` just judged, not a UTF-8 look-alike of its path.
-            let data = try FileIO.readFile(path)
+            // By the path's own bytes, as `checkTrusted` judged it (Foundation read a UTF-8
+            // look-alike of a path that is not UTF-8); a link is followed, as it was.
+            let data = try FileIO.readFile(path, followingLinks: true)
             guard let decoded = String(data: data, encoding: .utf8) else { throw ConfigurationError(path, "not UTF-8 text") }
             text = decoded
         } catch let error as ConfigurationError {

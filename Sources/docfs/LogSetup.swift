@@ -74,12 +74,15 @@ final class FileLogHandlerOutput: Sendable {
         guard let file = Self.open(path) else { return nil }
         self.path = path
         self.rotatingAt = rotatingAt
-        state = OrderedMutex(.innermost, State(file: file, size: file.seekToEndOfFile()))
+        // A FIFO or a terminal has no end to seek to (seekToEndOfFile crashed on one): 0.
+        state = OrderedMutex(.innermost, State(file: file, size: (try? file.seekToEnd()) ?? 0))
     }
 
     private static func open(_ path: String) -> FileHandle? {
-        // By the path's own bytes (Foundation's calls take a UTF-8 look-alike of one that is not).
-        guard let descriptor = try? FileIO.open(path, O_WRONLY | O_CREAT | O_CLOEXEC, mode: 0o644) else { return nil }
+        // By the path's own bytes (Foundation's calls take a UTF-8 look-alike of one that is not);
+        // whatever the path names, as before: a link, a FIFO a collector reads, /dev/null.
+        let descriptor = FileSystemPath.withCString(path) { Glibc.open($0, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644) }
+        guard descriptor >= 0 else { return nil }
         return FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
     }
 
@@ -96,8 +99,8 @@ final class FileLogHandlerOutput: Sendable {
 
     private func rotate(closing file: FileHandle) -> FileHandle? {
         try? file.close()
-        for index in stride(from: 2, through: 1, by: -1) { rename("\(path).\(index)", "\(path).\(index + 1)") }
-        rename(path, path + ".1")
+        for index in stride(from: 2, through: 1, by: -1) { try? FileIO.rename("\(path).\(index)", "\(path).\(index + 1)") }
+        try? FileIO.rename(path, path + ".1")
         return Self.open(path)
     }
 }

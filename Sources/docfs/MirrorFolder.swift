@@ -14,21 +14,27 @@ import SystemSupport
 enum MirrorFolder {
     static func path(base: String, name: String, owner: [UInt8]) -> String {
         let plain = base + "/" + name
-        return claims(plain, for: owner) ? plain : plain + "-" + hashPrefix(of: owner)
+        if claims(plain, for: owner) { return plain }
+        // A plain name can end as a hashed one does: that folder is checked too, and past it the
+        // whole hash names the mirror.
+        let hashed = plain + "-" + hash(of: owner).prefix(16)
+        return claims(hashed, for: owner) ? hashed : plain + "-" + hash(of: owner)
     }
 
-    /// Whether `folder` is `owner`'s: recorded so, or recorded as theirs now.
+    /// Whether `folder` is `owner`'s: recorded so, or recorded as theirs now. The record is written
+    /// whole beside it and linked into place, so it is there whole or not at all.
     private static func claims(_ folder: String, for owner: [UInt8]) -> Bool {
         let record = folder + "/.docfs/mirror-of"
         if let recorded = try? FileIO.readFile(record) { return Array(recorded) == owner }
+        let draft = record + ".\(getpid())"
         do {
             try Paths.makeDirectories(folder + "/.docfs", mode: 0o700)
-            let descriptor = try FileIO.open(record, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode: 0o600)
-            defer { FileIO.close(descriptor) }
-            try FileIO.writeAll(descriptor, Data(owner), path: record)
+            defer { Paths.remove(draft) }
+            try FileIO.writeFile(draft, Data(owner), mode: 0o600)
+            try Paths.makeHardLink(record, to: draft)
             return true
         } catch let error as SystemCallError where error.errno == EEXIST {
-            // Another mount recorded it meanwhile (an empty record: it is still writing it).
+            // Another mount recorded it meanwhile.
             return (try? FileIO.readFile(record)).map { Array($0) == owner } ?? false
         } catch {
             // No record can be made here (a read-only cache): the folder is used as before.
@@ -36,10 +42,10 @@ enum MirrorFolder {
         }
     }
 
-    /// The first 16 hex digits of the SHA-256 of `bytes`.
-    private static func hashPrefix(of bytes: [UInt8]) -> String {
+    /// The SHA-256 of `bytes`, in hex.
+    private static func hash(of bytes: [UInt8]) -> String {
         var digest = [UInt8](repeating: 0, count: 32)
         _ = bytes.withUnsafeBytes { docfs_sha256($0.baseAddress, $0.count, &digest) }
-        return digest.prefix(8).map { String(format: "%02x", $0) }.joined()
+        return digest.map { String(format: "%02x", $0) }.joined()
     }
 }
