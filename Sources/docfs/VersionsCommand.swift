@@ -4,6 +4,7 @@ import DocumentModel
 import DocumentStore
 import Foundation
 import Glibc
+import Synchronization
 import SystemSupport
 
 /// A document named by its path in a DocFS mount, or in a store's directory when no mount serves
@@ -184,22 +185,34 @@ struct ListedVersion: Encodable {
     static func below(_ place: DocumentPathArgument.Place, unreadable: inout Int) throws -> [ListedVersion] {
         switch place {
         case .mount(let mountPoint, let folder):
-            var listed: [(document: String, versions: [ListedVersion])] = []
-            var pending = [folder]
-            while let document = pending.popLast() {
-                let view = mountPoint + "/.versions" + (document.isEmpty ? "" : "/" + document)
-                let names: [String]
-                do {
-                    names = try FileIO.directoryEntries(view)
-                } catch let error as SystemCallError where error.errno == EACCES {
-                    unreadable += 1
-                    continue
-                } catch {
-                    continue  // gone since its folder was listed
+            // A level of the view at a time, its folders listed by several threads at once: each
+            // folder is a few round trips to the mount, which serves them on threads of its own.
+            let found = Mutex<(listed: [(document: String, versions: [ListedVersion])], unreadable: Int)>(([], 0))
+            var level = [folder]
+            while !level.isEmpty {
+                let below = Mutex<[String]>([])
+                let folders = level
+                DispatchQueue.concurrentPerform(iterations: folders.count) { index in
+                    let document = folders[index]
+                    let view = mountPoint + "/.versions" + (document.isEmpty ? "" : "/" + document)
+                    let names: [String]
+                    do {
+                        names = try FileIO.directoryEntries(view)
+                    } catch let error as SystemCallError where error.errno == EACCES {
+                        found.withLock { $0.unreadable += 1 }
+                        return
+                    } catch {
+                        return  // gone since its folder was listed
+                    }
+                    let versions = Self.listed(names, in: view)
+                    let inside = names.filter { VersionName.savedTime(of: $0) == nil }.map { document.isEmpty ? $0 : document + "/" + $0 }
+                    found.withLock { $0.listed.append((document, versions)) }
+                    below.withLock { $0 += inside }
                 }
-                listed.append((document, Self.listed(names, in: view)))
-                pending += names.filter { VersionName.savedTime(of: $0) == nil }.map { document.isEmpty ? $0 : document + "/" + $0 }
+                level = below.withLock { $0 }
             }
+            let (listed, passed) = found.withLock { ($0.listed, $0.unreadable) }
+            unreadable += passed
             // In the order of the documents' paths' bytes, as offline.
             return listed.sorted { PathKey($0.document) < PathKey($1.document) }.flatMap(\.versions)
         case .store(let root, let folder):
