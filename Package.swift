@@ -74,7 +74,7 @@ let package = Package(
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
         .executableTarget(name: "docfs", dependencies: [
-            "DocumentFS", "StandardDocuments", "TypeConfiguration", "CSystemShims", "CCrypto", "PostgresDocumentStore",
+            "DocumentFS", "StandardDocuments", "TypeConfiguration", "CSystemShims", "PostgresDocumentStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus"),

@@ -1,4 +1,3 @@
-import CCrypto
 import Foundation
 import Glibc
 import Synchronization
@@ -88,19 +87,7 @@ public final class VersionArchive: Sendable {
     }
 
     /// The SHA-256 of a path's bytes, in hex: one short name for a path of any length or bytes.
-    private static func key(for path: String) -> String {
-        var digest = [UInt8](repeating: 0, count: 32)
-        let bytes = FileSystemPath.bytes(of: path)
-        _ = bytes.withUnsafeBytes { docfs_sha256($0.baseAddress, $0.count, &digest) }
-        // On every save: hex digits by table (String(format:) per byte cost more than the hash).
-        let digits = Array("0123456789abcdef".utf8)
-        var hex = [UInt8](repeating: 0, count: 64)
-        for (index, byte) in digest.enumerated() {
-            hex[2 * index] = digits[Int(byte >> 4)]
-            hex[2 * index + 1] = digits[Int(byte & 0x0f)]
-        }
-        return String(decoding: hex, as: UTF8.self)
-    }
+    private static func key(for path: String) -> String { SHA256Hex.of(FileSystemPath.bytes(of: path)) }
 
     // MARK: Keeping
 

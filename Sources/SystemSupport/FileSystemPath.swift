@@ -77,6 +77,12 @@ public enum FileSystemPath {
         }
     }
 
+    /// Each string's bytes in a C string of its own, then nil: an argv or envp for `posix_spawn`
+    /// or `execve`. The caller frees each.
+    public static func cStringArray(_ strings: [String]) -> [UnsafeMutablePointer<CChar>?] {
+        strings.map { withCString($0) { strdup($0) } } + [nil]
+    }
+
     /// `realpath(3)` of the bytes `path` stands for, in this encoding; nil where it fails.
     public static func resolved(_ path: String) -> String? {
         guard let pointer = withCString(path, { realpath($0, nil) }) else { return nil }

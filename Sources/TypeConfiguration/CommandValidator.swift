@@ -117,7 +117,7 @@ private final class ValidatorRun {
         environment["DOCFS_CONTENT_TYPE"] = contentType.identifier
         let arguments = validator.command.map { strdup($0) } + [nil]
         // Each variable as the bytes it stands for: DOCFS_NAME is the name's own bytes.
-        let variables = environment.map { FileSystemPath.withCString("\($0.key)=\($0.value)") { strdup($0) } } + [nil]
+        let variables = FileSystemPath.cStringArray(environment.map { "\($0.key)=\($0.value)" })
         defer {
             arguments.forEach { free($0) }
             variables.forEach { free($0) }

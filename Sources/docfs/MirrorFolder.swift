@@ -1,4 +1,4 @@
-import CCrypto
+import DocumentStore
 import Foundation
 import Glibc
 import SystemSupport
@@ -17,8 +17,9 @@ enum MirrorFolder {
         if claims(plain, for: owner) { return plain }
         // A plain name can end as a hashed one does: that folder is checked too, and past it the
         // whole hash names the mirror.
-        let hashed = plain + "-" + hash(of: owner).prefix(16)
-        return claims(hashed, for: owner) ? hashed : plain + "-" + hash(of: owner)
+        let hash = SHA256Hex.of(owner)
+        let hashed = plain + "-" + hash.prefix(16)
+        return claims(hashed, for: owner) ? hashed : plain + "-" + hash
     }
 
     /// Whether `folder` is `owner`'s: recorded so, or recorded as theirs now. The record is written
@@ -40,12 +41,5 @@ enum MirrorFolder {
             // No record can be made here (a read-only cache): the folder is used as before.
             return true
         }
-    }
-
-    /// The SHA-256 of `bytes`, in hex.
-    private static func hash(of bytes: [UInt8]) -> String {
-        var digest = [UInt8](repeating: 0, count: 32)
-        _ = bytes.withUnsafeBytes { docfs_sha256($0.baseAddress, $0.count, &digest) }
-        return digest.map { String(format: "%02x", $0) }.joined()
     }
 }

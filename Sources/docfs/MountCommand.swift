@@ -415,7 +415,7 @@ struct MountCommand: ParsableCommand {
         if let cacheDirectory { arguments += ["--cache-directory", FileSystemPath.absolute(cacheDirectory) ?? cacheDirectory] }
         if let logFile { arguments += ["--log-file", absolutePath(FileSystemPath.absolute(logFile) ?? logFile)] }
         // The bytes each argument stands for (a path need not be UTF-8; see `FileSystemPath`).
-        let cArguments = arguments.map { FileSystemPath.withCString($0) { strdup($0) } } + [nil]
+        let cArguments = FileSystemPath.cStringArray(arguments)
         defer { cArguments.forEach { free($0) } }
         let pid = docfs_spawn_detached("/proc/self/exe", cArguments, pipeEnds[1])
         close(pipeEnds[1])

@@ -16,8 +16,7 @@ struct UnmountCommand: ParsableCommand {
 
     func run() throws {
         // fusermount3 gets the mount point's own bytes (`Process` would pass its UTF-8 look-alike).
-        let arguments = ["fusermount3", "-u"] + (lazy ? ["-z"] : []) + [mountPoint]
-        let cArguments = arguments.map { FileSystemPath.withCString($0) { strdup($0) } } + [nil]
+        let cArguments = FileSystemPath.cStringArray(["fusermount3", "-u"] + (lazy ? ["-z"] : []) + [mountPoint])
         defer { cArguments.forEach { free($0) } }
         var pid = pid_t()
         let spawned = posix_spawn(&pid, "/usr/bin/fusermount3", nil, nil, cArguments, environ)
@@ -25,11 +24,7 @@ struct UnmountCommand: ParsableCommand {
             FileHandle.standardError.write(Data("docfs: cannot run fusermount3 (Debian package fuse3): \(String(cString: strerror(spawned)))\n".utf8))
             throw ExitStatus.noFUSE
         }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            guard errno == EINTR else { throw ExitStatus.failure }
-        }
         // Exited (the low 7 bits 0) with status 0.
-        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else { throw ExitStatus.failure }
+        guard let status = try? ChildProcesses.waitStatus(of: pid), status & 0x7f == 0, (status >> 8) & 0xff == 0 else { throw ExitStatus.failure }
     }
 }
