@@ -91,7 +91,9 @@ let package = Package(
         .testTarget(
             name: "AppleSourceTests", dependencies: ["SwiftUI", "UniformTypeIdentifiers", "Combine", "DocumentFS", "DocumentStore"],
             resources: [.copy("Resources")]),
-        .testTarget(name: "DocFSIntegrationTests", dependencies: ["CSystemShims", "DocumentFS", "DocumentModel", "DocumentStore", "StandardDocuments", "TypeConfiguration"]),
+        .testTarget(
+            name: "DocFSIntegrationTests",
+            dependencies: ["CSystemShims", "DocumentFS", "DocumentModel", "DocumentStore", "PostgresDocumentStore", "StandardDocuments", "TypeConfiguration"]),
     ],
     swiftLanguageModes: [.v6]
 )

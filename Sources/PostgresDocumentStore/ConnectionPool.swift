@@ -16,6 +16,8 @@ final class ConnectionPool: Sendable {
         let connection = try idle.withLock { $0.popLast() } ?? PostgresConnection(parameters: parameters)
         do {
             let value = try body(connection)
+            // Statements held for a round trip that never came (outside a transaction) go now.
+            try connection.sendHeld()
             giveBack(connection)
             return value
         } catch {
@@ -30,7 +32,8 @@ final class ConnectionPool: Sendable {
     }
 
     private func giveBack(_ connection: PostgresConnection) {
-        guard connection.isHealthy else { return }
+        // One with statements still held, or a transaction that never began, is not reused.
+        guard connection.isHealthy, !connection.holdsStatements, connection.openingFailure == nil else { return }
         idle.withLock { idle in
             if idle.count < 8 { idle.append(connection) }
         }

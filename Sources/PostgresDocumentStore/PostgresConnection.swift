@@ -80,6 +80,12 @@ public struct PostgresRows: ~Copyable {
     }
 }
 
+/// A transaction's BEGIN or first statement, sent with a later statement (`beginLater`), failed or
+/// went unanswered: nothing of the transaction ran.
+struct TransactionNotBegun: Error {
+    let cause: PostgresError
+}
+
 /// One libpq connection, used by one thread at a time (the pool hands it out).
 ///
 /// Nothing waits on the database without a limit: connecting gives up after `connect_timeout`
@@ -140,6 +146,10 @@ public final class PostgresConnection: @unchecked Sendable {
     /// third of the server's time (perf, 1,000 creates). Never for text built per call.
     @discardableResult
     public func execute(_ sql: String, _ parameters: [PostgresValue] = [], prepared: Bool = false) throws -> PostgresRows {
+        if let failure = openingFailure { throw TransactionNotBegun(cause: failure) }
+        guard held.isEmpty else {
+            return PostgresRows(result: try runPipeline(held + [HeldStatement(sql: sql, parameters: parameters, prepared: prepared)]))
+        }
         var name: String?
         if prepared {
             if let known = preparedNames[sql] {
@@ -153,6 +163,13 @@ public final class PostgresConnection: @unchecked Sendable {
                 name = made
             }
         }
+        guard send(sql, parameters, preparedAs: name) else { throw lastFailure() }
+        return PostgresRows(result: try awaitResult())
+    }
+
+    /// Sends one statement (by its prepared name, if it has one), without waiting; false when libpq
+    /// could not queue it.
+    private func send(_ sql: String, _ parameters: [PostgresValue], preparedAs name: String?) -> Bool {
         var buffers: [[UInt8]] = []
         var formats: [Int32] = []
         var isNull: [Bool] = []
@@ -169,12 +186,10 @@ public final class PostgresConnection: @unchecked Sendable {
             }
         }
         let lengths = buffers.map { Int32($0.count) }
-        let sent = withPointers(to: buffers, isNull: isNull) { values in
+        return withPointers(to: buffers, isNull: isNull) { values in
             if let name { return PQsendQueryPrepared(connection, name, Int32(parameters.count), values, lengths, formats, 1) }
             return PQsendQueryParams(connection, sql, Int32(parameters.count), nil, values, lengths, formats, 1)
-        }
-        guard sent == 1 else { throw lastFailure() }
-        return PostgresRows(result: try awaitResult())
+        } == 1
     }
 
     /// Runs several statements without parameters (a migration), in the simple query protocol.
@@ -198,28 +213,14 @@ public final class PostgresConnection: @unchecked Sendable {
     /// the connection: what it did is not known, as when the connection drops.
     private func awaitResult() throws -> OpaquePointer {
         let deadline = answerTimeout.map { ContinuousClock.now + $0 }
-        while true {
-            let flushed = PQflush(connection)
-            if flushed == 0 { break }
-            guard flushed > 0 else { throw lastFailure() }
-            // libpq may need to read before it can send more (the server answering already).
-            if try awaitSocket(Int16(POLLIN | POLLOUT), until: deadline) & Int16(POLLIN) != 0, PQconsumeInput(connection) != 1 {
-                throw lastFailure()
-            }
-        }
+        try flushOutput(until: deadline)
         var kept: OpaquePointer?
         while true {
-            while PQisBusy(connection) == 1 {
-                do {
-                    _ = try awaitSocket(Int16(POLLIN), until: deadline)
-                } catch {
-                    PQclear(kept)
-                    throw error
-                }
-                guard PQconsumeInput(connection) == 1 else {
-                    PQclear(kept)
-                    throw lastFailure()
-                }
+            do {
+                try awaitAnswer(until: deadline)
+            } catch {
+                PQclear(kept)
+                throw error
             }
             guard let result = PQgetResult(connection) else { break }
             if let previous = kept, Self.failed(previous) {
@@ -231,12 +232,40 @@ public final class PostgresConnection: @unchecked Sendable {
         }
         guard let kept else { throw lastFailure() }
         guard !Self.failed(kept) else {
-            let message = PQresultErrorMessage(kept).map { String(cString: $0) } ?? "statement failed"
-            let state = PQresultErrorField(kept, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            let error = Self.error(of: kept, on: connection)
             PQclear(kept)
-            throw PostgresError(message: message.isEmpty ? String(cString: PQerrorMessage(connection)) : message, sqlState: state)
+            throw error
         }
         return kept
+    }
+
+    /// The error a failed result reports.
+    private static func error(of result: OpaquePointer, on connection: OpaquePointer?) -> PostgresError {
+        let message = PQresultErrorMessage(result).map { String(cString: $0) } ?? "statement failed"
+        let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+        return PostgresError(message: message.isEmpty ? connection.map { String(cString: PQerrorMessage($0)) } ?? "statement failed" : message, sqlState: state)
+    }
+
+    /// Sends everything libpq still holds, within `deadline`.
+    private func flushOutput(until deadline: ContinuousClock.Instant?) throws {
+        while true {
+            let flushed = PQflush(connection)
+            if flushed == 0 { return }
+            guard flushed > 0 else { throw lastFailure() }
+            // libpq may need to read before it can send more (the server answering already).
+            if try awaitSocket(Int16(POLLIN | POLLOUT), until: deadline) & Int16(POLLIN) != 0, PQconsumeInput(connection) != 1 {
+                throw lastFailure()
+            }
+        }
+    }
+
+    /// Reads until the next result (or the end of a statement's results) can be taken without
+    /// waiting, within `deadline`.
+    private func awaitAnswer(until deadline: ContinuousClock.Instant?) throws {
+        while PQisBusy(connection) == 1 {
+            _ = try awaitSocket(Int16(POLLIN), until: deadline)
+            guard PQconsumeInput(connection) == 1 else { throw lastFailure() }
+        }
     }
 
     private static func failed(_ result: OpaquePointer) -> Bool {
@@ -282,11 +311,171 @@ public final class PostgresConnection: @unchecked Sendable {
         do {
             value = try body(self)
         } catch {
-            _ = try? execute("ROLLBACK")
+            rollback()
             throw error
         }
-        try execute("COMMIT")
+        try commit()
         return value
+    }
+
+    /// Sends COMMIT, with the statements held for it. A held statement that failed is the answer
+    /// (COMMIT did not run): the transaction is rolled back here, as a COMMIT the server refused is.
+    public func commit() throws {
+        do {
+            try execute("COMMIT")
+        } catch let error as PostgresError where !error.isConnectionFailure {
+            if connection != nil, PQtransactionStatus(connection) != PQTRANS_IDLE { rollback() }
+            throw error
+        }
+    }
+
+    /// Ends the transaction, rolling back what it did: the statements held for it are dropped
+    /// unsent (a ROLLBACK in a pipeline behind a failed one would be skipped, leaving the
+    /// transaction open), and if the server never saw it begin, nothing is sent. Never fails: a
+    /// connection it could not reach is given up.
+    public func rollback() {
+        let begun = !held.contains { $0.opensTransaction }
+        held.removeAll()
+        openingFailure = nil
+        guard begun, connection != nil else { return }
+        if (try? execute("ROLLBACK")) == nil, connection != nil, PQtransactionStatus(connection) != PQTRANS_IDLE {
+            PQfinish(connection)
+            connection = nil
+        }
+    }
+
+    // MARK: Statements held for the next round trip
+
+    /// A statement sent only with the next one that needs an answer (see `executeLater`).
+    private struct HeldStatement {
+        let sql: String
+        let parameters: [PostgresValue]
+        let prepared: Bool
+        /// BEGIN and the mark of a transaction (`beginLater`): a failure here means nothing of
+        /// the transaction ran.
+        var opensTransaction = false
+    }
+
+    private var held: [HeldStatement] = []
+
+    /// The failure of a held BEGIN or mark: every later statement of the transaction fails with
+    /// it, unsent, until `rollback`.
+    private(set) var openingFailure: PostgresError?
+
+    /// Whether statements are waiting for the next round trip.
+    var holdsStatements: Bool { !held.isEmpty }
+
+    /// Holds a statement whose answer no one reads: it goes with the next statement that needs an
+    /// answer, or with COMMIT, in one round trip (libpq's pipeline mode), in the order given. If it
+    /// fails, that next statement fails with its error (the statements between are not run), so
+    /// hold only statements whose failure no caller tells apart from the transaction's failure.
+    /// A change's fixed statements (its change record, a chunk insert, a lock) took a round trip
+    /// each: 12 per small create on a PostgreSQL store.
+    public func executeLater(_ sql: String, _ parameters: [PostgresValue] = [], prepared: Bool = false) {
+        held.append(HeldStatement(sql: sql, parameters: parameters, prepared: prepared))
+    }
+
+    /// Holds BEGIN and `statement` (the transaction's first, with `parameters`) for the next round
+    /// trip. Their failure is thrown by every later statement as `TransactionNotBegun`.
+    func beginLater(with statement: String, _ parameters: [PostgresValue]) {
+        held.append(HeldStatement(sql: "BEGIN", parameters: [], prepared: false, opensTransaction: true))
+        held.append(HeldStatement(sql: statement, parameters: parameters, prepared: true, opensTransaction: true))
+    }
+
+    /// Sends the held statements now, if any.
+    func sendHeld() throws {
+        guard !held.isEmpty else { return }
+        if let failure = openingFailure { throw TransactionNotBegun(cause: failure) }
+        PQclear(try runPipeline(held))
+    }
+
+    /// Sends `statements` in one pipeline and returns the last one's result; throws the first
+    /// failure. libpq runs nothing after a failed statement until the pipeline's sync point.
+    private func runPipeline(_ statements: [HeldStatement]) throws -> OpaquePointer {
+        held.removeAll()
+        let deadline = answerTimeout.map { ContinuousClock.now + $0 }
+        let lastOpening = statements.lastIndex { $0.opensTransaction }
+        let commits = statements.last?.sql == "COMMIT"
+        /// What was sent, in order: a statement to prepare (its text and name) or a statement.
+        enum Sent { case prepare(String, String), statement(Int) }
+        var sent: [Sent] = []
+        var naming: [String: String] = [:]
+        var openingAnswered = lastOpening == nil
+        var failure: (error: PostgresError, opening: Bool)?
+        var last: OpaquePointer?
+        do {
+            guard PQenterPipelineMode(connection) == 1 else { throw lastFailure() }
+            for (index, statement) in statements.enumerated() {
+                var name: String?
+                if statement.prepared {
+                    name = preparedNames[statement.sql] ?? naming[statement.sql]
+                    if name == nil {
+                        let made = "docfs_\(preparedNames.count + naming.count)"
+                        guard PQsendPrepare(connection, made, statement.sql, Int32(statement.parameters.count), nil) == 1 else { throw lastFailure() }
+                        naming[statement.sql] = made
+                        sent.append(.prepare(statement.sql, made))
+                        name = made
+                    }
+                }
+                guard send(statement.sql, statement.parameters, preparedAs: name) else { throw lastFailure() }
+                sent.append(.statement(index))
+            }
+            guard PQpipelineSync(connection) == 1 else { throw lastFailure() }
+            try flushOutput(until: deadline)
+            for item in sent {
+                // Each statement's results, then nil.
+                while true {
+                    try awaitAnswer(until: deadline)
+                    guard let result = PQgetResult(connection) else { break }
+                    let status = PQresultStatus(result)
+                    if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK {
+                        switch item {
+                        case .prepare(let sql, let name): preparedNames[sql] = name
+                        case .statement(let index) where index == statements.count - 1:
+                            PQclear(last)
+                            last = result
+                            continue
+                        case .statement: break
+                        }
+                    } else if status != PGRES_PIPELINE_ABORTED, failure == nil {
+                        let opening: Bool
+                        if case .statement(let index) = item { opening = statements[index].opensTransaction } else { opening = false }
+                        failure = (Self.error(of: result, on: connection), opening)
+                    }
+                    PQclear(result)
+                }
+                if case .statement(let index) = item, index == lastOpening { openingAnswered = true }
+            }
+            try awaitAnswer(until: deadline)
+            let sync = PQgetResult(connection)
+            defer { PQclear(sync) }
+            guard let sync, PQresultStatus(sync) == PGRES_PIPELINE_SYNC, PQexitPipelineMode(connection) == 1 else { throw lastFailure() }
+        } catch let error as PostgresError {
+            // The connection's state is not known: it is not used again.
+            PQclear(last)
+            let lost = PostgresError(message: error.message, sqlState: nil)
+            if connection != nil {
+                PQfinish(connection)
+                connection = nil
+            }
+            // An opening whose answer never came ran nothing that can commit, unless COMMIT went
+            // with it (that one is answered as an unanswered COMMIT is).
+            if !openingAnswered && !commits {
+                openingFailure = lost
+                throw TransactionNotBegun(cause: lost)
+            }
+            throw lost
+        }
+        if let failure {
+            PQclear(last)
+            if failure.opening && !commits {
+                openingFailure = failure.error
+                throw TransactionNotBegun(cause: failure.error)
+            }
+            throw failure.error
+        }
+        guard let last else { throw PostgresError(message: "no result for \(statements.last?.sql ?? "")", sqlState: nil) }
+        return last
     }
 
     /// Reads what arrived on the socket and returns the notifications' payloads.

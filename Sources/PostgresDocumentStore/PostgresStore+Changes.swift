@@ -17,7 +17,8 @@ extension PostgresStore {
         let wishes = takeVersionWishes(touching: [path])
         try change(path, { db -> (KnownItem, [KeptVersion]) in
             let parent = try knownItem(parentPath, operation: "install")
-            let stored = try queries.lockedItem(db, parent: parent.id, name: name)
+            let locked = try queries.lockedItem(db, parent: parent.id, name: name, reservingVersion: true)
+            let stored = locked?.item
             try checkConflict(path, stored: stored, base: base)
             // An empty file has no version to keep (a new document's first save): not asked for,
             // three round trips less. Its row is locked, so the size is the one replaced.
@@ -25,14 +26,14 @@ extension PostgresStore {
             let kept = try keepWishedVersions(db, replacesEmptyFile ? wishes.filter { !FileSystemPath.same($0.path, path) } : wishes)
             let chunks = try queries.upload(db, descriptor: staging.descriptor, size: status.size, path: staging.path)
             let item: KnownItem
-            if let stored, let updated = try queries.updateContent(db, id: stored.id, status: status, chunks: chunks) {
+            if let stored, let updated = try queries.updateContent(db, id: stored.id, status: status, chunks: chunks, version: locked?.nextVersion) {
                 item = updated
             } else {
                 var new = status
                 new.mode = UInt32(S_IFREG) | status.permissions
                 item = try queries.insert(db, parent: parent.id, name: name, status: new, chunks: chunks)
             }
-            try queries.recordChange(db, folders: [parent.id])
+            queries.recordChange(db, folders: [parent.id])
             return (item, kept)
         }, then: { item, kept in
             keepLocally(kept)
@@ -113,7 +114,7 @@ extension PostgresStore {
                 try publishExtendedAttributes(db, of: prepared, id: item.id)
                 published = [(path, item)]
             }
-            try queries.recordChange(db, folders: [parent.id])
+            queries.recordChange(db, folders: [parent.id])
             return (published, kept)
         }, then: { published, kept in
             keepLocally(kept)
@@ -250,7 +251,7 @@ extension PostgresStore {
             let made = try make()
             do {
                 let item = try queries.insert(db, parent: parent.id, name: name, status: try mirror.status(of: path), target: target)
-                try queries.recordChange(db, folders: [parent.id])
+                queries.recordChange(db, folders: [parent.id])
                 return (made, item)
             } catch {
                 if let full = mirror.localPath(of: path) { try? FileIO.removeItem(full) }
@@ -319,7 +320,7 @@ extension PostgresStore {
                     gate = try queries.recordRemoval(db, folder: false, path: FileSystemPath.bytes(of: removedPath), readers: readers)
                     try queries.notifyVersionsChanged(db)
                 }
-                try queries.recordChange(db, folders: [parent.id])
+                queries.recordChange(db, folders: [parent.id])
             })
         }, apply: {
             if directory { try mirror.removeDirectory(path) } else { try mirror.removeFile(path) }
@@ -388,7 +389,7 @@ extension PostgresStore {
                         db, from: FileSystemPath.bytes(of: source), to: FileSystemPath.bytes(of: destination), exchanging: exchange)
                     if versionsMoved > 0 { try queries.notifyVersionsChanged(db) }
                 }
-                try queries.recordChange(db, folders: [sourceParent.id, destinationParent.id])
+                queries.recordChange(db, folders: [sourceParent.id, destinationParent.id])
             })
         }, apply: {
             try mirror.rename(source, to: destination, flags: flags)
@@ -503,7 +504,7 @@ extension PostgresStore {
             guard let version = try queries.updateAttributes(db, id: item.id, status: try mirror.status(of: path)) else {
                 throw SystemCallError(errno: ENOENT, operation: "setattr", path: path)
             }
-            try queries.recordChange(db, folders: [folder])
+            queries.recordChange(db, folders: [folder])
             var changed = item
             changed.version = version
             return changed

@@ -274,31 +274,42 @@ extension ConnectionPool {
 
     private func markedTransactionOnce<T>(key: Int64, _ body: (PostgresConnection) throws -> T) throws -> MarkedCommit<T> {
         try withConnection { db -> MarkedCommit<T> in
-            do {
-                // The mark first, so that the body's end is the transaction's: nothing can fail
-                // after it but the COMMIT. Sent with BEGIN and the lock in one round trip (the key
-                // is a number of ours); `resolveCommit` takes the lock only after this transaction
-                // sent its COMMIT.
-                try db.executeScript(
-                    "BEGIN; WITH marked AS (INSERT INTO docfs_commits (id) VALUES (\(key)) RETURNING id) SELECT pg_advisory_xact_lock(id) FROM marked")
-            } catch let error as PostgresError {
-                _ = try? db.execute("ROLLBACK")
-                throw TransactionFailure.notBegun(error)
-            }
+            // The mark first, so that the body's end is the transaction's: nothing can fail after
+            // it but the COMMIT. BEGIN and the mark go with the body's first statement, in one
+            // round trip; `resolveCommit` takes the lock only after this transaction sent its COMMIT.
+            db.beginLater(
+                with: "WITH marked AS (INSERT INTO docfs_commits (id) VALUES ($1) RETURNING id) SELECT pg_advisory_xact_lock(id) FROM marked",
+                [.integer(key)])
             let value: T
             do {
                 value = try body(db)
+                // Told to the body, which may have gone on without it.
+                if let failure = db.openingFailure { throw TransactionNotBegun(cause: failure) }
             } catch {
-                _ = try? db.execute("ROLLBACK")
+                let opening = db.openingFailure
+                db.rollback()
+                if let opening { throw TransactionFailure.notBegun(opening) }
                 throw TransactionFailure.rolledBack(error)
+            }
+            if TestHook.commitBeforeSend.isArmed || TestHook.commitAnswerLost.isArmed {
+                // "Every statement ran, COMMIT not sent": what the hooks are about.
+                do {
+                    try db.sendHeld()
+                } catch {
+                    let opening = db.openingFailure
+                    db.rollback()
+                    if let opening { throw TransactionFailure.notBegun(opening) }
+                    throw TransactionFailure.rolledBack(error)
+                }
             }
             TestHook.commitBeforeSend.pause()
             do {
                 if TestHook.commitAnswerLost.trips() { try db.sendUnanswered("COMMIT") }
-                try db.execute("COMMIT")
+                try db.commit()
             } catch let error as PostgresError {
-                // An answer that is an error (a serialization failure at commit) is a rollback; no
-                // answer at all is not known to be one.
+                // An answer that is an error (a serialization failure at commit, or a statement
+                // sent with the COMMIT that failed) is a rollback; no answer at all is not known
+                // to be one.
                 guard error.isConnectionFailure else { return .refused(value, error) }
                 return .unanswered(value, error)
             }

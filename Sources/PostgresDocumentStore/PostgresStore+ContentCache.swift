@@ -121,7 +121,7 @@ extension PostgresStore {
     private func download(_ item: KnownItem, into staging: StagingFile, for path: String) throws -> Bool {
         try database(path) { db in
             try db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            defer { _ = try? db.execute("ROLLBACK") }
+            defer { db.rollback() }
             let rows = try db.execute("SELECT content_version, chunks FROM docfs_items WHERE id = $1", [.integer(item.id)])
             guard rows.count == 1, rows.integer(0, 0) == item.contentVersion else { return false }
             try queries.download(db, chunks: rows.bytes(0, 1), to: staging.descriptor.rawValue, path: path)

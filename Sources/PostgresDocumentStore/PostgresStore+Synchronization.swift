@@ -28,7 +28,7 @@ extension PostgresStore {
                 try connection.withAnswerTimeout(.seconds(600)) { () throws -> (ChangeCursor, ItemTree) in
                     // One snapshot: the log is read on from where the tree was (see `ChangeCursor`).
                     try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-                    defer { _ = try? connection.execute("ROLLBACK") }
+                    defer { connection.rollback() }
                     try connection.execute("SET LOCAL statement_timeout = 0")
                     let snapshot = try connection.execute("SELECT pg_current_snapshot()::text")
                     // An answer not understood reads the whole log next time: slow, never wrong.
@@ -135,7 +135,7 @@ extension PostgresStore {
 
     private func readChanges(since: ChangeCursor, _ db: PostgresConnection) throws -> ChangesRead? {
         try db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        defer { _ = try? db.execute("ROLLBACK") }
+        defer { db.rollback() }
         try db.execute("SET LOCAL statement_timeout = 0")
         let marks = try db.execute(
             "SELECT pruned_below_xid::text::bigint, pg_current_snapshot()::text FROM docfs_stores WHERE id = $1", [.integer(queries.storeID)])

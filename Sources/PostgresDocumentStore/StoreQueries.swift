@@ -50,14 +50,23 @@ struct StoreQueries: Sendable {
 
     /// The item named `name` in `parent`, locked until the transaction ends.
     func lockedItem(_ db: PostgresConnection, parent: Int64, name: FileName) throws -> KnownItem? {
+        try lockedItem(db, parent: parent, name: name, reservingVersion: false)?.item
+    }
+
+    /// The item named `name` in `parent`, locked until the transaction ends; with
+    /// `reservingVersion`, also the number of its next version, taken in the same round trip so
+    /// that the change itself can go with COMMIT (`updateContent(…, version:)`).
+    func lockedItem(_ db: PostgresConnection, parent: Int64, name: FileName, reservingVersion: Bool) throws -> (item: KnownItem, nextVersion: Int64?)? {
+        let next = reservingVersion ? ", nextval('docfs_versions')" : ""
         let rows = try db.execute(
-            "SELECT id, version, content_version, mode, size FROM docfs_items WHERE parent = $1 AND name = $2 FOR UPDATE",
+            "SELECT id, version, content_version, mode, size\(next) FROM docfs_items WHERE parent = $1 AND name = $2 FOR UPDATE",
             [.integer(parent), .bytes(name.bytes)], prepared: true)
         guard rows.count > 0, let id = rows.integer(0, 0) else { return nil }
         let isFolder = UInt32(truncatingIfNeeded: rows.integer(0, 3) ?? 0) & UInt32(S_IFMT) == UInt32(S_IFDIR)
-        return KnownItem(
+        let item = KnownItem(
             id: id, version: rows.integer(0, 1) ?? 0, contentVersion: rows.integer(0, 2) ?? 0, isFolder: isFolder,
             size: isFolder ? 0 : max(0, rows.integer(0, 4) ?? 0))
+        return (item, reservingVersion ? rows.integer(0, 5) : nil)
     }
 
     func hasChildren(_ db: PostgresConnection, _ id: Int64) throws -> Bool {
@@ -104,8 +113,23 @@ struct StoreQueries: Sendable {
         return rows.count > 0 ? rows.integer(0, 0) : nil
     }
 
-    /// Sets a file's content (and its times from `status`); a new content version.
-    func updateContent(_ db: PostgresConnection, id: Int64, status: FileStatus, chunks: [UInt8]) throws -> KnownItem? {
+    /// Sets a file's content (and its times from `status`); a new content version. With `version`
+    /// (reserved by `lockedItem` for this locked row), the statement is held for the next round
+    /// trip, usually the COMMIT.
+    func updateContent(_ db: PostgresConnection, id: Int64, status: FileStatus, chunks: [UInt8], version: Int64? = nil) throws -> KnownItem? {
+        if let version {
+            db.executeLater(
+                """
+                UPDATE docfs_items SET size = $2, chunks = $3, atime_ns = $4, mtime_ns = $5, saved_ns = NULL, saved_by = NULL,
+                    version = $6, content_version = $6
+                WHERE id = $1
+                """,
+                [
+                    .integer(id), .integer(status.size), .bytes(chunks), .integer(StoredItem.nanoseconds(status.accessTime)),
+                    .integer(StoredItem.nanoseconds(status.modificationTime)), .integer(version),
+                ], prepared: true)
+            return KnownItem(id: id, version: version, contentVersion: version, size: status.size, contentKey: ContentKey(chunks: chunks))
+        }
         let rows = try db.execute(
             """
             UPDATE docfs_items SET size = $2, chunks = $3, atime_ns = $4, mtime_ns = $5, saved_ns = NULL, saved_by = NULL,
@@ -148,7 +172,7 @@ struct StoreQueries: Sendable {
     /// window holds a later cut (or the file's end).
     func upload(_ db: PostgresConnection, descriptor: OwnedDescriptor, size: Int64, path: String) throws -> [UInt8] {
         // Chunks found present stay until this transaction commits its reference (ChunkCollector).
-        try db.execute("SELECT pg_advisory_xact_lock_shared(\(ChunkCollector.uploadLock))", prepared: true)
+        db.executeLater("SELECT pg_advisory_xact_lock_shared(\(ChunkCollector.uploadLock))", prepared: true)
         var list: [UInt8] = []
         // The window: bytes [0, held) of `buffer` are the file's from `read - held` on.
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.uploadWindow + ContentChunks.maximum, alignment: 16)
@@ -210,6 +234,9 @@ struct StoreQueries: Sendable {
     /// How much of a file `upload` reads at a time.
     static let uploadWindow = 4 << 20
 
+    /// Up to how many bytes of chunks are sent without asking first which the database holds.
+    static let sentWithoutAsking = 16 << 10
+
     /// Stores the chunks at `ranges` of `bytes` that the database does not hold yet, and appends
     /// their hashes to `list`.
     private func storeChunks(_ db: PostgresConnection, _ bytes: UnsafeRawBufferPointer, _ ranges: [Range<Int>], into list: inout [UInt8]) throws {
@@ -217,15 +244,19 @@ struct StoreQueries: Sendable {
         var hashes: [UInt8] = []
         hashes.reserveCapacity(ranges.count * ContentChunks.hashLength)
         for range in ranges { hashes += ContentChunks.sha256(UnsafeRawBufferPointer(rebasing: bytes[range])) }
-        let present = try db.execute(
-            "SELECT c.hash FROM generate_series(0, $2::int - 1) AS i JOIN docfs_chunks c ON c.hash = substring($1::bytea FROM i * 32 + 1 FOR 32)",
-            [.bytes(hashes), .integer(Int64(ranges.count))], prepared: true)
         var stored = Set<[UInt8]>()
-        for row in 0..<present.count { stored.insert(present.bytes(row, 0)) }
+        // Asking which chunks the database holds saves sending them, and costs a round trip: for a
+        // few kilobytes, sending them (held for the next round trip) is cheaper.
+        if ranges.reduce(0, { $0 + $1.count }) > Self.sentWithoutAsking {
+            let present = try db.execute(
+                "SELECT c.hash FROM generate_series(0, $2::int - 1) AS i JOIN docfs_chunks c ON c.hash = substring($1::bytea FROM i * 32 + 1 FOR 32)",
+                [.bytes(hashes), .integer(Int64(ranges.count))], prepared: true)
+            for row in 0..<present.count { stored.insert(present.bytes(row, 0)) }
+        }
         for (index, range) in ranges.enumerated() {
             let hash = Array(hashes[index * 32..<(index + 1) * 32])
             guard stored.insert(hash).inserted else { continue }
-            try db.execute(
+            db.executeLater(
                 "INSERT INTO docfs_chunks (hash, data) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING",
                 [.bytes(hash), .bytes(Array(UnsafeRawBufferPointer(rebasing: bytes[range]).bindMemory(to: UInt8.self)))], prepared: true)
         }
@@ -277,11 +308,12 @@ struct StoreQueries: Sendable {
     /// Records that the listed folders changed, for the other mounts: a row each, with its number
     /// and its transaction's id by default (see the schema and `ChangeCursor`: nothing here waits
     /// for another change to commit), and a notification at commit.
-    func recordChange(_ db: PostgresConnection, folders: [Int64]) throws {
-        // One statement, one round trip. The notification names this mount, whose own change feed
-        // has nothing to apply for it (see `ChangeFeed`); PostgreSQL delivers one per transaction.
+    func recordChange(_ db: PostgresConnection, folders: [Int64]) {
+        // One statement, sent with the next (the COMMIT, usually). The notification names this
+        // mount, whose own change feed has nothing to apply for it (see `ChangeFeed`); PostgreSQL
+        // delivers one per transaction.
         let list = "{" + Set(folders).map(String.init).joined(separator: ",") + "}"
-        try db.execute(
+        db.executeLater(
             """
             INSERT INTO docfs_changes (store, directory, origin)
             SELECT $1, folder, $2 FROM unnest($4::text::bigint[]) AS folder, (SELECT pg_notify($3, $2)) AS notified

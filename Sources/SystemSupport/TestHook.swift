@@ -43,6 +43,13 @@ public enum TestHook: String, Sendable {
         while stat(reached, &status) == 0 { usleep(1000) }
     }
 
+    /// Whether the test armed this point and no request reached it yet (a look that changes
+    /// nothing).
+    public var isArmed: Bool {
+        guard let directory = Self.directory else { return false }
+        return access(directory + "/" + rawValue, F_OK) == 0
+    }
+
     /// Whether the test armed this point; the first request to reach it disarms it (renaming it to
     /// `POINT.reached`) and goes on to fail as the point describes.
     public func trips() -> Bool {
