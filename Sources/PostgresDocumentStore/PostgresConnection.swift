@@ -148,7 +148,10 @@ public final class PostgresConnection: @unchecked Sendable {
     public func execute(_ sql: String, _ parameters: [PostgresValue] = [], prepared: Bool = false) throws -> PostgresRows {
         if let failure = openingFailure { throw TransactionNotBegun(cause: failure) }
         guard held.isEmpty else {
-            return PostgresRows(result: try runPipeline(held + [HeldStatement(sql: sql, parameters: parameters, prepared: prepared)]))
+            guard let result = try runPipeline(held + [HeldStatement(sql: sql, parameters: parameters, prepared: prepared)]) else {
+                throw PostgresError(message: "no result for \(sql)", sqlState: nil)
+            }
+            return PostgresRows(result: result)
         }
         var name: String?
         if prepared {
@@ -201,7 +204,14 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Sends `sql` and drops the connection without reading the answer: the fault of an answer lost
     /// on its way (for tests, through `TestHook.commitAnswerLost`).
     func sendUnanswered(_ sql: String) throws {
-        guard PQsendQuery(connection, sql) == 1 else { throw lastFailure() }
+        if held.isEmpty {
+            guard PQsendQuery(connection, sql) == 1 else { throw lastFailure() }
+        } else {
+            // With the statements held for it, as `execute` would send them.
+            guard PQenterPipelineMode(connection) == 1 else { throw lastFailure() }
+            _ = try sendPipeline(held + [HeldStatement(sql: sql, parameters: [], prepared: false)])
+            held.removeAll()
+        }
         while PQflush(connection) == 1 { _ = try awaitSocket(Int16(POLLOUT), until: .now + .seconds(5)) }
         PQfinish(connection)
         connection = nil
@@ -354,6 +364,8 @@ public final class PostgresConnection: @unchecked Sendable {
         /// BEGIN and the mark of a transaction (`beginLater`): a failure here means nothing of
         /// the transaction ran.
         var opensTransaction = false
+        /// Given the statement's rows when they arrive (before the statement that sent it returns).
+        var answer: ((borrowing PostgresRows) -> Void)?
     }
 
     private var held: [HeldStatement] = []
@@ -371,8 +383,12 @@ public final class PostgresConnection: @unchecked Sendable {
     /// hold only statements whose failure no caller tells apart from the transaction's failure.
     /// A change's fixed statements (its change record, a chunk insert, a lock) took a round trip
     /// each: 12 per small create on a PostgreSQL store.
-    public func executeLater(_ sql: String, _ parameters: [PostgresValue] = [], prepared: Bool = false) {
-        held.append(HeldStatement(sql: sql, parameters: parameters, prepared: prepared))
+    /// `answer` is given the statement's rows, if it succeeds, when they arrive: before the
+    /// statement that sent it returns.
+    public func executeLater(
+        _ sql: String, _ parameters: [PostgresValue] = [], prepared: Bool = false, answer: ((borrowing PostgresRows) -> Void)? = nil
+    ) {
+        held.append(HeldStatement(sql: sql, parameters: parameters, prepared: prepared, answer: answer))
     }
 
     /// Holds BEGIN and `statement` (the transaction's first, with `parameters`) for the next round
@@ -389,38 +405,47 @@ public final class PostgresConnection: @unchecked Sendable {
         PQclear(try runPipeline(held))
     }
 
-    /// Sends `statements` in one pipeline and returns the last one's result; throws the first
-    /// failure. libpq runs nothing after a failed statement until the pipeline's sync point.
-    private func runPipeline(_ statements: [HeldStatement]) throws -> OpaquePointer {
+    /// What a pipeline sent, in order: a statement to prepare (its text and name) or a statement.
+    private enum PipelineItem { case prepare(String, String), statement(Int) }
+
+    /// Queues `statements` in pipeline mode (each prepared first where it asks to be and is not
+    /// yet), then the sync point.
+    private func sendPipeline(_ statements: [HeldStatement]) throws -> [PipelineItem] {
+        var sent: [PipelineItem] = []
+        var naming: [String: String] = [:]
+        for (index, statement) in statements.enumerated() {
+            var name: String?
+            if statement.prepared {
+                name = preparedNames[statement.sql] ?? naming[statement.sql]
+                if name == nil {
+                    let made = "docfs_\(preparedNames.count + naming.count)"
+                    guard PQsendPrepare(connection, made, statement.sql, Int32(statement.parameters.count), nil) == 1 else { throw lastFailure() }
+                    naming[statement.sql] = made
+                    sent.append(.prepare(statement.sql, made))
+                    name = made
+                }
+            }
+            guard send(statement.sql, statement.parameters, preparedAs: name) else { throw lastFailure() }
+            sent.append(.statement(index))
+        }
+        guard PQpipelineSync(connection) == 1 else { throw lastFailure() }
+        return sent
+    }
+
+    /// Sends `statements` in one pipeline and returns the last one's result (nil when its `answer`
+    /// took it); throws the first failure. libpq runs nothing after a failed statement until the
+    /// pipeline's sync point.
+    private func runPipeline(_ statements: [HeldStatement]) throws -> OpaquePointer? {
         held.removeAll()
         let deadline = answerTimeout.map { ContinuousClock.now + $0 }
         let lastOpening = statements.lastIndex { $0.opensTransaction }
         let commits = statements.last?.sql == "COMMIT"
-        /// What was sent, in order: a statement to prepare (its text and name) or a statement.
-        enum Sent { case prepare(String, String), statement(Int) }
-        var sent: [Sent] = []
-        var naming: [String: String] = [:]
         var openingAnswered = lastOpening == nil
         var failure: (error: PostgresError, opening: Bool)?
         var last: OpaquePointer?
         do {
             guard PQenterPipelineMode(connection) == 1 else { throw lastFailure() }
-            for (index, statement) in statements.enumerated() {
-                var name: String?
-                if statement.prepared {
-                    name = preparedNames[statement.sql] ?? naming[statement.sql]
-                    if name == nil {
-                        let made = "docfs_\(preparedNames.count + naming.count)"
-                        guard PQsendPrepare(connection, made, statement.sql, Int32(statement.parameters.count), nil) == 1 else { throw lastFailure() }
-                        naming[statement.sql] = made
-                        sent.append(.prepare(statement.sql, made))
-                        name = made
-                    }
-                }
-                guard send(statement.sql, statement.parameters, preparedAs: name) else { throw lastFailure() }
-                sent.append(.statement(index))
-            }
-            guard PQpipelineSync(connection) == 1 else { throw lastFailure() }
+            let sent = try sendPipeline(statements)
             try flushOutput(until: deadline)
             for item in sent {
                 // Each statement's results, then nil.
@@ -431,11 +456,16 @@ public final class PostgresConnection: @unchecked Sendable {
                     if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK {
                         switch item {
                         case .prepare(let sql, let name): preparedNames[sql] = name
-                        case .statement(let index) where index == statements.count - 1:
-                            PQclear(last)
-                            last = result
-                            continue
-                        case .statement: break
+                        case .statement(let index):
+                            if let answer = statements[index].answer {
+                                answer(PostgresRows(result: result))
+                                continue
+                            }
+                            if index == statements.count - 1 {
+                                PQclear(last)
+                                last = result
+                                continue
+                            }
                         }
                     } else if status != PGRES_PIPELINE_ABORTED, failure == nil {
                         let opening: Bool
@@ -474,7 +504,6 @@ public final class PostgresConnection: @unchecked Sendable {
             }
             throw failure.error
         }
-        guard let last else { throw PostgresError(message: "no result for \(statements.last?.sql ?? "")", sqlState: nil) }
         return last
     }
 

@@ -244,26 +244,31 @@ extension PostgresStore {
         }
     }
 
+    /// The create's statements go with its COMMIT, in one round trip: a name another mount took
+    /// meanwhile is a unique violation there, answered EEXIST.
     private func insertItem<T>(_ path: String, operation: String, target: String?, _ make: () throws -> T) throws -> T {
         let (parentPath, name) = try split(path)
-        return try change(path, { db -> (T, KnownItem) in
+        return try change(path, { db -> (T, InsertedItem, parent: Int64) in
             let parent = try knownItem(parentPath, operation: operation)
             let made = try make()
+            let inserted = InsertedItem()
             do {
-                let item = try queries.insert(db, parent: parent.id, name: name, status: try mirror.status(of: path), target: target)
-                queries.recordChange(db, folders: [parent.id])
-                return (made, item)
+                queries.insertLater(db, parent: parent.id, name: name, status: try mirror.status(of: path), target: target, into: inserted)
             } catch {
                 if let full = mirror.localPath(of: path) { try? FileIO.removeItem(full) }
-                if let database = error as? PostgresError, database.isUniqueViolation {
-                    throw SystemCallError(errno: EEXIST, operation: operation, path: path)
-                }
                 throw error
             }
+            queries.recordChange(db, folders: [parent.id])
+            return (made, inserted, parent.id)
         }, undo: { _ in
             if let full = mirror.localPath(of: path) { try? FileIO.removeItem(full) }
+        }, refused: { cause in
+            cause.isUniqueViolation ? SystemCallError(errno: EEXIST, operation: operation, path: path) : nil
         }, then: { made in
-            state.withLock { $0.set(path, made.1) }
+            // A COMMIT found committed after its answer was lost brought no row back: read it.
+            let item = try made.1.known ?? database(path) { db in try queries.lockedItem(db, parent: made.parent, name: name) }
+            guard let item else { throw PostgresStoreError.unavailable("\(path) was created, and its row is gone") }
+            state.withLock { $0.set(path, item) }
         }).0
     }
 

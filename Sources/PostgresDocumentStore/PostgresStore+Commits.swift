@@ -28,10 +28,12 @@ extension PostgresStore {
     /// failure may leave the mirror showing what the database does not hold: the mirror is then
     /// compared whole with the database once it answers. `undo` takes back the mirror's part of
     /// `body` when its COMMIT was refused, or went unanswered and turned out not committed.
+    /// `refused` turns a refusal of the database that is the change's own answer (a unique
+    /// violation sent with the COMMIT: EEXIST) into that answer.
     @discardableResult
     func change<T>(
         _ path: String, retryable: @autoclosure () -> Bool = true, _ body: (PostgresConnection) throws -> T,
-        undo: (T) -> Void = { _ in }, then apply: (T) throws -> Void = { _ in }
+        undo: (T) -> Void = { _ in }, refused: (PostgresError) -> (any Error)? = { _ in nil }, then apply: (T) throws -> Void = { _ in }
     ) throws -> T {
         var wait = PrimaryWait(limit: primaryWait)
         while true {
@@ -74,6 +76,7 @@ extension PostgresStore {
             } catch TransactionFailure.rolledBack(let error) {
                 // The body's own refusal (EEXIST, a conflict) is the answer.
                 guard let cause = error as? PostgresError else { throw error }
+                if let answer = refused(cause) { throw answer }
                 if cause.isTransient, retryable() {
                     try wait.pause(path, after: cause, self)
                     continue
@@ -291,8 +294,9 @@ extension ConnectionPool {
                 if let opening { throw TransactionFailure.notBegun(opening) }
                 throw TransactionFailure.rolledBack(error)
             }
-            if TestHook.commitBeforeSend.isArmed || TestHook.commitAnswerLost.isArmed {
-                // "Every statement ran, COMMIT not sent": what the hooks are about.
+            if TestHook.commitBeforeSend.isArmed {
+                // "Every statement ran, COMMIT not sent": what the hook is about. (An answer lost
+                // is lost with the statements sent with the COMMIT, as it would be.)
                 do {
                     try db.sendHeld()
                 } catch {

@@ -79,18 +79,36 @@ struct StoreQueries: Sendable {
     func insert(
         _ db: PostgresConnection, parent: Int64, name: FileName, status: FileStatus, chunks: [UInt8] = [], target: String? = nil
     ) throws -> KnownItem {
-        let rows = try db.execute(
-            """
-            INSERT INTO docfs_items (store, parent, name, mode, uid, gid, rdev, atime_ns, mtime_ns, size, chunks, target, version, content_version)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, nextval('docfs_versions'), currval('docfs_versions'))
-            RETURNING id, version
-            """,
-            [
-                .integer(storeID), .integer(parent), .bytes(name.bytes), .integer(Int64(status.mode)),
-                .integer(Int64(status.userID)), .integer(Int64(status.groupID)), .integer(Int64(bitPattern: status.specialDevice)),
-                .integer(StoredItem.nanoseconds(status.accessTime)), .integer(StoredItem.nanoseconds(status.modificationTime)),
-                .integer(status.kind == .regular ? status.size : 0), .bytes(chunks), target.map { .bytes(FileSystemPath.bytes(of: $0)) } ?? .null,
-            ], prepared: true)
+        let rows = try db.execute(Self.insertItem, Self.insertParameters(storeID, parent, name, status, chunks, target), prepared: true)
+        return Self.inserted(rows, status: status, chunks: chunks)
+    }
+
+    /// `insert`, held for the next round trip (the COMMIT): `item` is filled in when the answer
+    /// arrives. A name another mount took meanwhile fails that round trip with a unique violation.
+    func insertLater(_ db: PostgresConnection, parent: Int64, name: FileName, status: FileStatus, target: String?, into item: InsertedItem) {
+        db.executeLater(Self.insertItem, Self.insertParameters(storeID, parent, name, status, [], target), prepared: true) { rows in
+            item.known = Self.inserted(rows, status: status, chunks: [])
+        }
+    }
+
+    private static let insertItem = """
+        INSERT INTO docfs_items (store, parent, name, mode, uid, gid, rdev, atime_ns, mtime_ns, size, chunks, target, version, content_version)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, nextval('docfs_versions'), currval('docfs_versions'))
+        RETURNING id, version
+        """
+
+    private static func insertParameters(
+        _ storeID: Int64, _ parent: Int64, _ name: FileName, _ status: FileStatus, _ chunks: [UInt8], _ target: String?
+    ) -> [PostgresValue] {
+        [
+            .integer(storeID), .integer(parent), .bytes(name.bytes), .integer(Int64(status.mode)),
+            .integer(Int64(status.userID)), .integer(Int64(status.groupID)), .integer(Int64(bitPattern: status.specialDevice)),
+            .integer(StoredItem.nanoseconds(status.accessTime)), .integer(StoredItem.nanoseconds(status.modificationTime)),
+            .integer(status.kind == .regular ? status.size : 0), .bytes(chunks), target.map { .bytes(FileSystemPath.bytes(of: $0)) } ?? .null,
+        ]
+    }
+
+    private static func inserted(_ rows: borrowing PostgresRows, status: FileStatus, chunks: [UInt8]) -> KnownItem {
         let version = rows.integer(0, 1) ?? 0
         return KnownItem(
             id: rows.integer(0, 0) ?? 0, version: version, contentVersion: version, isFolder: status.kind == .directory,
@@ -320,4 +338,9 @@ struct StoreQueries: Sendable {
             """,
             [.integer(storeID), .text(origin), .text(channel), .text(list)], prepared: true)
     }
+}
+
+/// An item `StoreQueries.insertLater` inserted, known once its round trip is answered.
+final class InsertedItem: @unchecked Sendable {
+    var known: KnownItem?
 }

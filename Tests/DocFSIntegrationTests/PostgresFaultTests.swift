@@ -324,6 +324,41 @@ final class PostgresFaultTests {
         #expect(rows(named: "renamed.json") == "1" && rows(named: "a.json") == "0" && rows(named: "b.json") == "0")
     }
 
+    /// Issue 37: a create's INSERT now goes with its COMMIT, in one round trip, so a name another
+    /// mount took while it was under way is a unique violation at COMMIT: answered EEXIST under
+    /// O_EXCL, and without it the program opens the file the other mount made, as on one disk.
+    /// The other mount's create is held at its COMMIT (a test hook) until this one waits on its row.
+    @Test func aCreateOfANameAnotherMountIsCommittingIsAnsweredAsOnOneDisk() throws {
+        let hooks = try MountedStore.makeHookFolder()
+        defer { try? FileManager.default.removeItem(atPath: hooks) }
+        let held = try MountedStore(postgres: location, launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
+        let other = try MountedStore(postgres: location)
+        defer { held.unmount(); other.unmount() }
+        for (name, exclusive, expected) in [("excl.txt", true, "EEXIST"), ("plain.txt", false, "ok")] {
+            #expect(FileManager.default.createFile(atPath: hooks + "/commit-before-send", contents: nil))
+            let first = try ChildProcess(["timeout", "60", "sh", "-c", ": > \"$1\"", "sh", held.inMount(name)], capture: true)
+            #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/commit-before-send.reached") })
+            let commit = MountedStore.ReachedHook(hooks, "commit-before-send")
+            defer { commit.release() }
+            let flags = "os.O_CREAT | os.O_WRONLY" + (exclusive ? " | os.O_EXCL" : "")
+            let second = try ChildProcess(["timeout", "60", "python3", "-c", """
+                import errno, os, sys
+                try:
+                    os.close(os.open(sys.argv[1], \(flags), 0o644)); print('ok')
+                except OSError as e:
+                    print(errno.errorcode.get(e.errno, str(e.errno)))
+                """, other.inMount(name)], capture: true)
+            // The other mount's INSERT waits for the held one's row.
+            #expect(MountedStore.waitUntil { (try? cluster.query("SELECT count(*) FROM pg_locks WHERE NOT granted")) == "1" })
+            commit.release()
+            #expect(first.wait() == 0)
+            #expect(second.wait() == 0)
+            #expect(String(decoding: second.output, as: UTF8.self) == expected + "\n", "\(name): \(other.log.suffix(1500))")
+            #expect(rows(named: name) == "1")
+            #expect(!other.log.contains("refused or could not take the change"), "\(other.log.suffix(1500))")
+        }
+    }
+
     /// Issue 37: every change to a store took its number from one counter row, which it kept
     /// locked to its COMMIT, so each change of any mount waited for the one before to commit: one
     /// fsync after another, and behind a change held at its COMMIT for as long as it was held (the
