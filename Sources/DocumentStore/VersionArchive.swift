@@ -125,9 +125,22 @@ public final class VersionArchive: Sendable {
 
     /// The document's folder, with `document` in it naming the document.
     private func makeFolder(_ folder: String, for document: String) throws {
-        try makeShard(of: folder)
-        do { try Paths.makeDirectory(folder, mode: 0o700) } catch let error as SystemCallError where error.errno == EEXIST {}
+        try makingShard(of: folder) {
+            do { try Paths.makeDirectory(folder, mode: 0o700) } catch let error as SystemCallError where error.errno == EEXIST {}
+        }
         try writeNote(in: folder, naming: document)
+    }
+
+    /// Runs `body`, which makes something in `folder`'s shard; where the shard (or the archive) is
+    /// not there yet, makes it and runs `body` again. There are 256 shards, so nearly every call
+    /// finds its own: two `mkdir`s each time (EEXIST) were a fifth of an `rm`'s system calls.
+    private func makingShard<T>(of folder: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as SystemCallError where error.errno == ENOENT {
+            try makeShard(of: folder)
+            return try body()
+        }
     }
 
     /// The archive and the shard a document's folder goes in (`versions/AB/`).
@@ -458,8 +471,8 @@ public final class VersionArchive: Sendable {
         if (try? FileStatus.of(path: to)) == nil {
             // The note first: a crash between the two leaves the history under its old key, named
             // for the new path, and the next reading of the archive finishes the move.
-            guard (try? makeShard(of: to)) != nil, (try? writeNote(in: from, naming: target)) != nil else { return (false, false) }
-            guard (try? FileIO.rename(from, to, flags: Self.renameNoReplace)) != nil else {
+            guard (try? writeNote(in: from, naming: target)) != nil else { return (false, false) }
+            guard (try? makingShard(of: to, { try FileIO.rename(from, to, flags: Self.renameNoReplace) })) != nil else {
                 try? writeNote(in: from, naming: document)
                 return (false, false)
             }
@@ -561,7 +574,7 @@ public final class VersionArchive: Sendable {
                 // folder is still under the old one's key. Finished now.
                 if Self.key(for: document) != key {
                     let moved = self.folder(for: document)
-                    if (try? makeShard(of: moved)) != nil, (try? FileIO.rename(folder, moved, flags: Self.renameNoReplace)) != nil {
+                    if (try? makingShard(of: moved, { try FileIO.rename(folder, moved, flags: Self.renameNoReplace) })) != nil {
                         result.append((document, moved))
                     }
                     continue
