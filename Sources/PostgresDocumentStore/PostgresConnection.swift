@@ -437,7 +437,8 @@ public final class PostgresConnection: @unchecked Sendable {
     /// pipeline's sync point.
     private func runPipeline(_ statements: [HeldStatement]) throws -> OpaquePointer? {
         held.removeAll()
-        let deadline = answerTimeout.map { ContinuousClock.now + $0 }
+        // Each statement gets the whole `answerTimeout`, as when sent alone.
+        var deadline = answerTimeout.map { ContinuousClock.now + $0 }
         let lastOpening = statements.lastIndex { $0.opensTransaction }
         let commits = statements.last?.sql == "COMMIT"
         var openingAnswered = lastOpening == nil
@@ -475,6 +476,7 @@ public final class PostgresConnection: @unchecked Sendable {
                     PQclear(result)
                 }
                 if case .statement(let index) = item, index == lastOpening { openingAnswered = true }
+                deadline = answerTimeout.map { ContinuousClock.now + $0 }
             }
             try awaitAnswer(until: deadline)
             let sync = PQgetResult(connection)

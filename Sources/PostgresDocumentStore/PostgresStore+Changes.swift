@@ -504,6 +504,9 @@ extension PostgresStore {
         try change(path, retryable: !mirrorChanged, { db -> KnownItem in
             let item = try knownItem(path, operation: "setattr")
             let folder = path.isEmpty ? item.id : try knownItem(parentPath, operation: "setattr").id
+            // Begun before the mirror changes: a database that cannot begin it (a standby after
+            // a failover) is waited for, as the change can still run again.
+            try db.sendHeld()
             mirrorChanged = true
             try apply(db, item)
             guard let version = try queries.updateAttributes(db, id: item.id, status: try mirror.status(of: path)) else {

@@ -69,6 +69,13 @@ extension PostgresStore {
                     }
                 }
             } catch TransactionFailure.notBegun(let cause) {
+                // The body may have run up to its first answered statement (BEGIN goes with it):
+                // one that changed the mirror by then is not run again.
+                guard retryable() else {
+                    state.withLock { $0.needsFullSynchronization = true }
+                    logger.error("\(path): the database could not begin the change: \(cause)")
+                    throw unavailable(cause)
+                }
                 // A refusal that does not pass (no such role, a full disk) is not waited out.
                 guard cause.isTransient else { throw unavailable(cause) }
                 try wait.pause(path, after: cause, self)
@@ -123,9 +130,17 @@ extension PostgresStore {
                         guard try db.execute("SELECT pg_is_in_recovery()").integer(0, 0) == 0 else {
                             throw PostgresError(message: "the server is a standby", sqlState: "25006")
                         }
-                        // Held by the marked transaction until it ends: once taken here, it has ended.
+                        // Held by the marked transaction until it ends: once taken here, it has ended,
+                        // or it never ran its mark. That happens now that a change whose statements
+                        // are all held sends its mark with its COMMIT: bytes already sent on a
+                        // connection given up may still reach the server. So the key is claimed
+                        // here when absent, and a mark arriving later fails on it and commits
+                        // nothing. A mark running meanwhile makes this wait for its transaction (or
+                        // ends in a deadlock, tried again): its row then answers.
+                        let claimed = try db.execute(
+                            "INSERT INTO docfs_commits (id) VALUES ($1) ON CONFLICT (id) DO NOTHING RETURNING id", [.integer(key)])
                         try db.execute("SELECT pg_advisory_xact_lock($1)", [.integer(key)])
-                        return try db.execute("SELECT 1 FROM docfs_commits WHERE id = $1", [.integer(key)]).count == 1
+                        return claimed.count == 0
                     }
                 }
             } catch {

@@ -324,6 +324,40 @@ final class PostgresFaultTests {
         #expect(rows(named: "renamed.json") == "1" && rows(named: "a.json") == "0" && rows(named: "b.json") == "0")
     }
 
+    /// Review of issue 37's pipelining: a create sends its mark with its COMMIT, so when the answer
+    /// is lost the server may not have run the mark yet (the bytes still on their way: here its
+    /// session is stopped). Finding no mark then meant "not committed", the create was made again,
+    /// and the first pipeline, run later, committed too: the program got EEXIST for its own
+    /// create. Now finding no mark claims it, and the late pipeline commits nothing.
+    @Test func aCreateWhoseAnswerIsLostBeforeTheServerReadItCommitsOnce() throws {
+        let hooks = try MountedStore.makeHookFolder()
+        defer { try? FileManager.default.removeItem(atPath: hooks) }
+        let mount = try MountedStore(postgres: location, launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
+        defer { mount.unmount() }
+        #expect(try mount.save("warm.json", Data("[0]".utf8)) == "ok")
+        // The mount's sessions, stopped: what they are sent waits unread.
+        let sessions = try cluster.query("SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")
+            .split(separator: "\n").compactMap { pid_t($0) }
+        #expect(!sessions.isEmpty)
+        for pid in sessions { kill(pid, SIGSTOP) }
+        var stopped = true
+        defer { if stopped { for pid in sessions { kill(pid, SIGCONT) } } }
+        #expect(FileManager.default.createFile(atPath: hooks + "/commit-answer-lost", contents: nil))
+        let create = try ChildProcess(["timeout", "60", "python3", "-c", """
+            import errno, os, sys
+            try:
+                os.close(os.open(sys.argv[1], os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)); print('ok')
+            except OSError as e:
+                print(errno.errorcode.get(e.errno, str(e.errno)))
+            """, mount.inMount("made.txt")], capture: true)
+        #expect(MountedStore.waitUntil(seconds: 40) { mount.log.contains("had not committed") || mount.log.contains("had committed") }, "\(mount.log.suffix(1500))")
+        for pid in sessions { kill(pid, SIGCONT) }
+        stopped = false
+        #expect(create.wait() == 0)
+        #expect(String(decoding: create.output, as: UTF8.self) == "ok\n", "\(mount.log.suffix(2000))")
+        #expect(rows(named: "made.txt") == "1")
+    }
+
     /// Issue 37: a create's INSERT now goes with its COMMIT, in one round trip, so a name another
     /// mount took while it was under way is a unique violation at COMMIT: answered EEXIST under
     /// O_EXCL, and without it the program opens the file the other mount made, as on one disk.
