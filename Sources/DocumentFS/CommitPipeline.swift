@@ -23,6 +23,9 @@ struct CommitPipeline: Sendable {
         var path: String
         /// The item stays in use under another name (renamed away, exchanged): its version is a copy.
         var copying = false
+        /// The item is being removed, its history going to this path of its owner's removal area:
+        /// its version is kept there at once.
+        var removedTo: String?
     }
 
     // MARK: Judging
@@ -62,7 +65,11 @@ struct CommitPipeline: Sendable {
                 // No room is made here: a removal or a rename runs this holding `changes`, which
                 // every save waits for, and making room walks the archive. A version that does
                 // not fit is recorded as not kept; writes make room (see `modifyStage`).
-                try store.keepVersion(of: item.path, copying: item.copying)
+                if let removed = item.removedTo {
+                    try store.keepVersion(ofRemoved: item.path, joining: removed)
+                } else {
+                    try store.keepVersion(of: item.path, copying: item.copying)
+                }
             } catch {
                 if versionsRequired { throw error }
                 StoreMetrics.versionsNotKept.increment()

@@ -318,13 +318,15 @@ extension DocumentFileSystem {
         try changingNames { () throws(FUSEError) in
             let retained = fileToRetain(parent: parent, name: name, path: path)
             // `rm` of a document can be undone: its last version stays among its versions.
-            let replaced: [CommitPipeline.Replaced] = classifier.claim(forPath: path, isDirectory: false) != nil ? [.init(path: path)] : []
+            let isDocument = classifier.claim(forPath: path, isDirectory: false) != nil
             // A document's history leaves the path (a new document there starts with none), as
             // reachable as it was: its status and its folder's, as they are, say who may read it
             // (see `VersionsView`). A raw file's removal stats nothing more.
-            let removed = replaced.isEmpty ? nil : (try? store.status(of: path)).flatMap { document in
+            let removed = !isDocument ? nil : (try? store.status(of: path)).flatMap { document in
                 (try? store.status(of: StorePath.split(path)?.parent ?? "")).map { RemovedDocument(status: document, folder: $0) }
             }
+            let replaced: [CommitPipeline.Replaced] = isDocument
+                ? [.init(path: path, removedTo: removed.map { VersionArchive.removedPath(of: path, owner: $0.status.userID) })] : []
             let detach = publishing { [self] in
                 retain(retained, parent: parent, name: name)
                 nodes.detach(parent: parent, name: name)

@@ -8,11 +8,33 @@ extension DirectoryStore {
         try keepVersion(of: path, copying: copying, as: nil)
     }
 
+    public func keepVersion(ofRemoved path: String, joining removed: String) throws {
+        guard try keepVersion(of: path, copying: false, as: nil, joining: removed) != nil else { return }
+        removalsKeptAhead.withLock { _ = $0.insert(PathKey(path)) }
+    }
+
+    public func dropPendingVersions(of paths: [String]) {
+        removalsKeptAhead.withLock { kept in for path in paths { kept.remove(PathKey(path)) } }
+    }
+
+    public func remove(_ path: String, directory: Bool, retiring: RemovedDocument?, publishing publish: Publication) throws {
+        if directory { try removeDirectory(path, publishing: publish) } else { try removeFile(path, publishing: publish) }
+        guard let retiring else { return }
+        let removed = VersionArchive.removedPath(of: path, owner: retiring.status.userID)
+        // Recorded only for a history that goes there (or a version kept there ahead): an empty
+        // package made and removed again at the path narrows nobody's record.
+        let keptAhead = removalsKeptAhead.withLock { $0.remove(PathKey(path)) != nil }
+        let hadHistory = keptAhead || versions?.index.documents.contains(Array(path.utf8)) == true
+        moveVersions(from: path, to: removed, exchanging: false)
+        if hadHistory { versions?.recordRemovedDocument(removed, status: retiring.status, heldBy: retiring.folder) }
+    }
+
     /// `keepVersion(of:copying:)` under the save time and saver `record` (those of the item's own
-    /// record, or its modification time, where nil). Returns where the version went; nil where
-    /// nothing was kept.
+    /// record, or its modification time, where nil), in the history of `history` where given (a
+    /// removed document's, see `keepVersion(ofRemoved:joining:)`) rather than of `path`. Returns
+    /// where the version went; nil where nothing was kept.
     @discardableResult
-    public func keepVersion(of path: String, copying: Bool, as record: SaveRecord?) throws -> String? {
+    public func keepVersion(of path: String, copying: Bool, as record: SaveRecord?, joining history: String? = nil) throws -> String? {
         guard keepsVersions, let versions else { return nil }
         let full = absolute(path)
         guard let status = try? FileStatus.of(path: full) else { return nil }
@@ -31,7 +53,7 @@ extension DirectoryStore {
         // A package's version made ahead, if it is still the package's content: renamed in.
         let prepared = status.kind == .directory ? takePreparedVersion(of: path) : nil
         defer { if let prepared { Self.removePrepared(prepared) } }
-        let kept = try versions.addVersion(of: path, record: record, inode: status.inode) { target in
+        let kept = try versions.addVersion(of: history ?? path, record: record, inode: status.inode) { target in
             if let prepared {
                 try FileIO.rename(prepared, target, flags: 1)
                 return
@@ -56,7 +78,7 @@ extension DirectoryStore {
         StoreMetrics.versionBytes.increment(by: Double(status.kind == .regular ? status.blocks * 512 : 0))
         // Given, it is the version's own (the file's, if any, is another's): `savedBy` reads it there.
         given?.write(at: kept)
-        versions.added(path)
+        versions.added(history ?? path)
         return kept
     }
 

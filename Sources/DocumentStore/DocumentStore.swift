@@ -159,6 +159,11 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// `copying`: the file stays in use under another name (renamed away), so the version must be a
     /// copy of it, not the file itself.
     func keepVersion(of path: String, copying: Bool) throws
+    /// Keeps the document at `path`, which a removal is about to take, straight into the history
+    /// at `removed` (its place in its owner's removal area, where `remove(_:directory:retiring:publishing:)`
+    /// takes its history): kept there at once, not kept at `path` and then moved. A store that keeps
+    /// versions within the change itself keeps it as `keepVersion(of:copying:)` does.
+    func keepVersion(ofRemoved path: String, joining removed: String) throws
     /// Whether a version of the package at `path` is kept whole (a folder of links to its files), or,
     /// for a package of too many files to link at every save, member by member.
     func keepsWholeVersion(ofPackage path: String) -> Bool
@@ -250,16 +255,7 @@ extension DocumentStore {
     public func keepReplacedVersion(of path: String, file: OwnedDescriptor) throws {}
     public func dropPendingVersions(of paths: [String]) {}
     public func moveVersions(from source: String, to destination: String, exchanging: Bool) {}
-    public func remove(_ path: String, directory: Bool, retiring: RemovedDocument?, publishing publish: Publication) throws {
-        if directory { try removeDirectory(path, publishing: publish) } else { try removeFile(path, publishing: publish) }
-        guard let retiring else { return }
-        let removed = VersionArchive.removedPath(of: path, owner: retiring.status.userID)
-        // Recorded only for a history that goes there: an empty package made and removed again at
-        // the path narrows nobody's record.
-        let hadHistory = versions?.index.documents.contains(Array(path.utf8)) == true
-        moveVersions(from: path, to: removed, exchanging: false)
-        if hadHistory { versions?.recordRemovedDocument(removed, status: retiring.status, heldBy: retiring.folder) }
-    }
+    public func keepVersion(ofRemoved path: String, joining removed: String) throws { try keepVersion(of: path, copying: false) }
     public func recordRemovedFolder(_ path: String, status: FileStatus) {
         guard let archive = versions else { return }
         // Documents removed below it, or (beside the mount) left there with versions.
