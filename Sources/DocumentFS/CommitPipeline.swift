@@ -23,9 +23,9 @@ struct CommitPipeline: Sendable {
         var path: String
         /// The item stays in use under another name (renamed away, exchanged): its version is a copy.
         var copying = false
-        /// The item is being removed, its history going to this path of its owner's removal area:
-        /// its version is kept there at once.
-        var removedTo: String?
+        /// The item is being removed, its history going to this path of its owner's removal area
+        /// (and who could read it): its version is kept there at once.
+        var removed: (history: String, document: RemovedDocument)?
     }
 
     // MARK: Judging
@@ -65,8 +65,8 @@ struct CommitPipeline: Sendable {
                 // No room is made here: a removal or a rename runs this holding `changes`, which
                 // every save waits for, and making room walks the archive. A version that does
                 // not fit is recorded as not kept; writes make room (see `modifyStage`).
-                if let removed = item.removedTo {
-                    try store.keepVersion(ofRemoved: item.path, joining: removed)
+                if let removed = item.removed {
+                    try store.keepVersion(ofRemoved: item.path, joining: removed.history, as: removed.document)
                 } else {
                     try store.keepVersion(of: item.path, copying: item.copying)
                 }

@@ -326,7 +326,7 @@ extension DocumentFileSystem {
                 (try? store.status(of: StorePath.split(path)?.parent ?? "")).map { RemovedDocument(status: document, folder: $0) }
             }
             let replaced: [CommitPipeline.Replaced] = isDocument
-                ? [.init(path: path, removedTo: removed.map { VersionArchive.removedPath(of: path, owner: $0.status.userID) })] : []
+                ? [.init(path: path, removed: removed.map { (VersionArchive.removedPath(of: path, owner: $0.status.userID), $0) })] : []
             let detach = publishing { [self] in
                 retain(retained, parent: parent, name: name)
                 nodes.detach(parent: parent, name: name)

@@ -8,9 +8,14 @@ extension DirectoryStore {
         try keepVersion(of: path, copying: copying, as: nil)
     }
 
-    public func keepVersion(ofRemoved path: String, joining removed: String) throws {
-        guard try keepVersion(of: path, copying: false, as: nil, joining: removed) != nil else { return }
-        removalsKeptAhead.withLock { _ = $0.insert(PathKey(path)) }
+    public func keepVersion(ofRemoved path: String, joining removed: String, as document: RemovedDocument) throws {
+        // The record first: an earlier removal's may admit more people than this document does,
+        // and the version must never be readable by them, not even until the removal records it
+        // (or if the removal then fails: the version stays there, under the narrowed record).
+        let kept = try keepVersion(of: path, copying: false, as: nil, joining: removed) {
+            versions?.recordRemovedDocument(removed, status: document.status, heldBy: document.folder)
+        }
+        if kept != nil { removalsKeptAhead.withLock { _ = $0.insert(PathKey(path)) } }
     }
 
     public func dropPendingVersions(of paths: [String]) {
@@ -31,10 +36,13 @@ extension DirectoryStore {
 
     /// `keepVersion(of:copying:)` under the save time and saver `record` (those of the item's own
     /// record, or its modification time, where nil), in the history of `history` where given (a
-    /// removed document's, see `keepVersion(ofRemoved:joining:)`) rather than of `path`. Returns
-    /// where the version went; nil where nothing was kept.
+    /// removed document's, see `keepVersion(ofRemoved:joining:as:)`) rather than of `path`;
+    /// `beforeKeeping` runs once a version is to be kept, before it is. Returns where the version
+    /// went; nil where nothing was kept.
     @discardableResult
-    public func keepVersion(of path: String, copying: Bool, as record: SaveRecord?, joining history: String? = nil) throws -> String? {
+    public func keepVersion(
+        of path: String, copying: Bool, as record: SaveRecord?, joining history: String? = nil, beforeKeeping: () -> Void = {}
+    ) throws -> String? {
         guard keepsVersions, let versions else { return nil }
         let full = absolute(path)
         guard let status = try? FileStatus.of(path: full) else { return nil }
@@ -43,6 +51,7 @@ extension DirectoryStore {
         // An empty file is a draft being made (`touch`, a copy's first step): nothing to go back to.
         default: return nil
         }
+        beforeKeeping()
         let given = record
         let record = given ?? SaveRecord.read(at: full) ?? SaveRecord(time: status.modificationTime, userID: nil)
         // A file with other names in the store (a hard link, raw and written in place) would change

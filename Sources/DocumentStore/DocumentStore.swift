@@ -161,9 +161,10 @@ public protocol DocumentStore: AnyObject, Sendable {
     func keepVersion(of path: String, copying: Bool) throws
     /// Keeps the document at `path`, which a removal is about to take, straight into the history
     /// at `removed` (its place in its owner's removal area, where `remove(_:directory:retiring:publishing:)`
-    /// takes its history): kept there at once, not kept at `path` and then moved. A store that keeps
-    /// versions within the change itself keeps it as `keepVersion(of:copying:)` does.
-    func keepVersion(ofRemoved path: String, joining removed: String) throws
+    /// takes its history): kept there at once, not kept at `path` and then moved. `document` says
+    /// who could read it, which narrows that history's record first. A store that keeps versions
+    /// within the change itself keeps it as `keepVersion(of:copying:)` does.
+    func keepVersion(ofRemoved path: String, joining removed: String, as document: RemovedDocument) throws
     /// Whether a version of the package at `path` is kept whole (a folder of links to its files), or,
     /// for a package of too many files to link at every save, member by member.
     func keepsWholeVersion(ofPackage path: String) -> Bool
@@ -255,7 +256,9 @@ extension DocumentStore {
     public func keepReplacedVersion(of path: String, file: OwnedDescriptor) throws {}
     public func dropPendingVersions(of paths: [String]) {}
     public func moveVersions(from source: String, to destination: String, exchanging: Bool) {}
-    public func keepVersion(ofRemoved path: String, joining removed: String) throws { try keepVersion(of: path, copying: false) }
+    public func keepVersion(ofRemoved path: String, joining removed: String, as document: RemovedDocument) throws {
+        try keepVersion(of: path, copying: false)
+    }
     public func recordRemovedFolder(_ path: String, status: FileStatus) {
         guard let archive = versions else { return }
         // Documents removed below it, or (beside the mount) left there with versions.

@@ -432,6 +432,30 @@ import Testing
         #expect(!package.succeeded && package.error.contains("Permission denied"), "\(package.output)\(package.error)")
     }
 
+    /// An `rm` keeps the document's last version in its owner's removal area before the store
+    /// removes the file (issue 37: one move less). When that removal fails (an immutable file
+    /// here) and the owner tries again, the owner keeps their undo, readable as the document was.
+    /// (A review of 2d047de feared the second try would find the version kept already, keep
+    /// nothing and so record nobody: the record is now written before a version joins the
+    /// history. Here an immutable file cannot be linked, so the first try kept a copy and the
+    /// second keeps another: this passes on 2d047de too. It guards the failed removal.)
+    @Test(.disabled(if: MountedStore.backendIsPostgres, "a file of the store's directory made immutable"))
+    func anRmTriedAgainAfterItFailedLeavesTheOwnerTheirUndo() throws {
+        let mount = try MountedStore(texts: [:], arguments: ["-o", "allow_other"])
+        defer { mount.unmount() }
+        #expect(try mount.shell("mkdir -m 1777 shared").succeeded)
+        #expect(try mount.shell(as: "nobody", "echo mine > shared/n.md").succeeded)
+        try #require(try MountedStore.run(["chattr", "+i", mount.inStore("shared/n.md")], timeout: 10).succeeded, "chattr +i (the store needs a file system with it)")
+        defer { _ = try? MountedStore.run(["chattr", "-i", mount.inStore("shared/n.md")], timeout: 10) }
+        #expect(!(try mount.shell(as: "nobody", "rm -f shared/n.md").succeeded), "an immutable file is not removed")
+        #expect(try MountedStore.run(["chattr", "-i", mount.inStore("shared/n.md")], timeout: 10).succeeded)
+        #expect(try mount.shell(as: "nobody", "rm shared/n.md").succeeded)
+        let undo = try mount.shell(as: "nobody", "cat .versions/.docfs/removed-65534/shared/n.md/*")
+        #expect(undo.succeeded && !undo.output.isEmpty && undo.output.split(separator: "\n").allSatisfy { $0 == "mine" }, "\(undo.output)\(undo.error)")
+        // And to others it is as open as the document's folder and mode made it: readable here.
+        #expect(try mount.shell(as: "daemon", "cat .versions/.docfs/removed-65534/shared/n.md/*").output.hasPrefix("mine\n"))
+    }
+
     /// Issue 36: the documents removed at one path shared one history and one record of who could
     /// read them, and a record left by another owner made them root's alone. So anyone who could
     /// write a shared folder closed an owner's undo by making a document of its name, saving it
