@@ -135,8 +135,8 @@ extension PostgresStore {
                         // are all held sends its mark with its COMMIT: bytes already sent on a
                         // connection given up may still reach the server. So the key is claimed
                         // here when absent, and a mark arriving later fails on it and commits
-                        // nothing. A mark running meanwhile makes this wait for its transaction (or
-                        // ends in a deadlock, tried again): its row then answers.
+                        // nothing. A mark running meanwhile makes this wait for its transaction,
+                        // whose row then answers.
                         let claimed = try db.execute(
                             "INSERT INTO docfs_commits (id) VALUES ($1) ON CONFLICT (id) DO NOTHING RETURNING id", [.integer(key)])
                         try db.execute("SELECT pg_advisory_xact_lock($1)", [.integer(key)])

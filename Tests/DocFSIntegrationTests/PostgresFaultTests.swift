@@ -286,6 +286,19 @@ final class PostgresFaultTests {
         #expect(rows(named: "renamed.json") == "1" && rows(named: "during.json") == "1", "the rename, and the cached documents' during.json")
     }
 
+    /// Creates `path` (with O_EXCL if `exclusive`) in a process of its own, which prints `ok` or the
+    /// errno's name.
+    private func startCreate(_ path: String, exclusive: Bool) throws -> ChildProcess {
+        let flags = "os.O_CREAT | os.O_WRONLY" + (exclusive ? " | os.O_EXCL" : "")
+        return try ChildProcess(["timeout", "60", "python3", "-c", """
+            import errno, os, sys
+            try:
+                os.close(os.open(sys.argv[1], \(flags), 0o644)); print('ok')
+            except OSError as e:
+                print(errno.errorcode.get(e.errno, str(e.errno)))
+            """, path], capture: true)
+    }
+
     /// Stops the server's processes; returns them, for `SIGCONT`.
     private func stopServer() throws -> [pid_t] {
         let postmaster = try #require(contents(cluster.directory + "/data/postmaster.pid")?.split(separator: "\n").first.flatMap { pid_t($0) })
@@ -343,13 +356,7 @@ final class PostgresFaultTests {
         var stopped = true
         defer { if stopped { for pid in sessions { kill(pid, SIGCONT) } } }
         #expect(FileManager.default.createFile(atPath: hooks + "/commit-answer-lost", contents: nil))
-        let create = try ChildProcess(["timeout", "60", "python3", "-c", """
-            import errno, os, sys
-            try:
-                os.close(os.open(sys.argv[1], os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)); print('ok')
-            except OSError as e:
-                print(errno.errorcode.get(e.errno, str(e.errno)))
-            """, mount.inMount("made.txt")], capture: true)
+        let create = try startCreate(mount.inMount("made.txt"), exclusive: true)
         #expect(MountedStore.waitUntil(seconds: 40) { mount.log.contains("had not committed") || mount.log.contains("had committed") }, "\(mount.log.suffix(1500))")
         for pid in sessions { kill(pid, SIGCONT) }
         stopped = false
@@ -374,14 +381,7 @@ final class PostgresFaultTests {
             #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/commit-before-send.reached") })
             let commit = MountedStore.ReachedHook(hooks, "commit-before-send")
             defer { commit.release() }
-            let flags = "os.O_CREAT | os.O_WRONLY" + (exclusive ? " | os.O_EXCL" : "")
-            let second = try ChildProcess(["timeout", "60", "python3", "-c", """
-                import errno, os, sys
-                try:
-                    os.close(os.open(sys.argv[1], \(flags), 0o644)); print('ok')
-                except OSError as e:
-                    print(errno.errorcode.get(e.errno, str(e.errno)))
-                """, other.inMount(name)], capture: true)
+            let second = try startCreate(other.inMount(name), exclusive: exclusive)
             // The other mount's INSERT waits for the held one's row.
             #expect(MountedStore.waitUntil { (try? cluster.query("SELECT count(*) FROM pg_locks WHERE NOT granted")) == "1" })
             commit.release()
