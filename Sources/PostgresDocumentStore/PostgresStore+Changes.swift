@@ -15,27 +15,41 @@ extension PostgresStore {
         let base = state.withLock { state in state.bases[PathKey(staging.path)].map { $0.base } ?? state[path] }
         var installed: FileStatus?
         let wishes = takeVersionWishes(touching: [path])
-        try change(path, { db -> (KnownItem, [KeptVersion]) in
+        // An empty file has no version to keep (a new document's first save): not asked for,
+        // three round trips less. A base that is no longer empty fails the change's check below.
+        let replacesEmptyFile = base.map { !$0.isFolder && $0.size == 0 } ?? false
+        let wished = replacesEmptyFile ? wishes.filter { !FileSystemPath.same($0.path, path) } : wishes
+        try change(path, { db -> (AnsweredItem, [KeptVersion], parent: Int64) in
             let parent = try knownItem(parentPath, operation: "install")
+            let answered = AnsweredItem()
+            if let base, !base.isFolder, wished.isEmpty {
+                // No version to keep: the check and the change go with the COMMIT, one round trip.
+                let chunks = try queries.upload(db, descriptor: staging.descriptor, size: status.size, path: staging.path)
+                queries.updateContentLater(db, base: base, parent: parent.id, name: name, status: status, chunks: chunks, into: answered)
+                queries.recordChange(db, folders: [parent.id])
+                return (answered, [], parent.id)
+            }
             let locked = try queries.lockedItem(db, parent: parent.id, name: name, reservingVersion: true)
             let stored = locked?.item
             try checkConflict(path, stored: stored, base: base)
-            // An empty file has no version to keep (a new document's first save): not asked for,
-            // three round trips less. Its row is locked, so the size is the one replaced.
-            let replacesEmptyFile = stored.map { !$0.isFolder && $0.size == 0 } ?? false
-            let kept = try keepWishedVersions(db, replacesEmptyFile ? wishes.filter { !FileSystemPath.same($0.path, path) } : wishes)
+            let kept = try keepWishedVersions(db, stored.map { !$0.isFolder && $0.size == 0 } == true ? wishes.filter { !FileSystemPath.same($0.path, path) } : wishes)
             let chunks = try queries.upload(db, descriptor: staging.descriptor, size: status.size, path: staging.path)
-            let item: KnownItem
             if let stored, let updated = try queries.updateContent(db, id: stored.id, status: status, chunks: chunks, version: locked?.nextVersion) {
-                item = updated
+                answered.known = updated
             } else {
                 var new = status
                 new.mode = UInt32(S_IFREG) | status.permissions
-                item = try queries.insert(db, parent: parent.id, name: name, status: new, chunks: chunks)
+                answered.known = try queries.insert(db, parent: parent.id, name: name, status: new, chunks: chunks)
             }
             queries.recordChange(db, folders: [parent.id])
-            return (item, kept)
-        }, then: { item, kept in
+            return (answered, kept, parent.id)
+        }, refused: { cause in
+            StoreQueries.isStaleBase(cause) ? conflict(path, "was changed by another mount since this write began") : nil
+        }, then: { answered, kept, parent in
+            // A COMMIT found committed after its answer was lost brought no row back: read it.
+            guard let item = try answered.known ?? database(path, { db in try queries.lockedItem(db, parent: parent, name: name) }) else {
+                throw PostgresStoreError.unavailable("\(path) was saved, and its row is gone")
+            }
             keepLocally(kept)
             installed = try mirror.install(staging, at: path, durable: false)
             forgetBase(staging.path)
@@ -248,10 +262,10 @@ extension PostgresStore {
     /// meanwhile is a unique violation there, answered EEXIST.
     private func insertItem<T>(_ path: String, operation: String, target: String?, _ make: () throws -> T) throws -> T {
         let (parentPath, name) = try split(path)
-        return try change(path, { db -> (T, InsertedItem, parent: Int64) in
+        return try change(path, { db -> (T, AnsweredItem, parent: Int64) in
             let parent = try knownItem(parentPath, operation: operation)
             let made = try make()
-            let inserted = InsertedItem()
+            let inserted = AnsweredItem()
             do {
                 queries.insertLater(db, parent: parent.id, name: name, status: try mirror.status(of: path), target: target, into: inserted)
             } catch {

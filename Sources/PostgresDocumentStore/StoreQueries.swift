@@ -85,7 +85,7 @@ struct StoreQueries: Sendable {
 
     /// `insert`, held for the next round trip (the COMMIT): `item` is filled in when the answer
     /// arrives. A name another mount took meanwhile fails that round trip with a unique violation.
-    func insertLater(_ db: PostgresConnection, parent: Int64, name: FileName, status: FileStatus, target: String?, into item: InsertedItem) {
+    func insertLater(_ db: PostgresConnection, parent: Int64, name: FileName, status: FileStatus, target: String?, into item: AnsweredItem) {
         db.executeLater(Self.insertItem, Self.insertParameters(storeID, parent, name, status, [], target), prepared: true) { rows in
             item.known = Self.inserted(rows, status: status, chunks: [])
         }
@@ -161,6 +161,36 @@ struct StoreQueries: Sendable {
         guard rows.count > 0, let version = rows.integer(0, 0) else { return nil }
         return KnownItem(id: id, version: version, contentVersion: version, size: status.size, contentKey: ContentKey(chunks: chunks))
     }
+
+    /// `updateContent` of the file the mount knows as `base`, held for the next round trip (the
+    /// COMMIT) with its check: the row must still be `base`'s, at `parent`/`name`, with `base`'s
+    /// content version (what `lockedItem` and `checkConflict` find out in a round trip of their
+    /// own). Otherwise that round trip fails with division_by_zero (`StoreQueries.isStaleBase`).
+    /// `item` is filled in from the answer.
+    func updateContentLater(
+        _ db: PostgresConnection, base: KnownItem, parent: Int64, name: FileName, status: FileStatus, chunks: [UInt8], into item: AnsweredItem
+    ) {
+        db.executeLater(
+            """
+            WITH updated AS (
+                UPDATE docfs_items SET size = $2, chunks = $3, atime_ns = $4, mtime_ns = $5, saved_ns = NULL, saved_by = NULL,
+                    version = nextval('docfs_versions'), content_version = currval('docfs_versions')
+                WHERE id = $1 AND content_version = $6 AND parent = $7 AND name = $8
+                RETURNING version)
+            SELECT CASE WHEN count(*) = 1 THEN max(version) ELSE 1 / (count(*) - count(*)) END FROM updated
+            """,
+            [
+                .integer(base.id), .integer(status.size), .bytes(chunks), .integer(StoredItem.nanoseconds(status.accessTime)),
+                .integer(StoredItem.nanoseconds(status.modificationTime)), .integer(base.contentVersion), .integer(parent), .bytes(name.bytes),
+            ], prepared: true
+        ) { rows in
+            guard let version = rows.integer(0, 0) else { return }
+            item.known = KnownItem(id: base.id, version: version, contentVersion: version, size: status.size, contentKey: ContentKey(chunks: chunks))
+        }
+    }
+
+    /// The failure `updateContentLater` gives when the row is no longer the one the mount knew.
+    static func isStaleBase(_ error: PostgresError) -> Bool { error.sqlState == "22012" }
 
     /// A new version of a folder replaced whole (a package commit), its attributes from `status`.
     func replaceFolder(_ db: PostgresConnection, id: Int64, status: FileStatus) throws -> KnownItem? {
@@ -340,7 +370,8 @@ struct StoreQueries: Sendable {
     }
 }
 
-/// An item `StoreQueries.insertLater` inserted, known once its round trip is answered.
-final class InsertedItem: @unchecked Sendable {
+/// An item a held statement (`insertLater`, `updateContentLater`) wrote, known once its round trip
+/// is answered.
+final class AnsweredItem: @unchecked Sendable {
     var known: KnownItem?
 }

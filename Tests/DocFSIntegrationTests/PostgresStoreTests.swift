@@ -538,6 +538,37 @@ final class PostgresStoreTests {
         #expect(second.quarantined.contains { contents(second.inStore(".docfs/quarantine/" + $0)) == "# B" }, "\(second.quarantined)")
     }
 
+    /// Issue 37: a save that keeps no version (the first over an empty file, as after every
+    /// create) sends its check with its COMMIT, in one round trip: the row must still have the
+    /// content version the save began from. Another mount's save in between is still a conflict:
+    /// refused with EIO and quarantined, as when the check was a round trip of its own.
+    @Test func aFirstSaveOverAFileAnotherMountFilledMeanwhileIsAConflict() throws {
+        let first = try MountedStore(postgres: location)
+        let second = try MountedStore(postgres: location)
+        defer { first.unmount(); second.unmount() }
+        #expect(try first.shell(": > new.txt").succeeded)
+        #expect(within(Self.arrival) { FileManager.default.fileExists(atPath: second.inMount("new.txt")) } != nil)
+        let script = """
+            import errno, os, sys, time
+            a = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
+            b = os.open(sys.argv[2], os.O_WRONLY | os.O_TRUNC)
+            os.write(a, b'from A\\n'); os.close(a)
+            time.sleep(1.5)
+            os.write(b, b'from B\\n')
+            try:
+                os.close(b); print('B ok')
+            except OSError as e:
+                print('B', errno.errorcode.get(e.errno))
+            """
+        let saves = try MountedStore.run(["python3", "-c", script, first.inMount("new.txt"), second.inMount("new.txt")], timeout: 30)
+        #expect(saves.output == "B EIO\n", "\(saves.output)\(saves.error)\n\(second.log.suffix(1500))")
+        #expect(contents(first.inMount("new.txt")) == "from A\n")
+        #expect(within(Self.arrival) { contents(second.inMount("new.txt")) == "from A\n" } != nil)
+        #expect(second.quarantined.contains { contents(second.inStore(".docfs/quarantine/" + $0)) == "from B\n" }, "\(second.quarantined)")
+        // Found by the check sent with the COMMIT (its words), not by a lock of the row first.
+        #expect(second.quarantineReasons.contains { $0.contains("conflict") && $0.contains("was changed by another mount") }, "\(second.quarantineReasons)")
+    }
+
     @Test func killingAMountDuringAStreamOfCommitsLeavesWholeVersions() throws {
         let first = try MountedStore(postgres: location)
         let second = try MountedStore(postgres: location)
