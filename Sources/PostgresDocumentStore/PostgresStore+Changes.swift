@@ -19,7 +19,7 @@ extension PostgresStore {
         // three round trips less. A base that is no longer empty fails the change's check below.
         let replacesEmptyFile = base.map { !$0.isFolder && $0.size == 0 } ?? false
         let wished = replacesEmptyFile ? wishes.filter { !FileSystemPath.same($0.path, path) } : wishes
-        try change(path, { db -> (AnsweredItem, [KeptVersion], parent: Int64) in
+        try change(path, { db -> (AnsweredItem, [KeptVersion], chunks: [UInt8]) in
             let parent = try knownItem(parentPath, operation: "install")
             let answered = AnsweredItem()
             if let base, !base.isFolder, wished.isEmpty {
@@ -27,7 +27,7 @@ extension PostgresStore {
                 let chunks = try queries.upload(db, descriptor: staging.descriptor, size: status.size, path: staging.path)
                 queries.updateContentLater(db, base: base, parent: parent.id, name: name, status: status, chunks: chunks, into: answered)
                 queries.recordChange(db, folders: [parent.id])
-                return (answered, [], parent.id)
+                return (answered, [], chunks)
             }
             let locked = try queries.lockedItem(db, parent: parent.id, name: name, reservingVersion: true)
             let stored = locked?.item
@@ -42,21 +42,32 @@ extension PostgresStore {
                 answered.known = try queries.insert(db, parent: parent.id, name: name, status: new, chunks: chunks)
             }
             queries.recordChange(db, folders: [parent.id])
-            return (answered, kept, parent.id)
+            return (answered, kept, chunks)
         }, refused: { cause in
             StoreQueries.isStaleBase(cause) ? conflict(path, "was changed by another mount since this write began") : nil
-        }, then: { answered, kept, parent in
-            // A COMMIT found committed after its answer was lost brought no row back: read it.
-            guard let item = try answered.known ?? database(path, { db in try queries.lockedItem(db, parent: parent, name: name) }) else {
-                throw PostgresStoreError.unavailable("\(path) was saved, and its row is gone")
-            }
+        }, then: { answered, kept, chunks in
+            // Only the fast path's answer can be lost (a COMMIT found committed afterwards).
+            let item = try answered.known ?? base.map { try savedItemReadAgain(path, base: $0, chunks: chunks, size: status.size) }
             keepLocally(kept)
             installed = try mirror.install(staging, at: path, durable: false)
             forgetBase(staging.path)
-            state.withLock { $0.set(path, item) }
+            if let item { state.withLock { $0.set(path, item) } }
         })
         evictIfNeeded()
         return try installed ?? mirror.status(of: path)
+    }
+
+    /// The row a save committed when the answer to its COMMIT was lost, read again: while the
+    /// server was resolved, another mount may have saved the file in turn. Trusted only while it
+    /// holds the content this save uploaded; otherwise the mount knows no version of it (its next
+    /// save there is a conflict, never an overwrite) and compares the mirror whole with the database.
+    private func savedItemReadAgain(_ path: String, base: KnownItem, chunks: [UInt8], size: Int64) throws -> KnownItem {
+        let row = try database(path) { db in try queries.contentRow(db, id: base.id) }
+        if let row, row.chunks == chunks {
+            return KnownItem(id: base.id, version: row.version, contentVersion: row.contentVersion, size: size, contentKey: ContentKey(chunks: chunks))
+        }
+        state.withLock { $0.needsFullSynchronization = true }
+        return KnownItem(id: base.id, version: 0, contentVersion: 0, size: size, contentKey: ContentKey(chunks: chunks))
     }
 
     public func persist(_ wrapper: FileWrapper, at path: String, durable: Bool) throws -> FileStatus {
@@ -279,10 +290,17 @@ extension PostgresStore {
         }, refused: { cause in
             cause.isUniqueViolation ? SystemCallError(errno: EEXIST, operation: operation, path: path) : nil
         }, then: { made in
-            // A COMMIT found committed after its answer was lost brought no row back: read it.
-            let item = try made.1.known ?? database(path) { db in try queries.lockedItem(db, parent: made.parent, name: name) }
-            guard let item else { throw PostgresStoreError.unavailable("\(path) was created, and its row is gone") }
-            state.withLock { $0.set(path, item) }
+            if let item = made.1.known {
+                state.withLock { $0.set(path, item) }
+                return
+            }
+            // A COMMIT found committed after its answer was lost brought no row back. The row at
+            // the name now may be another mount's (ours removed and the name taken meanwhile):
+            // taken as it is, and the mirror compared whole with the database.
+            state.withLock { $0.needsFullSynchronization = true }
+            if let item = try database(path, { db in try queries.lockedItem(db, parent: made.parent, name: name) }) {
+                state.withLock { $0.set(path, item) }
+            }
         }).0
     }
 

@@ -69,6 +69,13 @@ struct StoreQueries: Sendable {
         return (item, reservingVersion ? rows.integer(0, 5) : nil)
     }
 
+    /// An item's version, content version and chunk list, unlocked.
+    func contentRow(_ db: PostgresConnection, id: Int64) throws -> (version: Int64, contentVersion: Int64, chunks: [UInt8])? {
+        let rows = try db.execute("SELECT version, content_version, chunks FROM docfs_items WHERE id = $1", [.integer(id)])
+        guard rows.count == 1, let version = rows.integer(0, 0), let contentVersion = rows.integer(0, 1) else { return nil }
+        return (version, contentVersion, rows.bytes(0, 2))
+    }
+
     func hasChildren(_ db: PostgresConnection, _ id: Int64) throws -> Bool {
         try db.execute("SELECT 1 FROM docfs_items WHERE parent = $1 LIMIT 1", [.integer(id)]).count > 0
     }

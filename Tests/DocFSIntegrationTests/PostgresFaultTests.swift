@@ -86,6 +86,17 @@ final class PostgresFaultTests {
         // Committed once: the next save is based on it and is not refused as a conflict.
         #expect(try first.save("doc.json", Data("[3]".utf8)) == "ok")
         #expect(first.quarantined.isEmpty, "\(first.quarantined)")
+        // The same for a first save over an empty file, whose check and change go with the COMMIT
+        // (issue 37): the row is read again once found committed, and the next save builds on it.
+        #expect(try first.shell(": > new.json").succeeded)
+        try FileManager.default.removeItem(atPath: hooks + "/commit-answer-lost.reached")
+        _ = FileManager.default.createFile(atPath: hooks + "/commit-answer-lost", contents: nil)
+        #expect(try first.save("new.json", Data("[1]".utf8)) == "ok", "\(first.log)")
+        #expect(FileManager.default.fileExists(atPath: hooks + "/commit-answer-lost.reached"))
+        #expect(MountedStore.waitUntil { contents(second.inMount("new.json")) == "[1]" })
+        #expect(try first.save("new.json", Data("[2]".utf8)) == "ok")
+        #expect(first.quarantined.isEmpty, "\(first.quarantined)")
+        #expect(MountedStore.waitUntil { contents(second.inMount("new.json")) == "[2]" })
     }
 
     /// The same for a create: the file the program is told it made exists, once, on every mount.
