@@ -49,7 +49,7 @@ public final class DirectoryStore: DocumentStore {
     /// Held while versions make room on a full store (see `makeRoom`).
     let makingRoom = OrderedMutex(.makingRoom, ())
     /// Documents whose last version a removal under way kept in their removal area already
-    /// (`keepVersion(ofRemoved:joining:)`), until the removal or the end of its change.
+    /// (`keepVersion(ofRemoved:joining:as:)`), until the removal or the end of its change.
     let removalsKeptAhead = OrderedMutex<Set<PathKey>>(.leaf, [])
     /// Whether saves and removals keep the version they replace (`--versions off` says no).
     public let keepsVersions: Bool

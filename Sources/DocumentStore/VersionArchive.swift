@@ -133,7 +133,7 @@ public final class VersionArchive: Sendable {
 
     /// Runs `body`, which makes something in `folder`'s shard; where the shard (or the archive) is
     /// not there yet, makes it and runs `body` again. There are 256 shards, so nearly every call
-    /// finds its own: two `mkdir`s each time (EEXIST) were a fifth of an `rm`'s system calls.
+    /// finds its own: two `mkdir`s each time (EEXIST) were a ninth of an `rm`'s system calls.
     private func makingShard<T>(of folder: String, _ body: () throws -> T) throws -> T {
         do {
             return try body()
