@@ -5,17 +5,18 @@
 #include <malloc.h>
 #include <spawn.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
 #include <pthread.h>
 #include <linux/close_range.h>
 #include <linux/fs.h>
 #include <signal.h>
-#include <string.h>
 #include <sys/fanotify.h>
 #include <linux/openat2.h>
 
@@ -207,6 +208,94 @@ int docfs_requester(uid_t *uid, gid_t *gid) {
     *uid = requester_uid;
     *gid = requester_gid;
     return 1;
+}
+
+/* The folders one request resolved beneath a confined tree (see ConfinedTree.resolve): a request
+   names the same folder in several calls (a save, an rm: the document's folder six to eight
+   times), and each call opened it again with openat2 and closed it. Kept for the request only,
+   and per thread, so nothing is shared and nothing outlives the request. A descriptor handed out
+   is in use until released: a clear (a rename, a folder removed) only stops handing it out, and
+   it is closed once released, so a call that nests another never loses its folder.
+   A folder is handed out for a millisecond after it was opened beneath its tree, not for the whole
+   request: a folder moved beside the mount while a request waits (a validator can take seconds) is
+   resolved again, and found gone, as each call found it before, instead of being written through
+   wherever it went. */
+#define DOCFS_FOLDER_SLOTS 4
+#define DOCFS_FOLDER_PATH 256
+#define DOCFS_FOLDER_LIFETIME_NS 1000000LL
+struct docfs_folder_slot { int tree; int fd; int users; int doomed; long long opened; size_t length; char path[DOCFS_FOLDER_PATH]; };
+
+static long long folder_cache_now(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
+}
+static __thread int folder_cache_depth;
+static __thread struct docfs_folder_slot folder_cache[DOCFS_FOLDER_SLOTS];
+static __thread int folder_cache_used;
+
+static void folder_cache_drop(int index) {
+    close(folder_cache[index].fd);
+    folder_cache[index] = folder_cache[--folder_cache_used];
+}
+
+void docfs_folder_cache_clear(void) {
+    for (int index = folder_cache_used - 1; index >= 0; index--) {
+        if (folder_cache[index].users > 0) folder_cache[index].doomed = 1;
+        else folder_cache_drop(index);
+    }
+}
+
+void docfs_folder_cache_begin(void) { folder_cache_depth++; }
+
+void docfs_folder_cache_end(void) {
+    if (folder_cache_depth > 0 && --folder_cache_depth == 0) docfs_folder_cache_clear();
+}
+
+int docfs_folder_cache_find(int tree, const char *path, size_t length) {
+    if (folder_cache_depth == 0) return -1;
+    long long now = folder_cache_now();
+    for (int index = 0; index < folder_cache_used; index++) {
+        struct docfs_folder_slot *slot = &folder_cache[index];
+        if (slot->doomed || slot->tree != tree || slot->length != length || memcmp(slot->path, path, length) != 0) continue;
+        if (now - slot->opened > DOCFS_FOLDER_LIFETIME_NS) {
+            if (slot->users > 0) slot->doomed = 1;
+            else folder_cache_drop(index);
+            return -1;
+        }
+        slot->users++;
+        return slot->fd;
+    }
+    return -1;
+}
+
+int docfs_folder_cache_add(int tree, const char *path, size_t length, int fd) {
+    if (folder_cache_depth == 0 || length >= DOCFS_FOLDER_PATH) return 0;
+    if (folder_cache_used == DOCFS_FOLDER_SLOTS) {
+        int unused = -1;
+        for (int index = 0; index < folder_cache_used && unused < 0; index++) {
+            if (folder_cache[index].users == 0) unused = index;
+        }
+        if (unused < 0) return 0;
+        folder_cache_drop(unused);
+    }
+    struct docfs_folder_slot *slot = &folder_cache[folder_cache_used++];
+    slot->tree = tree;
+    slot->fd = fd;
+    slot->users = 1;
+    slot->doomed = 0;
+    slot->opened = folder_cache_now();
+    slot->length = length;
+    memcpy(slot->path, path, length);
+    return 1;
+}
+
+void docfs_folder_cache_release(int fd) {
+    for (int index = 0; index < folder_cache_used; index++) {
+        if (folder_cache[index].fd != fd) continue;
+        if (--folder_cache[index].users == 0 && folder_cache[index].doomed) folder_cache_drop(index);
+        return;
+    }
 }
 
 int docfs_restrict_helper(void) {

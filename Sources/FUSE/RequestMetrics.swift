@@ -28,8 +28,10 @@ public enum RequestMetrics {
     /// Runs a callback's body, timing it where metrics are on.
     @inline(__always)
     static func time(_ operation: Operation, _ body: () -> Void) {
-        guard let start = MetricsSwitch.start() else { return body() }
-        body()
-        timers[operation.rawValue].recordNanoseconds(MetricsSwitch.nanoseconds(since: start))
+        ConfinedTree.keepingFoldersResolved {
+            guard let start = MetricsSwitch.start() else { return body() }
+            body()
+            timers[operation.rawValue].recordNanoseconds(MetricsSwitch.nanoseconds(since: start))
+        }
     }
 }

@@ -56,6 +56,18 @@ public final class ConfinedTree: Sendable {
     /// itself): paths below it are resolved as any path again, and its descriptor closes with it.
     public func release() { ConfinedTrees.unregister(self) }
 
+    /// Runs `body` (one request's work, on the calling thread) keeping each folder it resolves
+    /// beneath a tree open for a millisecond: a save or an rm names the document's folder six to
+    /// eight times within that, and each time it was opened again (`openat2`) and closed. Nothing
+    /// is kept across requests or threads, or past the millisecond: a folder moved beside the
+    /// mount while the request waits (on a validator, say) is resolved again and found gone, as
+    /// before. A rename, a folder removed or a tree opened or released drops what was kept.
+    public static func keepingFoldersResolved<T>(_ body: () throws -> T) rethrows -> T {
+        docfs_folder_cache_begin()
+        defer { docfs_folder_cache_end() }
+        return try body()
+    }
+
     /// The tree's own status, from its descriptor (the directory opened, wherever it is now).
     public func status() throws -> FileStatus { try FileStatus.of(descriptor: descriptor.rawValue, path: path) }
 
@@ -71,8 +83,16 @@ public final class ConfinedTree: Sendable {
                 guard let base = characters.baseAddress else { throw SystemCallError(errno: EINVAL, operation: "resolve", path: fullPath) }
                 guard let slash else { return try body(descriptor.rawValue, base) }
                 base[slash] = 0
-                let parent = try openDirectory(base, length: slash, fullPath: fullPath)
-                defer { close(parent) }
+                // Within a request, a folder resolved once is used again (see docfs_folder_cache_find).
+                var parent = docfs_folder_cache_find(descriptor.rawValue, base, slash)
+                if parent < 0 {
+                    parent = try openDirectory(base, length: slash, fullPath: fullPath)
+                    if docfs_folder_cache_add(descriptor.rawValue, base, slash, parent) == 0 {
+                        defer { close(parent) }
+                        return try body(parent, base + slash + 1)
+                    }
+                }
+                defer { docfs_folder_cache_release(parent) }
                 return try body(parent, base + slash + 1)
             }
         }
@@ -126,6 +146,8 @@ enum ConfinedTrees {
     private static let count = Atomic<Int>(0)
 
     static func register(_ tree: ConfinedTree) {
+        // A released tree's descriptor number may come back as this one's.
+        docfs_folder_cache_clear()
         trees.withLock { trees in
             trees.append(tree)
             trees.sort { $0.pathBytes.count > $1.pathBytes.count }
@@ -134,6 +156,7 @@ enum ConfinedTrees {
     }
 
     static func unregister(_ tree: ConfinedTree) {
+        docfs_folder_cache_clear()
         trees.withLock { trees in
             trees.removeAll { $0 === tree }
             count.store(trees.count, ordering: .releasing)

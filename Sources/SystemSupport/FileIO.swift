@@ -240,6 +240,8 @@ public enum FileIO {
     }
 
     public static func rename(_ source: String, _ destination: String, flags: UInt32 = 0) throws {
+        // A folder moved: the folders this request resolved are resolved again.
+        defer { docfs_folder_cache_clear() }
         try FileSystemPath.at(source) { sourceDirectory, sourceName in
             try FileSystemPath.at(destination) { destinationDirectory, destinationName in
                 try retryingOnInterrupt("rename", path: destination) {

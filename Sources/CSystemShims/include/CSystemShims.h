@@ -68,6 +68,17 @@ int docfs_openat(int dirfd, const char *path, int flags, mode_t mode);
 /// Returns the descriptor, or -1 with errno (ELOOP for a link on the way, EXDEV for an escape).
 int docfs_open_beneath(int dirfd, const char *path, int flags);
 
+/* Folders resolved beneath a confined tree, kept while the calling thread serves one request
+   (begin/end nest); any rename, folder removal or change of the trees clears them. find returns a
+   descriptor the cache keeps (or -1); add returns 1 when the cache took the descriptor, 0 when the
+   caller still owns it. Either way a descriptor the cache holds is in use until released. */
+void docfs_folder_cache_begin(void);
+void docfs_folder_cache_end(void);
+void docfs_folder_cache_clear(void);
+int docfs_folder_cache_find(int tree, const char *path, size_t length);
+int docfs_folder_cache_add(int tree, const char *path, size_t length, int fd);
+void docfs_folder_cache_release(int fd);
+
 /// fanotify_init(2) for watching a store: FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_REPORT_DFID_NAME, so
 /// every event names its directory (by file handle) and entry. Returns -1 with errno where the
 /// kernel or the caller's privileges do not allow it.
