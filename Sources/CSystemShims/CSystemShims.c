@@ -216,14 +216,18 @@ int docfs_requester(uid_t *uid, gid_t *gid) {
    and per thread, so nothing is shared and nothing outlives the request. A descriptor handed out
    is in use until released: a clear (a rename, a folder removed) only stops handing it out, and
    it is closed once released, so a call that nests another never loses its folder.
-   A folder is handed out for a millisecond after it was opened beneath its tree, not for the whole
-   request: a folder moved beside the mount while a request waits (a validator can take seconds) is
-   resolved again, and found gone, as each call found it before, instead of being written through
-   wherever it went. */
+   A folder is handed out only within a millisecond of being opened beneath its tree, not for the
+   whole request: a folder moved beside the mount while a request waits (a validator can take
+   seconds) is resolved again, and found gone, as each call found it before, instead of being
+   written through wherever it went. A rename or a folder removed on any thread, and a tree opened
+   or released, advance one process-wide generation: every thread's folders from an earlier one
+   are resolved again (a package moved into the versions archive by one request is not written
+   into by another). */
 #define DOCFS_FOLDER_SLOTS 4
 #define DOCFS_FOLDER_PATH 256
 #define DOCFS_FOLDER_LIFETIME_NS 1000000LL
-struct docfs_folder_slot { int tree; int fd; int users; int doomed; long long opened; size_t length; char path[DOCFS_FOLDER_PATH]; };
+struct docfs_folder_slot { int tree; int fd; int users; int doomed; long long opened; unsigned long generation; size_t length; char path[DOCFS_FOLDER_PATH]; };
+static unsigned long folder_generation;
 
 static long long folder_cache_now(void) {
     struct timespec now;
@@ -239,26 +243,35 @@ static void folder_cache_drop(int index) {
     folder_cache[index] = folder_cache[--folder_cache_used];
 }
 
-void docfs_folder_cache_clear(void) {
+/* Drops this thread's folders (those in use once released). */
+static void folder_cache_forget(void) {
     for (int index = folder_cache_used - 1; index >= 0; index--) {
         if (folder_cache[index].users > 0) folder_cache[index].doomed = 1;
         else folder_cache_drop(index);
     }
 }
 
+void docfs_folder_cache_clear(void) {
+    __atomic_add_fetch(&folder_generation, 1, __ATOMIC_SEQ_CST);
+    folder_cache_forget();
+}
+
+unsigned long docfs_folder_cache_generation(void) { return __atomic_load_n(&folder_generation, __ATOMIC_SEQ_CST); }
+
 void docfs_folder_cache_begin(void) { folder_cache_depth++; }
 
 void docfs_folder_cache_end(void) {
-    if (folder_cache_depth > 0 && --folder_cache_depth == 0) docfs_folder_cache_clear();
+    if (folder_cache_depth > 0 && --folder_cache_depth == 0) folder_cache_forget();
 }
 
 int docfs_folder_cache_find(int tree, const char *path, size_t length) {
     if (folder_cache_depth == 0) return -1;
     long long now = folder_cache_now();
+    unsigned long generation = __atomic_load_n(&folder_generation, __ATOMIC_SEQ_CST);
     for (int index = 0; index < folder_cache_used; index++) {
         struct docfs_folder_slot *slot = &folder_cache[index];
         if (slot->doomed || slot->tree != tree || slot->length != length || memcmp(slot->path, path, length) != 0) continue;
-        if (now - slot->opened > DOCFS_FOLDER_LIFETIME_NS) {
+        if (now - slot->opened > DOCFS_FOLDER_LIFETIME_NS || slot->generation != generation) {
             if (slot->users > 0) slot->doomed = 1;
             else folder_cache_drop(index);
             return -1;
@@ -269,7 +282,7 @@ int docfs_folder_cache_find(int tree, const char *path, size_t length) {
     return -1;
 }
 
-int docfs_folder_cache_add(int tree, const char *path, size_t length, int fd) {
+int docfs_folder_cache_add(int tree, const char *path, size_t length, int fd, unsigned long generation) {
     if (folder_cache_depth == 0 || length >= DOCFS_FOLDER_PATH) return 0;
     if (folder_cache_used == DOCFS_FOLDER_SLOTS) {
         int unused = -1;
@@ -285,6 +298,7 @@ int docfs_folder_cache_add(int tree, const char *path, size_t length, int fd) {
     slot->users = 1;
     slot->doomed = 0;
     slot->opened = folder_cache_now();
+    slot->generation = generation;
     slot->length = length;
     memcpy(slot->path, path, length);
     return 1;

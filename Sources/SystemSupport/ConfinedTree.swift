@@ -57,11 +57,12 @@ public final class ConfinedTree: Sendable {
     public func release() { ConfinedTrees.unregister(self) }
 
     /// Runs `body` (one request's work, on the calling thread) keeping each folder it resolves
-    /// beneath a tree open for a millisecond: a save or an rm names the document's folder six to
-    /// eight times within that, and each time it was opened again (`openat2`) and closed. Nothing
-    /// is kept across requests or threads, or past the millisecond: a folder moved beside the
-    /// mount while the request waits (on a validator, say) is resolved again and found gone, as
-    /// before. A rename, a folder removed or a tree opened or released drops what was kept.
+    /// beneath a tree, handed out again only within a millisecond of its opening: a save or an rm
+    /// names the document's folder six to eight times within that, and each time it was opened
+    /// again (`openat2`) and closed. Nothing is kept across requests or past the millisecond: a
+    /// folder moved beside the mount while the request waits (on a validator, say) is resolved
+    /// again and found gone, as before. A rename, a folder removed or a tree opened or released,
+    /// on any thread, makes every thread resolve its folders again.
     public static func keepingFoldersResolved<T>(_ body: () throws -> T) rethrows -> T {
         docfs_folder_cache_begin()
         defer { docfs_folder_cache_end() }
@@ -86,8 +87,10 @@ public final class ConfinedTree: Sendable {
                 // Within a request, a folder resolved once is used again (see docfs_folder_cache_find).
                 var parent = docfs_folder_cache_find(descriptor.rawValue, base, slash)
                 if parent < 0 {
+                    // Read first: a rename elsewhere while the folder opens makes it stale at once.
+                    let generation = docfs_folder_cache_generation()
                     parent = try openDirectory(base, length: slash, fullPath: fullPath)
-                    if docfs_folder_cache_add(descriptor.rawValue, base, slash, parent) == 0 {
+                    if docfs_folder_cache_add(descriptor.rawValue, base, slash, parent, generation) == 0 {
                         defer { close(parent) }
                         return try body(parent, base + slash + 1)
                     }

@@ -29,6 +29,24 @@ import Testing
         }
     }
 
+    /// A review of 3cc6c81: a rename on another thread (another request, the database's changes
+    /// applied) left this thread's folder kept, so a request could write into a folder that had
+    /// just moved (into the versions archive, say) for up to a millisecond.
+    @Test func aFolderRenamedByAnotherThreadIsResolvedAgain() throws {
+        let (tree, folder) = try tree(with: ["a/x"])
+        defer { tree.release(); try? FileManager.default.removeItem(atPath: folder) }
+        try ConfinedTree.keepingFoldersResolved { () throws in
+            #expect(try FileIO.readFile(folder + "/a/x") == Data("a/x".utf8))
+            let renamed = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                #expect((try? FileIO.rename(folder + "/a", folder + "/moved")) != nil)
+                renamed.signal()
+            }
+            renamed.wait()
+            #expect(throws: SystemCallError.self) { try FileIO.readFile(folder + "/a/x") }
+        }
+    }
+
     @Test func aFolderInUseByAnOuterCallSurvivesAClearInsideIt() throws {
         let (tree, folder) = try tree(with: ["a/x", "a/y", "c/z"])
         defer { tree.release(); try? FileManager.default.removeItem(atPath: folder) }

@@ -69,14 +69,17 @@ int docfs_openat(int dirfd, const char *path, int flags, mode_t mode);
 int docfs_open_beneath(int dirfd, const char *path, int flags);
 
 /* Folders resolved beneath a confined tree, kept while the calling thread serves one request
-   (begin/end nest); any rename, folder removal or change of the trees clears them. find returns a
-   descriptor the cache keeps (or -1); add returns 1 when the cache took the descriptor, 0 when the
-   caller still owns it. Either way a descriptor the cache holds is in use until released. */
+   (begin/end nest); a rename, a folder removal or a change of the trees on any thread (clear)
+   makes every thread resolve them again. find returns a descriptor the cache keeps (or -1); add,
+   given the generation read before the folder was opened, returns 1 when the cache took the
+   descriptor, 0 when the caller still owns it. Either way a descriptor the cache holds is in use
+   until released. */
 void docfs_folder_cache_begin(void);
 void docfs_folder_cache_end(void);
 void docfs_folder_cache_clear(void);
+unsigned long docfs_folder_cache_generation(void);
 int docfs_folder_cache_find(int tree, const char *path, size_t length);
-int docfs_folder_cache_add(int tree, const char *path, size_t length, int fd);
+int docfs_folder_cache_add(int tree, const char *path, size_t length, int fd, unsigned long generation);
 void docfs_folder_cache_release(int fd);
 
 /// fanotify_init(2) for watching a store: FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_REPORT_DFID_NAME, so
