@@ -498,6 +498,24 @@ final class PostgresStoreTests {
         #expect(first.quarantined.contains { $0.contains("config.json") })
     }
 
+    /// Opens `first` and `second` (one document through two mounts) with O_TRUNC, saves `a` through
+    /// the first, waits until that save can have reached the second mount, then saves `b` there;
+    /// prints how B's close ended (`B ok`, `B EIO`).
+    private func savesBegunTogether(_ first: String, _ a: String, _ second: String, _ b: String) throws -> MountedStore.Result {
+        try MountedStore.run(["python3", "-c", """
+            import errno, os, sys, time
+            a = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
+            b = os.open(sys.argv[2], os.O_WRONLY | os.O_TRUNC)
+            os.write(a, sys.argv[3].encode()); os.close(a)
+            time.sleep(1.5)
+            os.write(b, sys.argv[4].encode())
+            try:
+                os.close(b); print('B ok')
+            except OSError as e:
+                print('B', errno.errorcode.get(e.errno))
+            """, first, second, a, b], timeout: 30)
+    }
+
     @Test func concurrentSavesOfOneDocumentOneWinsTheOtherIsRefusedAndQuarantined() throws {
         let first = try MountedStore(postgres: location)
         let second = try MountedStore(postgres: location)
@@ -505,19 +523,7 @@ final class PostgresStoreTests {
         #expect(try first.save("shared.json", Data(#"{"version": 0}"#.utf8)) == "ok")
         #expect(within(Self.arrival) { contents(second.inMount("shared.json")) == #"{"version": 0}"# } != nil)
         // Both programs begin their save from version 0; A closes first, B after A's save reached B.
-        let script = """
-            import errno, os, sys, time
-            a = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
-            b = os.open(sys.argv[2], os.O_WRONLY | os.O_TRUNC)
-            os.write(a, b'{"version": "from A"}'); os.close(a)
-            time.sleep(1.5)
-            os.write(b, b'{"version": "from B"}')
-            try:
-                os.close(b); print('B ok')
-            except OSError as e:
-                print('B', errno.errorcode.get(e.errno))
-            """
-        let saves = try MountedStore.run(["python3", "-c", script, first.inMount("shared.json"), second.inMount("shared.json")], timeout: 30)
+        let saves = try savesBegunTogether(first.inMount("shared.json"), #"{"version": "from A"}"#, second.inMount("shared.json"), #"{"version": "from B"}"#)
         #expect(saves.output == "B EIO\n", "\(saves.output)\(saves.error)")
         #expect(contents(first.inMount("shared.json")) == #"{"version": "from A"}"#)
         #expect(within(Self.arrival) { contents(second.inMount("shared.json")) == #"{"version": "from A"}"# } != nil)
@@ -529,9 +535,7 @@ final class PostgresStoreTests {
         // The same race on a member of a package.
         try first.shell(#"mkdir P.textbundle && printf '{"version": 2}' > P.textbundle/info.json && printf '# 0\n' > P.textbundle/text.md"#)
         #expect(within(Self.arrival) { contents(second.inMount("P.textbundle/text.md")) == "# 0\n" } != nil)
-        let member = try MountedStore.run(
-            ["python3", "-c", script.replacingOccurrences(of: #"{"version": "from A"}"#, with: "# A").replacingOccurrences(of: #"{"version": "from B"}"#, with: "# B"),
-             first.inMount("P.textbundle/text.md"), second.inMount("P.textbundle/text.md")], timeout: 30)
+        let member = try savesBegunTogether(first.inMount("P.textbundle/text.md"), "# A", second.inMount("P.textbundle/text.md"), "# B")
         #expect(member.output == "B EIO\n", "\(member.output)\(member.error)")
         #expect(within(Self.arrival) { contents(second.inMount("P.textbundle/text.md")) == "# A" } != nil)
         #expect(contents(first.inMount("P.textbundle/text.md")) == "# A")
@@ -548,19 +552,7 @@ final class PostgresStoreTests {
         defer { first.unmount(); second.unmount() }
         #expect(try first.shell(": > new.txt").succeeded)
         #expect(within(Self.arrival) { FileManager.default.fileExists(atPath: second.inMount("new.txt")) } != nil)
-        let script = """
-            import errno, os, sys, time
-            a = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
-            b = os.open(sys.argv[2], os.O_WRONLY | os.O_TRUNC)
-            os.write(a, b'from A\\n'); os.close(a)
-            time.sleep(1.5)
-            os.write(b, b'from B\\n')
-            try:
-                os.close(b); print('B ok')
-            except OSError as e:
-                print('B', errno.errorcode.get(e.errno))
-            """
-        let saves = try MountedStore.run(["python3", "-c", script, first.inMount("new.txt"), second.inMount("new.txt")], timeout: 30)
+        let saves = try savesBegunTogether(first.inMount("new.txt"), "from A\n", second.inMount("new.txt"), "from B\n")
         #expect(saves.output == "B EIO\n", "\(saves.output)\(saves.error)\n\(second.log.suffix(1500))")
         #expect(contents(first.inMount("new.txt")) == "from A\n")
         #expect(within(Self.arrival) { contents(second.inMount("new.txt")) == "from A\n" } != nil)
