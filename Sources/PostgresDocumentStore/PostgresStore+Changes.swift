@@ -19,42 +19,69 @@ extension PostgresStore {
         // three round trips less. A base that is no longer empty fails the change's check below.
         let replacesEmptyFile = base.map { !$0.isFolder && $0.size == 0 } ?? false
         let wished = replacesEmptyFile ? wishes.filter { !FileSystemPath.same($0.path, path) } : wishes
-        try change(path, { db -> (AnsweredItem, [KeptVersion], chunks: [UInt8]) in
-            let parent = try knownItem(parentPath, operation: "install")
-            let answered = AnsweredItem()
-            if let base, !base.isFolder, wished.isEmpty {
-                // No version to keep: the check and the change go with the COMMIT, one round trip.
-                let chunks = try queries.upload(db, descriptor: staging.descriptor, size: status.size, path: staging.path)
-                queries.updateContentLater(db, base: base, parent: parent.id, name: name, status: status, chunks: chunks, into: answered)
-                queries.recordChange(db, folders: [parent.id])
-                return (answered, [], chunks)
-            }
-            let locked = try queries.lockedItem(db, parent: parent.id, name: name, reservingVersion: true)
-            let stored = locked?.item
-            try checkConflict(path, stored: stored, base: base)
-            let kept = try keepWishedVersions(db, stored.map { !$0.isFolder && $0.size == 0 } == true ? wishes.filter { !FileSystemPath.same($0.path, path) } : wishes)
-            let chunks = try queries.upload(db, descriptor: staging.descriptor, size: status.size, path: staging.path)
-            if let stored, let updated = try queries.updateContent(db, id: stored.id, status: status, chunks: chunks, version: locked?.nextVersion) {
-                answered.known = updated
-            } else {
-                var new = status
-                new.mode = UInt32(S_IFREG) | status.permissions
-                answered.known = try queries.insert(db, parent: parent.id, name: name, status: new, chunks: chunks)
-            }
-            queries.recordChange(db, folders: [parent.id])
-            return (answered, kept, chunks)
-        }, refused: { cause in
-            StoreQueries.isStaleBase(cause) ? conflict(path, "was changed by another mount since this write began") : nil
-        }, then: { answered, kept, chunks in
-            // Only the fast path's answer can be lost (a COMMIT found committed afterwards).
-            let item = try answered.known ?? base.map { try savedItemReadAgain(path, base: $0, chunks: chunks, size: status.size) }
-            keepLocally(kept)
-            installed = try mirror.install(staging, at: path, durable: false)
-            forgetBase(staging.path)
-            if let item { state.withLock { $0.set(path, item) } }
-        })
+        // The file's own version, when that is all there is to keep, goes with the COMMIT too. Its
+        // failure fails the whole change (a savepoint would cost two round trips of its own): the
+        // change is then made again the longer way, which goes on without the version.
+        let ownVersion = wished.count == 1 && FileSystemPath.same(wished[0].path, path) ? wished[0] : nil
+        var versionAlong = ownVersion != nil
+        let attempt = { () throws -> Void in
+            _ = try self.change(path, { db -> (AnsweredItem, [KeptVersion], AnsweredVersion, chunks: [UInt8]) in
+                let parent = try self.knownItem(parentPath, operation: "install")
+                let answered = AnsweredItem()
+                let along = AnsweredVersion()
+                if let base, !base.isFolder, wished.isEmpty || versionAlong {
+                    // One round trip: the version copies the row as it is then, and the change,
+                    // which locks the row, finds it still `base`'s or fails the whole transaction.
+                    let chunks = try self.queries.upload(db, descriptor: staging.descriptor, size: status.size, path: staging.path)
+                    if let ownVersion {
+                        self.queries.keepVersionLater(db, of: base.id, document: ownVersion.path, now: StoredItem.nanoseconds(self.currentTimes()), into: along)
+                    }
+                    self.queries.updateContentLater(db, base: base, parent: parent.id, name: name, status: status, chunks: chunks, into: answered)
+                    self.queries.recordChange(db, folders: [parent.id])
+                    return (answered, [], along, chunks)
+                }
+                let locked = try self.queries.lockedItem(db, parent: parent.id, name: name, reservingVersion: true)
+                let stored = locked?.item
+                try self.checkConflict(path, stored: stored, base: base)
+                let kept = try self.keepWishedVersions(db, stored.map { !$0.isFolder && $0.size == 0 } == true ? wishes.filter { !FileSystemPath.same($0.path, path) } : wishes)
+                let chunks = try self.queries.upload(db, descriptor: staging.descriptor, size: status.size, path: staging.path)
+                if let stored, let updated = try self.queries.updateContent(db, id: stored.id, status: status, chunks: chunks, version: locked?.nextVersion) {
+                    answered.known = updated
+                } else {
+                    var new = status
+                    new.mode = UInt32(S_IFREG) | status.permissions
+                    answered.known = try self.queries.insert(db, parent: parent.id, name: name, status: new, chunks: chunks)
+                }
+                self.queries.recordChange(db, folders: [parent.id])
+                return (answered, kept, along, chunks)
+            }, refused: { cause in
+                if StoreQueries.isStaleBase(cause) { return self.conflict(path, "was changed by another mount since this write began") }
+                return versionAlong && !cause.isTransient ? VersionAlongRefused(cause: cause) : nil
+            }, then: { answered, kept, along, chunks in
+                // Only the fast path's answer can be lost (a COMMIT found committed afterwards).
+                let item = try answered.known ?? base.map { try self.savedItemReadAgain(path, base: $0, chunks: chunks, size: status.size) }
+                let keptAlong = ownVersion.flatMap { wish in along.version.map { KeptVersion(wish: wish, version: $0) } }
+                self.keepLocally(kept + (keptAlong.map { [$0] } ?? []))
+                installed = try self.mirror.install(staging, at: path, durable: false)
+                self.forgetBase(staging.path)
+                if let item { self.state.withLock { $0.set(path, item) } }
+            })
+        }
+        do {
+            try attempt()
+        } catch let refusal as VersionAlongRefused {
+            logger.notice("\(path): the save with its version was refused (\(refusal.cause)); made again with the version apart")
+            versionAlong = false
+            try attempt()
+        }
         evictIfNeeded()
         return try installed ?? mirror.status(of: path)
+    }
+
+    /// A save whose version went with its COMMIT was refused for another reason than a conflict
+    /// (see `install`): it is made again with the version kept apart, which the change survives.
+    private struct VersionAlongRefused: Error {
+        let cause: PostgresError
     }
 
     /// The row a save committed when the answer to its COMMIT was lost, read again: while the

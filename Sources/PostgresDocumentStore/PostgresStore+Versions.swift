@@ -72,8 +72,7 @@ extension PostgresStore {
     /// Keeps, in the change's transaction, what each wish's path holds now.
     func keepWishedVersions(_ db: PostgresConnection, _ wishes: [VersionWish]) throws -> [KeptVersion] {
         guard !wishes.isEmpty else { return [] }
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
+        let now = currentTimes()
         var kept: [KeptVersion] = []
         for wish in wishes {
             guard let item = state.withLock({ $0[wish.path] }) else { continue }

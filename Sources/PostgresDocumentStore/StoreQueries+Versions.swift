@@ -54,27 +54,44 @@ extension StoreQueries {
     }
 
     private func insertVersion(_ db: PostgresConnection, of id: Int64, document: String, now: Int64) throws -> StoredVersion? {
-        let rows = try db.execute(
-            """
-            WITH RECURSIVE tree(id, path, depth) AS (
-                SELECT $1::bigint, ''::bytea, 0
-                UNION ALL
-                SELECT i.id, CASE WHEN t.path = ''::bytea THEN i.name ELSE t.path || '/'::bytea || i.name END, t.depth + 1
-                FROM docfs_items i JOIN tree t ON i.parent = t.id WHERE t.depth < \(Self.versionDepthLimit)
-            ), kept AS (
-                INSERT INTO docfs_document_versions (store, document, saved_ns, saved_by, kept_ns)
-                SELECT $2, $3, coalesce(saved_ns, mtime_ns), saved_by, $4 FROM docfs_items
-                WHERE id = $1 AND (mode & 61440 = 16384 OR (mode & 61440 = 32768 AND size > 0))
-                RETURNING id, saved_ns, saved_by
-            ), members AS (
-                INSERT INTO docfs_version_items (version, path, mode, uid, gid, mtime_ns, size, chunks, target)
-                SELECT DISTINCT ON (t.path) kept.id, t.path, i.mode, i.uid, i.gid, i.mtime_ns, i.size, i.chunks, i.target
-                FROM kept, tree t JOIN docfs_items i ON i.id = t.id
-            )
-            SELECT kept.id, kept.saved_ns, kept.saved_by, max(i.content_version), count(*)
-            FROM kept, tree t JOIN docfs_items i ON i.id = t.id GROUP BY kept.id, kept.saved_ns, kept.saved_by
-            """,
-            [.integer(id), .integer(storeID), .bytes(FileSystemPath.bytes(of: document)), .integer(now)])
+        let rows = try db.execute(Self.insertVersionStatement, insertVersionParameters(id, document, now), prepared: true)
+        return Self.insertedVersion(rows, document: document)
+    }
+
+    /// `keepVersion`, held for the next round trip (a save's COMMIT): `kept` is filled in when the
+    /// answer arrives. With no savepoint of its own, a failure fails that round trip, and so the
+    /// change it goes with (see `PostgresStore.install`, which then keeps it as `keepVersion` does).
+    func keepVersionLater(_ db: PostgresConnection, of id: Int64, document: String, now: Int64, into kept: AnsweredVersion) {
+        db.executeLater(Self.insertVersionStatement, insertVersionParameters(id, document, now), prepared: true) { rows in
+            kept.version = Self.insertedVersion(rows, document: document)
+        }
+    }
+
+    private static let insertVersionStatement = """
+        WITH RECURSIVE tree(id, path, depth) AS (
+            SELECT $1::bigint, ''::bytea, 0
+            UNION ALL
+            SELECT i.id, CASE WHEN t.path = ''::bytea THEN i.name ELSE t.path || '/'::bytea || i.name END, t.depth + 1
+            FROM docfs_items i JOIN tree t ON i.parent = t.id WHERE t.depth < \(versionDepthLimit)
+        ), kept AS (
+            INSERT INTO docfs_document_versions (store, document, saved_ns, saved_by, kept_ns)
+            SELECT $2, $3, coalesce(saved_ns, mtime_ns), saved_by, $4 FROM docfs_items
+            WHERE id = $1 AND (mode & 61440 = 16384 OR (mode & 61440 = 32768 AND size > 0))
+            RETURNING id, saved_ns, saved_by
+        ), members AS (
+            INSERT INTO docfs_version_items (version, path, mode, uid, gid, mtime_ns, size, chunks, target)
+            SELECT DISTINCT ON (t.path) kept.id, t.path, i.mode, i.uid, i.gid, i.mtime_ns, i.size, i.chunks, i.target
+            FROM kept, tree t JOIN docfs_items i ON i.id = t.id
+        )
+        SELECT kept.id, kept.saved_ns, kept.saved_by, max(i.content_version), count(*)
+        FROM kept, tree t JOIN docfs_items i ON i.id = t.id GROUP BY kept.id, kept.saved_ns, kept.saved_by
+        """
+
+    private func insertVersionParameters(_ id: Int64, _ document: String, _ now: Int64) -> [PostgresValue] {
+        [.integer(id), .integer(storeID), .bytes(FileSystemPath.bytes(of: document)), .integer(now)]
+    }
+
+    private static func insertedVersion(_ rows: borrowing PostgresRows, document: String) -> StoredVersion? {
         guard rows.count == 1, let version = rows.integer(0, 0) else { return nil }
         let saved = SaveRecord(time: StoredItem.timespec(rows.integer(0, 1) ?? 0), userID: rows.integer(0, 2).flatMap(uid_t.init(exactly:)))
         let content = ContentFingerprint(newest: rows.integer(0, 3) ?? 0, items: Int(clamping: rows.integer(0, 4) ?? 0))
@@ -289,6 +306,11 @@ struct VersionSummary: Equatable, Sendable {
 }
 
 /// The database refused to keep a version (the change goes on without it).
+/// A version kept by a held statement (`keepVersionLater`), once its round trip is answered.
+final class AnsweredVersion: @unchecked Sendable {
+    var version: StoredVersion?
+}
+
 struct VersionNotKept: Error, CustomStringConvertible {
     let cause: PostgresError
     var description: String { "the version could not be kept: \(cause)" }

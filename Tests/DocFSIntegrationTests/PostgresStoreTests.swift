@@ -531,6 +531,8 @@ final class PostgresStoreTests {
         let kept = second.quarantined.filter { $0.contains("shared.json") }
         #expect(kept.contains { contents(second.inStore(".docfs/quarantine/" + $0)) == #"{"version": "from B"}"# }, "\(kept)")
         #expect(second.quarantineReasons.contains { $0.contains("conflict") && $0.contains("another mount") }, "\(second.quarantineReasons)")
+        // A's save kept version 0; B's refused save, whose version went with its COMMIT, kept none.
+        #expect(try cluster.query("SELECT count(*) FROM docfs_document_versions WHERE document = 'shared.json'::bytea") == "1")
 
         // The same race on a member of a package.
         try first.shell(#"mkdir P.textbundle && printf '{"version": 2}' > P.textbundle/info.json && printf '# 0\n' > P.textbundle/text.md"#)

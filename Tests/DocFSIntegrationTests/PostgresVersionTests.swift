@@ -373,6 +373,34 @@ final class PostgresVersionTests {
     /// symbolic link of the version, or a document path naming the private area is not shown, and
     /// nothing is made outside the mirror. A negative id trapped the daemon; two versions saved
     /// before 1970 made it search for a free name forever, holding the lock every save takes.
+    /// A save's version goes with its COMMIT, in one round trip (issue 37). Where the database
+    /// refuses the version, the save is made again with the version kept apart, and goes on
+    /// without it, as a save whose version cannot be kept always has.
+    @Test func aSaveWhoseVersionTheDatabaseRefusesGoesOnWithoutIt() throws {
+        let mount = try MountedStore(postgres: location)
+        defer { mount.unmount() }
+        #expect(try mount.save("a.json", Data("[1]".utf8)) == "ok")
+        #expect(try mount.save("a.json", Data("[2]".utf8)) == "ok")
+        #expect(contents(mount, "a.json") == ["[1]"])
+        _ = try cluster.query(
+            """
+            CREATE FUNCTION refuse_version() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN IF NEW.document = 'a.json'::bytea THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$;
+            CREATE TRIGGER refuse_version BEFORE INSERT ON docfs_document_versions FOR EACH ROW EXECUTE FUNCTION refuse_version();
+            SELECT 1
+            """)
+        #expect(try mount.save("a.json", Data("[3]".utf8)) == "ok")
+        let other = try MountedStore(postgres: location)
+        defer { other.unmount() }
+        #expect(try other.read("a.json") == "[3]", "the database holds the save")
+        #expect(contents(mount, "a.json") == ["[1]"], "[2] could not be kept")
+        let log = (try? String(contentsOfFile: mount.logFile, encoding: .utf8)) ?? ""
+        #expect(log.contains("made again with the version apart") && log.contains("refused by the test"), "\(log)")
+        _ = try cluster.query("DROP TRIGGER refuse_version ON docfs_document_versions; SELECT 1")
+        #expect(try mount.save("a.json", Data("[4]".utf8)) == "ok")
+        #expect(contents(mount, "a.json") == ["[1]", "[3]"])
+    }
+
     @Test func versionRowsThatLeadOutsideTheirVersionAreNotShown() throws {
         let first = try MountedStore(postgres: location)
         defer { first.unmount() }
