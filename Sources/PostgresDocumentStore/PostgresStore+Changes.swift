@@ -427,25 +427,30 @@ extension PostgresStore {
                 let replaced = try queries.lockedItem(db, parent: destinationParent.id, name: destinationName)
                 // Kept in the mirror now, before the store-wide change counter is locked.
                 kept += try keepInTransaction(db, wishes)
-                func move(_ id: Int64, to parent: Int64, _ name: [UInt8]) throws {
-                    try db.execute("UPDATE docfs_items SET parent = $2, name = $3 WHERE id = $1", [.integer(id), .integer(parent), .bytes(name)])
+                // Held for the next round trip (the COMMIT, or moving the history): a failure there
+                // fails the transaction as it would have here.
+                func move(_ id: Int64, to parent: Int64, _ name: [UInt8]) {
+                    db.executeLater("UPDATE docfs_items SET parent = $2, name = $3 WHERE id = $1", [.integer(id), .integer(parent), .bytes(name)], prepared: true)
                 }
                 if let replaced, replaced.id != item.id {
                     if exchange {
                         // The unique (parent, name) index allows no moment with two rows at one name.
                         // A name no row can hold otherwise (a NUL byte), for the instant of the swap.
-                        try move(replaced.id, to: destinationParent.id, Array("\u{0}docfs-exchange-\(replaced.id)".utf8))
-                        try move(item.id, to: destinationParent.id, destinationName.bytes)
-                        try move(replaced.id, to: sourceParent.id, sourceName.bytes)
+                        move(replaced.id, to: destinationParent.id, Array("\u{0}docfs-exchange-\(replaced.id)".utf8))
+                        move(item.id, to: destinationParent.id, destinationName.bytes)
+                        move(replaced.id, to: sourceParent.id, sourceName.bytes)
                     } else {
                         if flags & 1 != 0 { throw SystemCallError(errno: EEXIST, operation: "rename", path: destination) }
-                        if try queries.hasChildren(db, replaced.id) { throw SystemCallError(errno: ENOTEMPTY, operation: "rename", path: destination) }
-                        try db.execute("DELETE FROM docfs_items WHERE id = $1", [.integer(replaced.id)])
-                        try move(item.id, to: destinationParent.id, destinationName.bytes)
+                        // Only a folder is asked (a round trip): what a file row holds goes with it.
+                        if replaced.isFolder, try queries.hasChildren(db, replaced.id) {
+                            throw SystemCallError(errno: ENOTEMPTY, operation: "rename", path: destination)
+                        }
+                        db.executeLater("DELETE FROM docfs_items WHERE id = $1", [.integer(replaced.id)], prepared: true)
+                        move(item.id, to: destinationParent.id, destinationName.bytes)
                     }
                 } else if replaced == nil {
                     if exchange { throw SystemCallError(errno: ENOENT, operation: "rename", path: destination) }
-                    try move(item.id, to: destinationParent.id, destinationName.bytes)
+                    move(item.id, to: destinationParent.id, destinationName.bytes)
                 }
                 versionsMoved = 0
                 if carryingVersions {

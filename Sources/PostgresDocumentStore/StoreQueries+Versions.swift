@@ -41,14 +41,17 @@ extension StoreQueries {
     /// Keeps the item `id` (a non-empty file, or a folder with everything in it) as a version of
     /// `document`, kept at `now`. Nil when the item is neither (nothing to go back to), or when the
     /// version could not be kept: the change it belongs to goes on all the same.
+    /// The savepoint and its release travel with the statements around them: one round trip, not three.
     func keepVersion(_ db: PostgresConnection, of id: Int64, document: String, now: Int64) throws -> StoredVersion? {
-        try db.execute("SAVEPOINT docfs_keep_version")
+        db.executeLater("SAVEPOINT docfs_keep_version")
         do {
             let kept = try insertVersion(db, of: id, document: document, now: now)
-            try db.execute("RELEASE SAVEPOINT docfs_keep_version")
+            db.executeLater("RELEASE SAVEPOINT docfs_keep_version")
             return kept
         } catch let error as PostgresError where !error.isConnectionFailure {
-            try db.execute("ROLLBACK TO SAVEPOINT docfs_keep_version")
+            // A statement held before the savepoint failed (it never ran): the transaction is
+            // lost, and the failure is that statement's, not the version's.
+            guard (try? db.execute("ROLLBACK TO SAVEPOINT docfs_keep_version")) != nil else { throw error }
             throw VersionNotKept(cause: error)
         }
     }
