@@ -25,20 +25,21 @@ extension PostgresStore {
         let ownVersion = wished.count == 1 && FileSystemPath.same(wished[0].path, path) ? wished[0] : nil
         var versionAlong = ownVersion != nil
         let attempt = { () throws -> Void in
-            _ = try self.change(path, { db -> (AnsweredItem, [KeptVersion], AnsweredVersion, chunks: [UInt8]) in
+            let along = AnsweredVersion()
+            _ = try self.change(path, { db -> (AnsweredItem, [KeptVersion], chunks: [UInt8]) in
                 let parent = try self.knownItem(parentPath, operation: "install")
                 let answered = AnsweredItem()
-                let along = AnsweredVersion()
                 if let base, !base.isFolder, wished.isEmpty || versionAlong {
                     // One round trip: the version copies the row as it is then, and the change,
                     // which locks the row, finds it still `base`'s or fails the whole transaction.
-                    let chunks = try self.queries.upload(db, descriptor: staging.descriptor, size: status.size, path: staging.path)
+                    // The version goes first after BEGIN: unanswered, the failure is its own.
                     if let ownVersion {
                         self.queries.keepVersionLater(db, of: base.id, document: ownVersion.path, now: StoredItem.nanoseconds(self.currentTimes()), into: along)
                     }
+                    let chunks = try self.queries.upload(db, descriptor: staging.descriptor, size: status.size, path: staging.path)
                     self.queries.updateContentLater(db, base: base, parent: parent.id, name: name, status: status, chunks: chunks, into: answered)
                     self.queries.recordChange(db, folders: [parent.id])
-                    return (answered, [], along, chunks)
+                    return (answered, [], chunks)
                 }
                 let locked = try self.queries.lockedItem(db, parent: parent.id, name: name, reservingVersion: true)
                 let stored = locked?.item
@@ -53,12 +54,13 @@ extension PostgresStore {
                     answered.known = try self.queries.insert(db, parent: parent.id, name: name, status: new, chunks: chunks)
                 }
                 self.queries.recordChange(db, folders: [parent.id])
-                return (answered, kept, along, chunks)
+                return (answered, kept, chunks)
             }, refused: { cause in
                 if StoreQueries.isStaleBase(cause) { return self.conflict(path, "was changed by another mount since this write began") }
-                return versionAlong && !cause.isTransient ? VersionAlongRefused(cause: cause) : nil
-            }, then: { answered, kept, along, chunks in
-                // Only the fast path's answer can be lost (a COMMIT found committed afterwards).
+                return versionAlong && !along.answered ? VersionAlongRefused(cause: cause) : nil
+            }, then: { answered, kept, chunks in
+                // Only the fast path's answer can be lost (a COMMIT found committed afterwards);
+                // a version whose answer was lost with it is fetched by the change feed.
                 let item = try answered.known ?? base.map { try self.savedItemReadAgain(path, base: $0, chunks: chunks, size: status.size) }
                 let keptAlong = ownVersion.flatMap { wish in along.version.map { KeptVersion(wish: wish, version: $0) } }
                 self.keepLocally(kept + (keptAlong.map { [$0] } ?? []))
@@ -70,7 +72,7 @@ extension PostgresStore {
         do {
             try attempt()
         } catch let refusal as VersionAlongRefused {
-            logger.notice("\(path): the save with its version was refused (\(refusal.cause)); made again with the version apart")
+            logger.notice("\(path): the version sent with the save was refused (\(refusal.cause)); the save is made again with the version apart")
             versionAlong = false
             try attempt()
         }
@@ -427,18 +429,18 @@ extension PostgresStore {
                 let replaced = try queries.lockedItem(db, parent: destinationParent.id, name: destinationName)
                 // Kept in the mirror now, before the store-wide change counter is locked.
                 kept += try keepInTransaction(db, wishes)
-                // Held for the next round trip (the COMMIT, or moving the history): a failure there
-                // fails the transaction as it would have here.
-                func move(_ id: Int64, to parent: Int64, _ name: [UInt8]) {
-                    db.executeLater("UPDATE docfs_items SET parent = $2, name = $3 WHERE id = $1", [.integer(id), .integer(parent), .bytes(name)], prepared: true)
+                let atSource = (sourceParent.id, sourceName.bytes), atDestination = (destinationParent.id, destinationName.bytes)
+                func move(_ id: Int64, from: (Int64, [UInt8]), to: (Int64, [UInt8])) {
+                    queries.moveLater(db, id: id, from: from, to: to)
                 }
                 if let replaced, replaced.id != item.id {
                     if exchange {
                         // The unique (parent, name) index allows no moment with two rows at one name.
                         // A name no row can hold otherwise (a NUL byte), for the instant of the swap.
-                        move(replaced.id, to: destinationParent.id, Array("\u{0}docfs-exchange-\(replaced.id)".utf8))
-                        move(item.id, to: destinationParent.id, destinationName.bytes)
-                        move(replaced.id, to: sourceParent.id, sourceName.bytes)
+                        let parked = (destinationParent.id, Array("\u{0}docfs-exchange-\(replaced.id)".utf8))
+                        move(replaced.id, from: atDestination, to: parked)
+                        move(item.id, from: atSource, to: atDestination)
+                        move(replaced.id, from: parked, to: atSource)
                     } else {
                         if flags & 1 != 0 { throw SystemCallError(errno: EEXIST, operation: "rename", path: destination) }
                         // Only a folder is asked (a round trip): what a file row holds goes with it.
@@ -446,11 +448,11 @@ extension PostgresStore {
                             throw SystemCallError(errno: ENOTEMPTY, operation: "rename", path: destination)
                         }
                         db.executeLater("DELETE FROM docfs_items WHERE id = $1", [.integer(replaced.id)], prepared: true)
-                        move(item.id, to: destinationParent.id, destinationName.bytes)
+                        move(item.id, from: atSource, to: atDestination)
                     }
                 } else if replaced == nil {
                     if exchange { throw SystemCallError(errno: ENOENT, operation: "rename", path: destination) }
-                    move(item.id, to: destinationParent.id, destinationName.bytes)
+                    move(item.id, from: atSource, to: atDestination)
                 }
                 versionsMoved = 0
                 if carryingVersions {
@@ -459,6 +461,10 @@ extension PostgresStore {
                     if versionsMoved > 0 { try queries.notifyVersionsChanged(db) }
                 }
                 queries.recordChange(db, folders: [sourceParent.id, destinationParent.id])
+            }, refused: { cause in
+                // Another mount's rename or removal of the source (or, in an exchange, of the
+                // other name) committed before this mount heard of it: as on one disk, ENOENT.
+                StoreQueries.isStaleBase(cause) ? SystemCallError(errno: ENOENT, operation: "rename (moved or removed by another mount)", path: source) : nil
             })
         }, apply: {
             try mirror.rename(source, to: destination, flags: flags)

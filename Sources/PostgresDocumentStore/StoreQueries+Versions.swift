@@ -49,9 +49,17 @@ extension StoreQueries {
             db.executeLater("RELEASE SAVEPOINT docfs_keep_version")
             return kept
         } catch let error as PostgresError where !error.isConnectionFailure {
-            // A statement held before the savepoint failed (it never ran): the transaction is
-            // lost, and the failure is that statement's, not the version's.
-            guard (try? db.execute("ROLLBACK TO SAVEPOINT docfs_keep_version")) != nil else { throw error }
+            do {
+                try db.execute("ROLLBACK TO SAVEPOINT docfs_keep_version")
+            } catch let lost as PostgresError where lost.isConnectionFailure {
+                throw lost
+            } catch {
+                // A statement held before the savepoint failed, so it never ran: the transaction
+                // is lost, and the failure is that statement's, not the version's.
+                throw error
+            }
+            // Gone, so that no later failure can roll back to it.
+            db.executeLater("RELEASE SAVEPOINT docfs_keep_version")
             throw VersionNotKept(cause: error)
         }
     }
@@ -65,7 +73,9 @@ extension StoreQueries {
     /// answer arrives. With no savepoint of its own, a failure fails that round trip, and so the
     /// change it goes with (see `PostgresStore.install`, which then keeps it as `keepVersion` does).
     func keepVersionLater(_ db: PostgresConnection, of id: Int64, document: String, now: Int64, into kept: AnsweredVersion) {
+        kept.answered = false
         db.executeLater(Self.insertVersionStatement, insertVersionParameters(id, document, now), prepared: true) { rows in
+            kept.answered = true
             kept.version = Self.insertedVersion(rows, document: document)
         }
     }
@@ -309,11 +319,6 @@ struct VersionSummary: Equatable, Sendable {
 }
 
 /// The database refused to keep a version (the change goes on without it).
-/// A version kept by a held statement (`keepVersionLater`), once its round trip is answered.
-final class AnsweredVersion: @unchecked Sendable {
-    var version: StoredVersion?
-}
-
 struct VersionNotKept: Error, CustomStringConvertible {
     let cause: PostgresError
     var description: String { "the version could not be kept: \(cause)" }
@@ -343,4 +348,11 @@ extension PostgresStore {
             return (Int(counts.integer(0, 0) ?? 0), Int(counts.integer(0, 1) ?? 0), bytes.integer(0, 0) ?? 0)
         }
     }
+}
+
+/// A version kept by a held statement (`keepVersionLater`), once its round trip is answered:
+/// whether the statement succeeded, and the version it kept, if any.
+final class AnsweredVersion: @unchecked Sendable {
+    var answered = false
+    var version: StoredVersion?
 }

@@ -196,7 +196,22 @@ struct StoreQueries: Sendable {
         }
     }
 
-    /// The failure `updateContentLater` gives when the row is no longer the one the mount knew.
+    /// Moves the item `id` from `from` (its folder's id and its name, where the mount knows it) to
+    /// `to`, held for the next round trip. An item no longer there (another mount's rename or
+    /// removal, not applied here yet) fails that round trip with division_by_zero, as
+    /// `updateContentLater` does: before, the rename still removed the file it replaced, and
+    /// moved nothing into its place.
+    func moveLater(_ db: PostgresConnection, id: Int64, from: (parent: Int64, name: [UInt8]), to: (parent: Int64, name: [UInt8])) {
+        db.executeLater(
+            """
+            WITH moved AS (UPDATE docfs_items SET parent = $2, name = $3 WHERE id = $1 AND parent = $4 AND name = $5 RETURNING id)
+            SELECT CASE WHEN count(*) = 1 THEN 1 ELSE 1 / (count(*) - count(*)) END FROM moved
+            """,
+            [.integer(id), .integer(to.parent), .bytes(to.name), .integer(from.parent), .bytes(from.name)], prepared: true)
+    }
+
+    /// The failure `updateContentLater` and `moveLater` give when the row is no longer the one the
+    /// mount knew.
     static func isStaleBase(_ error: PostgresError) -> Bool { error.sqlState == "22012" }
 
     /// A new version of a folder replaced whole (a package commit), its attributes from `status`.

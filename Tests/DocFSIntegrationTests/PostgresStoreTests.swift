@@ -516,6 +516,25 @@ final class PostgresStoreTests {
             """, first, second, a, b], timeout: 30)
     }
 
+    /// A rename whose source another mount removed (here the database alone, so the mount has not
+    /// heard of it: the window between another mount's commit and its arrival here, held open)
+    /// fails with ENOENT, as on one disk, and changes nothing. Before, it deleted the file it
+    /// would have replaced and moved nothing into its place: `b.txt` was gone from the store.
+    @Test func aRenameWhoseSourceIsGoneFromTheDatabaseReplacesNothing() throws {
+        let mount = try MountedStore(postgres: location)
+        defer { mount.unmount() }
+        #expect(try mount.save("a.txt", Data("a\n".utf8)) == "ok")
+        #expect(try mount.save("b.txt", Data("b\n".utf8)) == "ok")
+        _ = try cluster.query("DELETE FROM docfs_items WHERE name = 'a.txt'::bytea; SELECT 1")
+        let moved = try mount.run(["mv", mount.inMount("a.txt"), mount.inMount("b.txt")])
+        #expect(!moved.succeeded && moved.error.contains("No such file"), "\(moved.output)\(moved.error)")
+        #expect(try cluster.query("SELECT count(*) FROM docfs_items WHERE name = 'b.txt'::bytea") == "1")
+        let other = try MountedStore(postgres: location)
+        defer { other.unmount() }
+        #expect(try other.read("b.txt") == "b\n")
+        #expect(try mount.read("b.txt") == "b\n")
+    }
+
     @Test func concurrentSavesOfOneDocumentOneWinsTheOtherIsRefusedAndQuarantined() throws {
         let first = try MountedStore(postgres: location)
         let second = try MountedStore(postgres: location)

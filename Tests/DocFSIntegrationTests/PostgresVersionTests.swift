@@ -369,10 +369,6 @@ final class PostgresVersionTests {
         #expect(!bad.succeeded && bad.error.contains("--cap 'lots' is not a size"), "\(bad.error)")
     }
 
-    /// Version rows are anyone's to write: a member path that leaves its version, a member under a
-    /// symbolic link of the version, or a document path naming the private area is not shown, and
-    /// nothing is made outside the mirror. A negative id trapped the daemon; two versions saved
-    /// before 1970 made it search for a free name forever, holding the lock every save takes.
     /// A save's version goes with its COMMIT, in one round trip (issue 37). Where the database
     /// refuses the version, the save is made again with the version kept apart, and goes on
     /// without it, as a save whose version cannot be kept always has.
@@ -406,6 +402,10 @@ final class PostgresVersionTests {
         #expect(contents(mount, "a.json") == ["[1]", "[4]"])
     }
 
+    /// Version rows are anyone's to write: a member path that leaves its version, a member under a
+    /// symbolic link of the version, or a document path naming the private area is not shown, and
+    /// nothing is made outside the mirror. A negative id trapped the daemon; two versions saved
+    /// before 1970 made it search for a free name forever, holding the lock every save takes.
     @Test func versionRowsThatLeadOutsideTheirVersionAreNotShown() throws {
         let first = try MountedStore(postgres: location)
         defer { first.unmount() }
