@@ -355,7 +355,8 @@ extension PostgresStore {
         var kept: [Int64] = []
         defer { settle(kept) }
         let removedPath = VersionArchive.removedPath(of: path, owner: retiring?.status.userID ?? 0)
-        var gate: VersionArchive.Readers?
+        var historyMoved = false
+        let record = AnsweredReaders()
         if retiring != nil { beginHistoryMove() }
         defer { if retiring != nil { endHistoryMove() } }
         try publishingAfterCommit(path, folders: [parentPath], publish, {
@@ -369,22 +370,28 @@ extension PostgresStore {
                 guard let item = state.withLock({ $0[path] }) else { return }
                 // Kept in the mirror now, before the store-wide change counter is locked.
                 kept += try keepInTransaction(db, wishes)
-                let removed = try db.execute(
-                    """
+                let delete = """
                     DELETE FROM docfs_items WHERE id = $1 AND parent = $2 AND name = $3
                     AND NOT EXISTS (SELECT 1 FROM docfs_items c WHERE c.parent = $1) RETURNING id
-                    """,
-                    [.integer(item.id), .integer(parent.id), .bytes(name.bytes)])
-                if removed.count == 0, directory, try queries.hasChildren(db, item.id) {
-                    throw SystemCallError(errno: ENOTEMPTY, operation: "rmdir", path: path)
+                    """
+                let parameters: [PostgresValue] = [.integer(item.id), .integer(parent.id), .bytes(name.bytes)]
+                if directory {
+                    // A folder that is not empty in the database (another mount's file in it) stays.
+                    if try db.execute(delete, parameters, prepared: true).count == 0, try queries.hasChildren(db, item.id) {
+                        throw SystemCallError(errno: ENOTEMPTY, operation: "rmdir", path: path)
+                    }
+                } else {
+                    db.executeLater(delete, parameters, prepared: true)
                 }
-                gate = nil
+                historyMoved = false
+                record.readers = nil
                 // Recorded only for a history that goes there: an empty package made and removed
                 // again at the path narrows nobody's record.
                 if let retiring, try queries.moveHistory(db, from: FileSystemPath.bytes(of: path), to: FileSystemPath.bytes(of: removedPath), exchanging: false) > 0 {
+                    historyMoved = true
                     let readers = VersionArchive.readers(of: retiring.status, in: retiring.folder)
-                    gate = try queries.recordRemoval(db, folder: false, path: FileSystemPath.bytes(of: removedPath), readers: readers)
-                    try queries.notifyVersionsChanged(db)
+                    queries.recordRemovalLater(db, folder: false, path: FileSystemPath.bytes(of: removedPath), readers: readers, into: record)
+                    queries.notifyVersionsChanged(db)
                 }
                 queries.recordChange(db, folders: [parent.id])
             })
@@ -392,9 +399,9 @@ extension PostgresStore {
             if directory { try mirror.removeDirectory(path) } else { try mirror.removeFile(path) }
             state.withLock { $0.removeSubtree(path) }
         })
-        guard let gate else { return }
+        guard historyMoved else { return }
         followHistoryMove(from: path, to: removedPath, exchanging: false) { archive in
-            archive.setReadersOfRemovedDocument(removedPath, gate, makingFolder: true)
+            archive.setReadersOfRemovedDocument(removedPath, record.readers ?? .rootAlone, makingFolder: true)
         }
     }
 
@@ -458,7 +465,7 @@ extension PostgresStore {
                 if carryingVersions {
                     versionsMoved = try queries.moveHistory(
                         db, from: FileSystemPath.bytes(of: source), to: FileSystemPath.bytes(of: destination), exchanging: exchange)
-                    if versionsMoved > 0 { try queries.notifyVersionsChanged(db) }
+                    if versionsMoved > 0 { queries.notifyVersionsChanged(db) }
                 }
                 queries.recordChange(db, folders: [sourceParent.id, destinationParent.id])
             }, refused: { cause in

@@ -374,7 +374,7 @@ extension PostgresStore {
                 let gate = try change(path, { db -> VersionArchive.Readers? in
                     guard try queries.hasVersions(db, below: FileSystemPath.bytes(of: removed)) else { return nil }
                     let gate = try queries.recordRemoval(db, folder: true, path: FileSystemPath.bytes(of: removed), readers: VersionArchive.Readers(status))
-                    try queries.notifyVersionsChanged(db)
+                    queries.notifyVersionsChanged(db)
                     return gate
                 })
                 if let gate { versions?.setRemovedFolder(removed, gate) }
@@ -454,7 +454,7 @@ extension PostgresStore {
         guard !ids.isEmpty else { return }
         try change("(versions)", { db in
             try queries.dropVersions(db, ids)
-            try queries.notifyVersionsChanged(db)
+            queries.notifyVersionsChanged(db)
         })
     }
 }

@@ -149,7 +149,7 @@ extension StoreQueries {
                 """,
             [.integer(storeID), .bytes(source), .bytes(destination)]
         ).count
-        if moved > 0 { try recordHistoryMove(db) }
+        if moved > 0 { recordHistoryMove(db) }
         return moved
     }
 
@@ -158,17 +158,19 @@ extension StoreQueries {
     /// archive's paths again (`PostgresStore.synchronizeVersions`). A row, not a counter in the
     /// store's row (as `history_moves` was): a counter's row lock made every rename and removal
     /// that moved a history, in any mount, wait for the one before to commit.
-    func recordHistoryMove(_ db: PostgresConnection) throws {
-        try db.execute(
+    /// Held for the next round trip: nothing is read from it.
+    func recordHistoryMove(_ db: PostgresConnection) {
+        db.executeLater(
             "INSERT INTO docfs_changes (store, directory, origin) VALUES ($1, $2, $3)",
             [.integer(storeID), .integer(Self.historyMoveFolder), .text(origin)], prepared: true)
     }
 
     static let historyMoveFolder: Int64 = 0
 
-    /// Wakes the other mounts to compare their archives with the database at this commit.
-    func notifyVersionsChanged(_ db: PostgresConnection) throws {
-        try db.execute("SELECT pg_notify($1, 'versions')", [.text(channel)])
+    /// Wakes the other mounts to compare their archives with the database at this commit (a
+    /// notification is delivered at COMMIT: held for that round trip).
+    func notifyVersionsChanged(_ db: PostgresConnection) {
+        db.executeLater("SELECT pg_notify($1, 'versions')", [.text(channel)], prepared: true)
     }
 
     /// Records who could reach the document or folder removed to `path` (in a removal area,
@@ -176,11 +178,26 @@ extension StoreQueries {
     /// statement as `VersionArchive.Readers.removedAgain(as:inAreaOf:)` does, and counts it as a
     /// history move so other mounts look. Returns the record as it stands.
     func recordRemoval(_ db: PostgresConnection, folder: Bool, path: [UInt8], readers: VersionArchive.Readers) throws -> VersionArchive.Readers {
+        let rows = try db.execute(Self.recordRemovalStatement, recordRemovalParameters(folder, path, readers), prepared: true)
+        recordHistoryMove(db)
+        return Self.readers(rows, 0) ?? .rootAlone
+    }
+
+    /// `recordRemoval`, held for the next round trip (a removal's COMMIT): `record` is filled in
+    /// when the answer arrives (not at all where it was lost: the record is then the database's
+    /// alone until the archive is next compared with it, and the history root's meanwhile).
+    func recordRemovalLater(_ db: PostgresConnection, folder: Bool, path: [UInt8], readers: VersionArchive.Readers, into record: AnsweredReaders) {
+        db.executeLater(Self.recordRemovalStatement, recordRemovalParameters(folder, path, readers), prepared: true) { rows in
+            record.readers = Self.readers(rows, 0) ?? .rootAlone
+        }
+        recordHistoryMove(db)
+    }
+
+    private static let recordRemovalStatement: String = {
         let owner = "docfs_removals.uid = excluded.uid", group = "docfs_removals.gid = excluded.gid"
         // $7: the uid whose removal area the path is in; NULL in the shared area of an older DocFS.
         let areaOwner = "excluded.uid = $7"
-        let rows = try db.execute(
-            """
+        return """
             INSERT INTO docfs_removals (store, kind, path, uid, gid, mode) VALUES ($1, $2, $3, $4, $5, $6)
             ON CONFLICT (store, kind, path) DO UPDATE SET
                 uid = CASE WHEN NOT \(owner) AND \(areaOwner) THEN excluded.uid ELSE docfs_removals.uid END,
@@ -190,14 +207,15 @@ extension StoreQueries {
                     WHEN \(owner) THEN docfs_removals.mode & excluded.mode & \(0o707)
                     WHEN \(areaOwner) THEN excluded.mode ELSE docfs_removals.mode END
             RETURNING uid, gid, mode
-            """,
-            [
-                .integer(storeID), .text(folder ? "f" : "d"), .bytes(path), .integer(Int64(readers.userID)), .integer(Int64(readers.groupID)),
-                .integer(Int64(readers.permissions)),
-                VersionArchive.removalAreaOwner(of: FileSystemPath.string(fromBytes: path)).map { .integer(Int64($0)) } ?? .null,
-            ])
-        try recordHistoryMove(db)
-        return Self.readers(rows, 0) ?? .rootAlone
+            """
+    }()
+
+    private func recordRemovalParameters(_ folder: Bool, _ path: [UInt8], _ readers: VersionArchive.Readers) -> [PostgresValue] {
+        [
+            .integer(storeID), .text(folder ? "f" : "d"), .bytes(path), .integer(Int64(readers.userID)), .integer(Int64(readers.groupID)),
+            .integer(Int64(readers.permissions)),
+            VersionArchive.removalAreaOwner(of: FileSystemPath.string(fromBytes: path)).map { .integer(Int64($0)) } ?? .null,
+        ]
     }
 
     /// The removal areas (`VersionArchive.removedPath(of:owner:)`) that hold versions of the store.
@@ -355,4 +373,9 @@ extension PostgresStore {
 final class AnsweredVersion: @unchecked Sendable {
     var answered = false
     var version: StoredVersion?
+}
+
+/// Who may reach a removed document's history, as a held `recordRemovalLater` left it.
+final class AnsweredReaders: @unchecked Sendable {
+    var readers: VersionArchive.Readers?
 }
