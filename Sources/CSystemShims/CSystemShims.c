@@ -75,6 +75,10 @@ ssize_t docfs_copy_file_range(int infd, off_t *inoffset, int outfd, off_t *outof
     return copy_file_range(infd, inoffset, outfd, outoffset, length, 0);
 }
 
+ssize_t docfs_getdents64(int fd, void *buffer, size_t size) {
+    return syscall(SYS_getdents64, fd, buffer, size);
+}
+
 int docfs_fallocate(int fd, int mode, off_t offset, off_t length) {
     return fallocate(fd, mode, offset, length);
 }

@@ -16,6 +16,11 @@ int docfs_clone_file(int destfd, int srcfd);
 /// copy_file_range(2), declared by glibc only under _GNU_SOURCE.
 ssize_t docfs_copy_file_range(int infd, off_t *inoffset, int outfd, off_t *outoffset, size_t length);
 
+/// getdents64(2) (glibc declares it only under _GNU_SOURCE): the directory's next entries, as
+/// linux_dirent64 records (inode u64, offset s64, record length u16, type u8, NUL-ended name), into
+/// `buffer`; 0 at the end.
+ssize_t docfs_getdents64(int fd, void *buffer, size_t size);
+
 /// fallocate(2), declared by glibc only under _GNU_SOURCE.
 int docfs_fallocate(int fd, int mode, off_t offset, off_t length);
 
