@@ -61,10 +61,12 @@ extension DirectoryStore {
         let otherNames = max(1, ArchivedLinks.storeNames(of: status, archived: archived)) - 1
         // A package's version made ahead, if it is still the package's content: renamed in.
         let prepared = status.kind == .directory ? takePreparedVersion(of: path) : nil
-        defer { if let prepared { Self.removePrepared(prepared) } }
+        var preparedUsed = false
+        defer { if let prepared, !preparedUsed { Self.removePrepared(prepared) } }
         let kept = try versions.addVersion(of: history ?? path, record: record, inode: status.inode) { target in
             if let prepared {
                 try FileIO.rename(prepared, target, flags: 1)
+                preparedUsed = true
                 return
             }
             if status.kind == .directory {
