@@ -367,24 +367,28 @@ extension PostgresStore {
             if directory && local.kind != .directory { throw SystemCallError(errno: ENOTDIR, operation: "rmdir", path: path) }
             if !directory && local.kind == .directory { throw SystemCallError(errno: EISDIR, operation: "unlink", path: path) }
             try change(path, { db in
+                // Each attempt starts afresh: one refused after its answers arrived left them.
+                historyMoved = false
+                record.readers = nil
                 guard let item = state.withLock({ $0[path] }) else { return }
                 // Kept in the mirror now, before the store-wide change counter is locked.
                 kept += try keepInTransaction(db, wishes)
-                let delete = """
-                    DELETE FROM docfs_items WHERE id = $1 AND parent = $2 AND name = $3
-                    AND NOT EXISTS (SELECT 1 FROM docfs_items c WHERE c.parent = $1) RETURNING id
-                    """
-                let parameters: [PostgresValue] = [.integer(item.id), .integer(parent.id), .bytes(name.bytes)]
                 if directory {
-                    // A folder that is not empty in the database (another mount's file in it) stays.
-                    if try db.execute(delete, parameters, prepared: true).count == 0, try queries.hasChildren(db, item.id) {
-                        throw SystemCallError(errno: ENOTEMPTY, operation: "rmdir", path: path)
+                    let removed = try db.execute(
+                        """
+                        DELETE FROM docfs_items WHERE id = $1 AND parent = $2 AND name = $3
+                        AND NOT EXISTS (SELECT 1 FROM docfs_items c WHERE c.parent = $1) RETURNING id
+                        """,
+                        [.integer(item.id), .integer(parent.id), .bytes(name.bytes)], prepared: true)
+                    if removed.count == 0 {
+                        // A folder that is not empty in the database (another mount's file in it)
+                        // stays; one that is not there any more was moved or removed by another mount.
+                        if try queries.hasChildren(db, item.id) { throw SystemCallError(errno: ENOTEMPTY, operation: "rmdir", path: path) }
+                        throw SystemCallError(errno: ENOENT, operation: "rmdir (moved or removed by another mount)", path: path)
                     }
                 } else {
-                    db.executeLater(delete, parameters, prepared: true)
+                    queries.removeFileLater(db, id: item.id, from: (parent.id, name.bytes))
                 }
-                historyMoved = false
-                record.readers = nil
                 // Recorded only for a history that goes there: an empty package made and removed
                 // again at the path narrows nobody's record.
                 if let retiring, try queries.moveHistory(db, from: FileSystemPath.bytes(of: path), to: FileSystemPath.bytes(of: removedPath), exchanging: false) > 0 {
@@ -394,6 +398,10 @@ extension PostgresStore {
                     queries.notifyVersionsChanged(db)
                 }
                 queries.recordChange(db, folders: [parent.id])
+            }, refused: { cause in
+                // The file is not where this mount knows it: another mount moved or removed it.
+                // Its history, and a new document's at the name, stay where they are.
+                StoreQueries.isStaleBase(cause) ? SystemCallError(errno: ENOENT, operation: "unlink (moved or removed by another mount)", path: path) : nil
             })
         }, apply: {
             if directory { try mirror.removeDirectory(path) } else { try mirror.removeFile(path) }

@@ -210,8 +210,21 @@ struct StoreQueries: Sendable {
             [.integer(id), .integer(to.parent), .bytes(to.name), .integer(from.parent), .bytes(from.name)], prepared: true)
     }
 
-    /// The failure `updateContentLater` and `moveLater` give when the row is no longer the one the
-    /// mount knew.
+    /// Removes the file `id` from `from` (its folder's id and name, where the mount knows it), held
+    /// for the next round trip; fails that round trip with division_by_zero, as `moveLater` does,
+    /// where it is not there. Before, a removal that matched nothing still moved the history at the
+    /// name, which could be a new document's, into the remover's area under the removed one's record.
+    func removeFileLater(_ db: PostgresConnection, id: Int64, from: (parent: Int64, name: [UInt8])) {
+        db.executeLater(
+            """
+            WITH removed AS (DELETE FROM docfs_items WHERE id = $1 AND parent = $2 AND name = $3 RETURNING id)
+            SELECT CASE WHEN count(*) = 1 THEN 1 ELSE 1 / (count(*) - count(*)) END FROM removed
+            """,
+            [.integer(id), .integer(from.parent), .bytes(from.name)], prepared: true)
+    }
+
+    /// The failure `updateContentLater`, `moveLater` and `removeFileLater` give when the row is no
+    /// longer the one the mount knew.
     static func isStaleBase(_ error: PostgresError) -> Bool { error.sqlState == "22012" }
 
     /// A new version of a folder replaced whole (a package commit), its attributes from `status`.

@@ -217,7 +217,8 @@ public enum FileIO {
                     let inode = base.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
                     let type = base.load(fromByteOffset: offset + 18, as: UInt8.self)
                     let name = FileSystemPath.string(fromCString: (base + offset + 19).bindMemory(to: CChar.self, capacity: record - 19))
-                    if name != "." && name != ".." { entries.append((name, type, inode)) }
+                    // An inode of 0 is no entry (glibc's readdir skips them too).
+                    if inode != 0 && name != "." && name != ".." { entries.append((name, type, inode)) }
                     offset += record
                 }
             }

@@ -535,6 +535,30 @@ final class PostgresStoreTests {
         #expect(try mount.read("b.txt") == "b\n")
     }
 
+    /// An rm of a document another mount moved away (and whose name a new document with a history
+    /// of its own took), not yet applied here, fails with ENOENT and moves no history. Before, the
+    /// DELETE matched nothing and the rm went on: the history at the name, the new document's, went
+    /// to the remover's removal area under the removed document's record.
+    @Test func anRmOfADocumentAnotherMountMovedAwayLeavesTheHistoryAtItsNameAlone() throws {
+        let mount = try MountedStore(postgres: location)
+        defer { mount.unmount() }
+        #expect(try mount.save("s.md", Data("one\n".utf8)) == "ok")
+        #expect(try mount.save("s.md", Data("two\n".utf8)) == "ok")
+        // Another mount's rename of s.md (its history with it), then a version of a new s.md.
+        _ = try cluster.query(
+            """
+            UPDATE docfs_items SET name = 'away.md' WHERE name = 's.md'::bytea;
+            UPDATE docfs_document_versions SET document = 'away.md' WHERE document = 's.md'::bytea;
+            INSERT INTO docfs_document_versions (store, document, saved_ns, saved_by, kept_ns)
+                VALUES ((SELECT id FROM docfs_stores WHERE name = 'shared'), 's.md', 0, 1000, 0);
+            SELECT 1
+            """)
+        let removed = try mount.run(["rm", mount.inMount("s.md")])
+        #expect(!removed.succeeded && removed.error.contains("No such file"), "\(removed.output)\(removed.error)")
+        #expect(try cluster.query("SELECT count(*) FROM docfs_document_versions WHERE document = 's.md'::bytea") == "1")
+        #expect(try cluster.query("SELECT count(*) FROM docfs_document_versions WHERE document LIKE '.docfs/removed%'") == "0")
+    }
+
     @Test func concurrentSavesOfOneDocumentOneWinsTheOtherIsRefusedAndQuarantined() throws {
         let first = try MountedStore(postgres: location)
         let second = try MountedStore(postgres: location)
