@@ -86,6 +86,13 @@ final class PostgresFaultTests {
         // Committed once: the next save is based on it and is not refused as a conflict.
         #expect(try first.save("doc.json", Data("[3]".utf8)) == "ok")
         #expect(first.quarantined.isEmpty, "\(first.quarantined)")
+        // The version [2]'s save kept went with its COMMIT (issue 37), and its answer was lost with
+        // the COMMIT's: kept in the database all the same, and fetched into the mirror by the feed.
+        func versions() -> [String] {
+            let folder = first.inMount(".versions/doc.json")
+            return ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted().map { contents(folder + "/" + $0) ?? "" }
+        }
+        #expect(MountedStore.waitUntil { versions() == ["[1]", "[2]"] }, "\(versions())")
         // The same for a first save over an empty file, whose check and change go with the COMMIT
         // (issue 37): the row is read again once found committed, and the next save builds on it.
         #expect(try first.shell(": > new.json").succeeded)
