@@ -152,7 +152,7 @@ extension PostgresStore {
                     if let stored { try db.execute("DELETE FROM docfs_items WHERE id = $1", [.integer(stored.id)]) }
                     root = try queries.insert(db, parent: parent.id, name: name, status: status)
                 }
-                try publishExtendedAttributes(db, of: prepared, id: root.id)
+                publishExtendedAttributes(db, of: prepared, id: root.id)
                 published = [(path, root)]
                 published += try publishChildren(db, of: prepared, parentID: root.id, as: path)
             } else {
@@ -165,7 +165,7 @@ extension PostgresStore {
                     if let stored { try db.execute("DELETE FROM docfs_items WHERE id = $1", [.integer(stored.id)]) }
                     item = try queries.insert(db, parent: parent.id, name: name, status: status, chunks: chunks)
                 }
-                try publishExtendedAttributes(db, of: prepared, id: item.id)
+                publishExtendedAttributes(db, of: prepared, id: item.id)
                 published = [(path, item)]
             }
             queries.recordChange(db, folders: [parent.id])
@@ -197,7 +197,7 @@ extension PostgresStore {
             case .directory, .other:
                 item = try queries.insert(db, parent: parentID, name: entry.name, status: status)
             }
-            try publishExtendedAttributes(db, of: child, id: item.id)
+            publishExtendedAttributes(db, of: child, id: item.id)
             let itemPath = StorePath.join(path, entry.name)
             published.append((itemPath, item))
             if status.kind == .directory { published += try publishChildren(db, of: child, parentID: item.id, as: itemPath) }
@@ -205,10 +205,10 @@ extension PostgresStore {
         return published
     }
 
-    private func publishExtendedAttributes(_ db: PostgresConnection, of path: String, id: Int64) throws {
+    private func publishExtendedAttributes(_ db: PostgresConnection, of path: String, id: Int64) {
         for name in (try? mirror.extendedAttributeNames(path)) ?? [] {
             guard let value = try? mirror.extendedAttribute(path, name: name) else { continue }
-            try queries.setExtendedAttribute(db, id: id, name: name, value: value)
+            queries.setExtendedAttribute(db, id: id, name: name, value: value)
         }
     }
 
@@ -566,7 +566,7 @@ extension PostgresStore {
         let bytes = Array(value)
         try changeAttributes(path) { db, item in
             try bytes.withUnsafeBytes { try mirror.setExtendedAttribute(path, name: name, value: $0, flags: flags) }
-            try queries.setExtendedAttribute(db, id: item.id, name: name, value: bytes)
+            queries.setExtendedAttribute(db, id: item.id, name: name, value: bytes)
         }
     }
 
@@ -574,7 +574,7 @@ extension PostgresStore {
         if Self.isPrivate(path) { return try mirror.removeExtendedAttribute(path, name: name) }
         try changeAttributes(path) { db, item in
             try mirror.removeExtendedAttribute(path, name: name)
-            try queries.removeExtendedAttribute(db, id: item.id, name: name)
+            queries.removeExtendedAttribute(db, id: item.id, name: name)
         }
     }
 
@@ -582,10 +582,12 @@ extension PostgresStore {
         try changeAttributes(path) { _, _ in try apply() }
     }
 
-    /// Changes an item's attributes in the mirror, then records what the mirror has in its row.
+    /// Changes an item's attributes in the mirror, then records what the mirror has in its row: the
+    /// row's update, its attribute statements and the change record go with the COMMIT.
     private func changeAttributes(_ path: String, _ apply: (PostgresConnection, KnownItem) throws -> Void) throws {
         let parentPath = path.isEmpty ? "" : try split(path).parent
         var mirrorChanged = false
+        let version = AnsweredVersionNumber()
         try change(path, retryable: !mirrorChanged, { db -> KnownItem in
             let item = try knownItem(path, operation: "setattr")
             let folder = path.isEmpty ? item.id : try knownItem(parentPath, operation: "setattr").id
@@ -594,15 +596,19 @@ extension PostgresStore {
             try db.sendHeld()
             mirrorChanged = true
             try apply(db, item)
-            guard let version = try queries.updateAttributes(db, id: item.id, status: try mirror.status(of: path)) else {
-                throw SystemCallError(errno: ENOENT, operation: "setattr", path: path)
-            }
+            version.number = nil
+            queries.updateAttributesLater(db, id: item.id, status: try mirror.status(of: path), into: version)
             queries.recordChange(db, folders: [folder])
-            var changed = item
-            changed.version = version
-            return changed
+            return item
+        }, refused: { cause in
+            // The row is gone: another mount removed the item, and this mount has not heard yet.
+            StoreQueries.isStaleBase(cause) ? SystemCallError(errno: ENOENT, operation: "setattr", path: path) : nil
         }, then: { item in
-            state.withLock { $0.set(path, item) }
+            // The row's new version; where its answer was lost with the COMMIT's, the one known
+            // before (the change feed brings the row as it is).
+            var changed = item
+            changed.version = version.number ?? item.version
+            state.withLock { $0.set(path, changed) }
         })
     }
 }

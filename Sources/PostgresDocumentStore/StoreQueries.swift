@@ -235,14 +235,34 @@ struct StoreQueries: Sendable {
         return KnownItem(id: id, version: version, contentVersion: version, isFolder: true)
     }
 
-    func setExtendedAttribute(_ db: PostgresConnection, id: Int64, name: String, value: [UInt8]) throws {
-        try db.execute(
-            "INSERT INTO docfs_xattrs (item, name, value) VALUES ($1, $2, $3) ON CONFLICT (item, name) DO UPDATE SET value = excluded.value",
-            [.integer(id), .bytes(FileSystemPath.bytes(of: name)), .bytes(value)])
+    /// `updateAttributes` of an attribute change, held for the next round trip (its COMMIT):
+    /// `version` is filled in from the answer. A row that is gone (another mount removed the item,
+    /// not applied here yet) fails that round trip with division_by_zero (`isStaleBase`).
+    func updateAttributesLater(_ db: PostgresConnection, id: Int64, status: FileStatus, into version: AnsweredVersionNumber) {
+        db.executeLater(
+            """
+            WITH updated AS (
+                UPDATE docfs_items SET mode = $2, uid = $3, gid = $4, atime_ns = $5, mtime_ns = $6, version = nextval('docfs_versions')
+                WHERE id = $1 RETURNING version)
+            SELECT CASE WHEN count(*) = 1 THEN max(version) ELSE 1 / (count(*) - count(*)) END FROM updated
+            """,
+            [
+                .integer(id), .integer(Int64(status.mode)), .integer(Int64(status.userID)), .integer(Int64(status.groupID)),
+                .integer(StoredItem.nanoseconds(status.accessTime)), .integer(StoredItem.nanoseconds(status.modificationTime)),
+            ], prepared: true
+        ) { rows in version.number = rows.integer(0, 0) }
     }
 
-    func removeExtendedAttribute(_ db: PostgresConnection, id: Int64, name: String) throws {
-        try db.execute("DELETE FROM docfs_xattrs WHERE item = $1 AND name = $2", [.integer(id), .bytes(FileSystemPath.bytes(of: name))])
+    /// Held for the next round trip, as the attribute change it belongs to.
+    func setExtendedAttribute(_ db: PostgresConnection, id: Int64, name: String, value: [UInt8]) {
+        db.executeLater(
+            "INSERT INTO docfs_xattrs (item, name, value) VALUES ($1, $2, $3) ON CONFLICT (item, name) DO UPDATE SET value = excluded.value",
+            [.integer(id), .bytes(FileSystemPath.bytes(of: name)), .bytes(value)], prepared: true)
+    }
+
+    /// Held for the next round trip, as the attribute change it belongs to.
+    func removeExtendedAttribute(_ db: PostgresConnection, id: Int64, name: String) {
+        db.executeLater("DELETE FROM docfs_xattrs WHERE item = $1 AND name = $2", [.integer(id), .bytes(FileSystemPath.bytes(of: name))], prepared: true)
     }
 
     // MARK: Content
@@ -409,4 +429,9 @@ struct StoreQueries: Sendable {
 /// is answered.
 final class AnsweredItem: @unchecked Sendable {
     var known: KnownItem?
+}
+
+/// An item's new version number, as a held statement's answer gives it.
+final class AnsweredVersionNumber: @unchecked Sendable {
+    var number: Int64?
 }

@@ -533,6 +533,10 @@ final class PostgresStoreTests {
         defer { other.unmount() }
         #expect(try other.read("b.txt") == "b\n")
         #expect(try mount.read("b.txt") == "b\n")
+        // A change of attributes, whose row's update goes with its COMMIT, finds the row gone too.
+        _ = try cluster.query("DELETE FROM docfs_items WHERE name = 'b.txt'::bytea; SELECT 1")
+        let changed = try mount.run(["chmod", "600", mount.inMount("b.txt")])
+        #expect(!changed.succeeded && changed.error.contains("No such file"), "\(changed.output)\(changed.error)")
     }
 
     /// An rm of a document another mount moved away (and whose name a new document with a history
