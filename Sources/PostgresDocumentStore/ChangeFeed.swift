@@ -23,11 +23,18 @@ final class ChangeFeed: Sendable {
     /// How many polls (about a second each) between prunings of the change log and commit marks.
     static let pollsBetweenPrunings = 3600
 
+    /// How often at most the archive is compared with the database's versions. Under a stream of
+    /// another mount's saves (each keeps a version), comparing and fetching at every wake (a read of
+    /// every version row, then up to `PostgresStore.versionFetchBudget` of fetching) held up the
+    /// content's catch-up: a reader there saw a new version about twice a second.
+    static let versionSynchronizationInterval: Duration = .milliseconds(500)
+
     private func run() {
         var listener: PostgresConnection?
         var outage: String?
         var polls = 0
         var readAt = ContinuousClock.now
+        var versionsComparedAt = ContinuousClock.now - Self.versionSynchronizationInterval
         var mustRead = true
         var caughtUp = true
         while true {
@@ -43,7 +50,10 @@ final class ChangeFeed: Sendable {
                 if mustRead {
                     let before = store.state.withLock { $0.currentAt }
                     try store.catchUp()
-                    try store.synchronizeVersions()
+                    if ContinuousClock.now - versionsComparedAt >= Self.versionSynchronizationInterval {
+                        try store.synchronizeVersions()
+                        versionsComparedAt = .now
+                    }
                     // A catch-up that gave up (the mirror busy with a local change) is tried again
                     // at the next notification, as before.
                     caughtUp = store.state.withLock { $0.currentAt } != before

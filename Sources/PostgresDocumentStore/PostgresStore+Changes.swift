@@ -596,7 +596,6 @@ extension PostgresStore {
             try db.sendHeld()
             mirrorChanged = true
             try apply(db, item)
-            version.number = nil
             queries.updateAttributesLater(db, id: item.id, status: try mirror.status(of: path), into: version)
             queries.recordChange(db, folders: [folder])
             return item
@@ -605,7 +604,9 @@ extension PostgresStore {
             StoreQueries.isStaleBase(cause) ? SystemCallError(errno: ENOENT, operation: "setattr", path: path) : nil
         }, then: { item in
             // The row's new version; where its answer was lost with the COMMIT's, the one known
-            // before (the change feed brings the row as it is).
+            // before. Harmless: versions only grow, so a later comparison finds this one unequal and
+            // sets the same attributes again, and conflicts are judged on content versions, which
+            // an attribute change leaves alone.
             var changed = item
             changed.version = version.number ?? item.version
             state.withLock { $0.set(path, changed) }

@@ -253,10 +253,15 @@ struct StoreQueries: Sendable {
         ) { rows in version.number = rows.integer(0, 0) }
     }
 
-    /// Held for the next round trip, as the attribute change it belongs to.
+    /// Held for the next round trip, as the attribute change it belongs to. Nothing for an item that
+    /// is gone: the change's own check of the row (`updateAttributesLater`) answers that with ENOENT,
+    /// where the foreign key's refusal would have made it an outage.
     func setExtendedAttribute(_ db: PostgresConnection, id: Int64, name: String, value: [UInt8]) {
         db.executeLater(
-            "INSERT INTO docfs_xattrs (item, name, value) VALUES ($1, $2, $3) ON CONFLICT (item, name) DO UPDATE SET value = excluded.value",
+            """
+            INSERT INTO docfs_xattrs (item, name, value) SELECT $1, $2, $3 WHERE EXISTS (SELECT 1 FROM docfs_items WHERE id = $1)
+            ON CONFLICT (item, name) DO UPDATE SET value = excluded.value
+            """,
             [.integer(id), .bytes(FileSystemPath.bytes(of: name)), .bytes(value)], prepared: true)
     }
 

@@ -537,6 +537,8 @@ final class PostgresStoreTests {
         _ = try cluster.query("DELETE FROM docfs_items WHERE name = 'b.txt'::bytea; SELECT 1")
         let changed = try mount.run(["chmod", "600", mount.inMount("b.txt")])
         #expect(!changed.succeeded && changed.error.contains("No such file"), "\(changed.output)\(changed.error)")
+        let attribute = try mount.run(["setfattr", "-n", "user.note", "-v", "x", mount.inMount("b.txt")])
+        #expect(!attribute.succeeded && attribute.error.contains("No such file"), "\(attribute.output)\(attribute.error)")
     }
 
     /// An rm of a document another mount moved away (and whose name a new document with a history
