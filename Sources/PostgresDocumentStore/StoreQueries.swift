@@ -178,14 +178,13 @@ struct StoreQueries: Sendable {
         _ db: PostgresConnection, base: KnownItem, parent: Int64, name: FileName, status: FileStatus, chunks: [UInt8], into item: AnsweredItem
     ) {
         db.executeLater(
-            """
-            WITH updated AS (
+            Self.exactlyOneRow(
+                """
                 UPDATE docfs_items SET size = $2, chunks = $3, atime_ns = $4, mtime_ns = $5, saved_ns = NULL, saved_by = NULL,
                     version = nextval('docfs_versions'), content_version = currval('docfs_versions')
                 WHERE id = $1 AND content_version = $6 AND parent = $7 AND name = $8
-                RETURNING version)
-            SELECT CASE WHEN count(*) = 1 THEN max(version) ELSE 1 / (count(*) - count(*)) END FROM updated
-            """,
+                RETURNING version
+                """, answering: "max(version)"),
             [
                 .integer(base.id), .integer(status.size), .bytes(chunks), .integer(StoredItem.nanoseconds(status.accessTime)),
                 .integer(StoredItem.nanoseconds(status.modificationTime)), .integer(base.contentVersion), .integer(parent), .bytes(name.bytes),
@@ -203,10 +202,7 @@ struct StoreQueries: Sendable {
     /// moved nothing into its place.
     func moveLater(_ db: PostgresConnection, id: Int64, from: (parent: Int64, name: [UInt8]), to: (parent: Int64, name: [UInt8])) {
         db.executeLater(
-            """
-            WITH moved AS (UPDATE docfs_items SET parent = $2, name = $3 WHERE id = $1 AND parent = $4 AND name = $5 RETURNING id)
-            SELECT CASE WHEN count(*) = 1 THEN 1 ELSE 1 / (count(*) - count(*)) END FROM moved
-            """,
+            Self.exactlyOneRow("UPDATE docfs_items SET parent = $2, name = $3 WHERE id = $1 AND parent = $4 AND name = $5 RETURNING id"),
             [.integer(id), .integer(to.parent), .bytes(to.name), .integer(from.parent), .bytes(from.name)], prepared: true)
     }
 
@@ -216,15 +212,19 @@ struct StoreQueries: Sendable {
     /// name, which could be a new document's, into the remover's area under the removed one's record.
     func removeFileLater(_ db: PostgresConnection, id: Int64, from: (parent: Int64, name: [UInt8])) {
         db.executeLater(
-            """
-            WITH removed AS (DELETE FROM docfs_items WHERE id = $1 AND parent = $2 AND name = $3 RETURNING id)
-            SELECT CASE WHEN count(*) = 1 THEN 1 ELSE 1 / (count(*) - count(*)) END FROM removed
-            """,
+            Self.exactlyOneRow("DELETE FROM docfs_items WHERE id = $1 AND parent = $2 AND name = $3 RETURNING id"),
             [.integer(id), .integer(from.parent), .bytes(from.name)], prepared: true)
     }
 
-    /// The failure `updateContentLater`, `moveLater` and `removeFileLater` give when the row is no
-    /// longer the one the mount knew.
+    /// `change` (an UPDATE or DELETE … RETURNING) as a statement that answers `value` of the one row
+    /// it changed, and fails with division_by_zero (`isStaleBase`) where it changed none: a held
+    /// statement's check, which the round trip it travels in (the COMMIT, usually) fails with.
+    static func exactlyOneRow(_ change: String, answering value: String = "1") -> String {
+        "WITH changed AS (\(change)) SELECT CASE WHEN count(*) = 1 THEN \(value) ELSE 1 / (count(*) - count(*)) END FROM changed"
+    }
+
+    /// The failure of a statement made with `exactlyOneRow` (`updateContentLater`, `moveLater`,
+    /// `removeFileLater`, `updateAttributesLater`) when the row is no longer the one the mount knew.
     static func isStaleBase(_ error: PostgresError) -> Bool { error.sqlState == "22012" }
 
     /// A new version of a folder replaced whole (a package commit), its attributes from `status`.
@@ -240,12 +240,11 @@ struct StoreQueries: Sendable {
     /// not applied here yet) fails that round trip with division_by_zero (`isStaleBase`).
     func updateAttributesLater(_ db: PostgresConnection, id: Int64, status: FileStatus, into version: AnsweredVersionNumber) {
         db.executeLater(
-            """
-            WITH updated AS (
+            Self.exactlyOneRow(
+                """
                 UPDATE docfs_items SET mode = $2, uid = $3, gid = $4, atime_ns = $5, mtime_ns = $6, version = nextval('docfs_versions')
-                WHERE id = $1 RETURNING version)
-            SELECT CASE WHEN count(*) = 1 THEN max(version) ELSE 1 / (count(*) - count(*)) END FROM updated
-            """,
+                WHERE id = $1 RETURNING version
+                """, answering: "max(version)"),
             [
                 .integer(id), .integer(Int64(status.mode)), .integer(Int64(status.userID)), .integer(Int64(status.groupID)),
                 .integer(StoredItem.nanoseconds(status.accessTime)), .integer(StoredItem.nanoseconds(status.modificationTime)),
