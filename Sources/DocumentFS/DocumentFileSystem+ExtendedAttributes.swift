@@ -1,10 +1,12 @@
 import DocumentModel
+import DocumentStore
 import FUSE
 import Glibc
 import SystemSupport
 
-/// Extended attributes: the store's own (kept with the document across saves), plus two that
-/// DocFS answers itself: the document's content type and its `isEditable`.
+/// Extended attributes: the store's own (kept with the document across saves), plus those DocFS
+/// answers itself: the document's content type, its `isEditable`, and what a full store gave up
+/// of its versions.
 ///
 /// DocFS's attributes are readable by name but never listed, so tools that copy attributes
 /// (`rsync -X`, `tar --xattrs`, `cp -a`) neither copy them out nor try to restore them, and a
@@ -17,6 +19,11 @@ extension DocumentFileSystem {
     /// On the mount's root only: how many inodes the daemon holds records for (diagnostics; lets a
     /// test see lookup counts return to zero after the kernel forgets).
     static let inodeCountAttribute = "user.docfs.inodes"
+    /// The versions of this document a full store dropped or could not keep (`VersionsGivenUp`, a
+    /// JSON object a line), for `docfs versions` run by a user: the store's record is root's. The
+    /// kernel lets only those who may read the document ask; each is told of what was their own
+    /// (root of all), so the next owner of a name learns nothing of the last one's.
+    static let versionsGivenUpAttribute = "user.docfs.versions-given-up"
 
     func extendedAttribute(inode: Inode, name: String, context: RequestContext) throws(FUSEError) -> [UInt8] {
         guard let path = nodes.path(of: inode) else {
@@ -34,6 +41,16 @@ extension DocumentFileSystem {
             let status = try storeCall { try store.status(of: path) }
             let editable = isEditable(path: path, status: status)
             return Array((editable ? "true" : "false").utf8)
+        case Self.versionsGivenUpAttribute:
+            var told = store.givenUpVersions(of: path).filter { context.userID == 0 || $0.owner == context.userID }
+            guard !told.isEmpty else { throw .noAttribute }
+            // The newest that fit in an attribute's 64 KiB.
+            var lines = VersionsGivenUp.lines(told)
+            while lines.count > 65_536 {
+                told.removeFirst(max(1, told.count / 2))
+                lines = VersionsGivenUp.lines(told)
+            }
+            return Array(lines)
         default:
             // DocFS's own bookkeeping in the store (the package marker, the item's number) is not the user's.
             if Self.isVirtual(name) { throw .noAttribute }

@@ -281,7 +281,7 @@ extension DirectoryStore {
         for (version, _) in order where freed < wanted && version.exclusiveBytes > 0 {
             guard (try? versions.remove(version)) != nil else { continue }
             freed += version.exclusiveBytes
-            dropped.append(.init(kind: .dropped, document: version.document, time: version.savedAt, bytes: version.exclusiveBytes))
+            dropped.append(.init(kind: .dropped, document: version.document, time: version.savedAt, bytes: version.exclusiveBytes, owner: version.status.userID))
         }
         StoreMetrics.dropped(dropped.count, .space)
         StoreMetrics.versionBytes.decrement(by: Double(freed))
@@ -302,8 +302,15 @@ extension DirectoryStore {
         return Int64(statistics.f_bavail) * Int64(statistics.f_frsize)
     }
 
+    /// Called before the change that could not keep the version: the document is still there to
+    /// say whose it was.
     public func versionNotKept(of path: String) {
-        versionsGivenUp?.record([.init(kind: .notKept, document: path, time: Date(), bytes: 0)])
+        let owner = (try? status(of: path))?.userID
+        versionsGivenUp?.record([.init(kind: .notKept, document: path, time: Date(), bytes: 0, owner: owner)])
+    }
+
+    public func givenUpVersions(of path: String) -> [VersionsGivenUp.Event] {
+        versionsGivenUp?.events().filter { FileSystemPath.same($0.document, path) } ?? []
     }
 }
 

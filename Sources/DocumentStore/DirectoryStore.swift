@@ -119,6 +119,7 @@ public final class DirectoryStore: DocumentStore {
             let prepared = privateArea + "/versions-pending"
             try Self.makePrivateDirectory(prepared)
             preparedDirectory = prepared
+            versionsGivenUp?.makeRecord()
             removeLeftoverPreparedVersions()
         } else {
             preparedDirectory = nil

@@ -151,6 +151,8 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// Records that a change kept no version of `path` (the store had no room for it), where
     /// `docfs status` and `docfs versions` show it.
     func versionNotKept(of path: String)
+    /// What a full store gave up of the versions of the document at `path` (see `VersionsGivenUp`).
+    func givenUpVersions(of path: String) -> [VersionsGivenUp.Event]
 
     /// The store's earlier versions of its documents; nil for a store that keeps none.
     var versions: VersionArchive? { get }
@@ -242,6 +244,7 @@ extension DocumentStore {
     public func awaitWritable() {}
     public func makeRoom(bytes: Int64) -> Bool { false }
     public func versionNotKept(of path: String) {}
+    public func givenUpVersions(of path: String) -> [VersionsGivenUp.Event] { [] }
     public func status(ofOpen file: OwnedDescriptor) throws -> FileStatus { try file.status() }
     public func inheritsDefaultACL(_ path: String) -> Bool { false }
     public func withFolderWrapper<T>(at path: String, _ body: (FileWrapper, FileStatus) throws -> T) throws -> T {

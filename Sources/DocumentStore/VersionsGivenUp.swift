@@ -23,6 +23,10 @@ public final class VersionsGivenUp: Sendable {
         public let time: Date
         /// The space it gave back (dropped), 0 otherwise.
         public let bytes: Int64
+        /// Who owned what was given up (the version's file, or the document whose change kept none):
+        /// the one user besides root who is told of it through the mount. Nil in a record an earlier
+        /// DocFS wrote.
+        public var owner: uid_t?
     }
 
     private let path: String
@@ -37,13 +41,19 @@ public final class VersionsGivenUp: Sendable {
         self.init(path: root + "/" + DirectoryStore.privateAreaName + "/versions-given-up")
     }
 
+    /// Makes the record, empty, where there is none: at mount, so that a store that later runs out
+    /// of inodes can still say what it gave up (appending needs no new inode).
+    func makeRecord() {
+        lock.withLock { _ in
+            if let descriptor = try? FileIO.open(path, O_WRONLY | O_CREAT | O_APPEND, mode: 0o600) { FileIO.close(descriptor) }
+        }
+    }
+
     /// Adds `events`. A record that cannot be written (the disk is full to the last block) leaves
     /// only the log's line.
     func record(_ events: [Event]) {
         guard !events.isEmpty else { return }
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        let lines = events.compactMap { try? encoder.encode($0) }.reduce(into: Data()) { $0 += $1 + Data([0x0A]) }
+        let lines = Self.lines(events)
         lock.withLock { _ in
             if let size = try? FileStatus.of(path: path).size, size > Self.largest { trimToNewerHalf() }
             guard let descriptor = try? FileIO.open(path, O_WRONLY | O_CREAT | O_APPEND, mode: 0o600) else { return }
@@ -65,16 +75,26 @@ public final class VersionsGivenUp: Sendable {
         guard read == length else { return [] }
         // A read that starts inside a line drops that line's end.
         if length < Int(status.size), let newline = data.firstIndex(of: 0x0A) { data = data.suffix(from: data.index(after: newline)) }
+        return Self.events(fromLines: data)
+    }
+
+    /// `events` as the record holds them: a JSON object a line.
+    public static func lines(_ events: [Event]) -> Data {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        return events.compactMap { try? encoder.encode($0) }.reduce(into: Data()) { $0 += $1 + Data([0x0A]) }
+    }
+
+    /// The events in `lines` (see `lines(_:)`); a line that is not one is passed by.
+    public static func events(fromLines lines: Data) -> [Event] {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
-        return data.split(separator: 0x0A).compactMap { try? decoder.decode(Event.self, from: Data($0)) }
+        return lines.split(separator: 0x0A).compactMap { try? decoder.decode(Event.self, from: Data($0)) }
     }
 
     private func trimToNewerHalf() {
         let all = events()
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        let data = all.suffix(from: all.count / 2).compactMap { try? encoder.encode($0) }.reduce(into: Data()) { $0 += $1 + Data([0x0A]) }
+        let data = Self.lines(Array(all.suffix(from: all.count / 2)))
         let temporary = FileIO.temporarySibling(of: path)
         guard let descriptor = try? FileIO.open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600) else { return }
         let written = (try? FileIO.writeAll(descriptor, data)) != nil

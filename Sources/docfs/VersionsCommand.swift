@@ -320,13 +320,18 @@ struct VersionsCommand: ParsableCommand {
         }
     }
 
-    /// What a full store gave up of this document's versions, where the store's record can be
-    /// read (by root: it is in the store's private area).
+    /// What a full store gave up of this document's versions: through the mount, what the document
+    /// tells its reader of their own (`user.docfs.versions-given-up`); where the store's record can
+    /// be read (by root: it is in the store's private area), all of it, also for a removed document.
     private static func givenUp(at place: DocumentPathArgument.Place) -> [VersionsGivenUp.Event] {
         let root: String?
         switch place {
         case .store(let storeRoot, _): root = storeRoot
-        case .mount(let mountPoint, _): root = MountTable.docfsStore(mountedAt: mountPoint).flatMap { $0.utf8.first == UInt8(ascii: "/") ? $0 : nil }
+        case .mount(let mountPoint, let document):
+            if let lines = try? Paths.extendedAttribute(mountPoint + "/" + document, name: "user.docfs.versions-given-up") {
+                return VersionsGivenUp.events(fromLines: Data(lines))
+            }
+            root = MountTable.docfsStore(mountedAt: mountPoint).flatMap { $0.utf8.first == UInt8(ascii: "/") ? $0 : nil }
         }
         guard let root else { return [] }
         return VersionsGivenUp(storeRoot: root).events().filter { FileSystemPath.same($0.document, place.target) }
