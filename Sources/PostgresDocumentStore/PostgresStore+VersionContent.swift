@@ -38,11 +38,12 @@ extension PostgresStore {
     }
 
     public func withVersionContent<T>(at location: String, _ body: () throws -> T) throws -> T {
-        versionsInUse.withLock { $0[location, default: 0] += 1 }
+        let key = PathKey(location)
+        versionsInUse.withLock { $0[key, default: 0] += 1 }
         defer {
             versionsInUse.withLock { inUse in
-                let left = (inUse[location] ?? 1) - 1
-                inUse[location] = left > 0 ? left : nil
+                let left = (inUse[key] ?? 1) - 1
+                inUse[key] = left > 0 ? left : nil
             }
         }
         try fetchPlaceholders(at: location)
@@ -106,7 +107,7 @@ extension PostgresStore {
         let locations = localVersions.withLock { $0.locations.sorted { $0.key < $1.key }.map(\.value.location) }
         var freed: Int64 = 0
         for location in locations where freed < bytes {
-            let inUse = versionsInUse.withLock { inUse in inUse.keys.contains { StorePath.isWithin($0, location) || StorePath.isWithin(location, $0) } }
+            let inUse = versionsInUse.withLock { inUse in inUse.keys.contains { StorePath.isWithin($0.path, location) || StorePath.isWithin(location, $0.path) } }
             if !inUse { freed += evictContent(at: location) }
         }
         if freed > 0 { logger.notice("the mirror's disk was full; \(freed) bytes of versions' content left it (the database keeps them)") }

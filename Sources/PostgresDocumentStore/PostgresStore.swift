@@ -60,8 +60,8 @@ public final class PostgresStore: DocumentStore {
     /// How long a mount waits for another mount of its mirror to let go of it.
     static let mirrorLockPatience: Duration = .seconds(10)
     /// Versions (or files of them) being fetched or read whole now, each with how many are at it:
-    /// eviction passes them by.
-    let versionsInUse = OrderedMutex<[String: Int]>(.leaf, [:])
+    /// eviction passes them by. Keyed by the location's bytes, as every path is.
+    let versionsInUse = OrderedMutex<[PathKey: Int]>(.leaf, [:])
     /// Where savers are recorded, off the save's path (see `recordSave`).
     let saveRecords = DispatchQueue(label: "docfs-save-records")
 
