@@ -38,7 +38,8 @@ final class VersionsView: Sendable {
     /// own folder, which lists its versions), or something stored in the archive.
     private enum Item {
         case folder(document: String)
-        case stored(location: String)
+        /// `version`: where the version it is in (or is) is stored, whose record says what it never gives.
+        case stored(location: String, version: String)
     }
 
     init(store: any DocumentStore, archive: VersionArchive, notifier: KernelNotifier) {
@@ -94,7 +95,7 @@ final class VersionsView: Sendable {
     }
 
     func readLink(_ inode: Inode) throws(FUSEError) -> String {
-        guard case .stored(let location) = try resolve(try inodes.path(of: inode)) else { throw .invalid }
+        guard case .stored(let location, _) = try resolve(try inodes.path(of: inode)) else { throw .invalid }
         return try storeCall { try Paths.symbolicLinkTarget(location) }
     }
 
@@ -102,7 +103,7 @@ final class VersionsView: Sendable {
 
     func open(_ inode: Inode, flags: Int32) throws(FUSEError) -> OpenReply {
         guard flags & O_ACCMODE == O_RDONLY, flags & O_TRUNC == 0 else { throw .readOnlyFileSystem }
-        guard case .stored(let location) = try resolve(try inodes.path(of: inode)) else { throw .isDirectory }
+        guard case .stored(let location, _) = try resolve(try inodes.path(of: inode)) else { throw .isDirectory }
         let descriptor = try storeCall { try store.openVersionContent(at: location) }
         guard (try? FileStatus.of(descriptor: descriptor.rawValue))?.kind == .regular else { throw .invalid }
         // A version never changes: the kernel may keep its pages.
@@ -132,7 +133,7 @@ final class VersionsView: Sendable {
                 for version in archive.versions(of: document, measuring: false) { add(version.name, version.status, folder: nil) }
             }
             for child in (known.children[Array(document.utf8)] ?? []).sorted() { add(child.path, nil, folder: document.isEmpty ? child.path : document + "/" + child.path) }
-        case .stored(let location):
+        case .stored(let location, _):
             for entry in (try? FileIO.directoryEntries(location))?.sorted(by: { PathKey($0) < PathKey($1) }) ?? [] {
                 add(entry, try? FileStatus.of(path: location + "/" + entry), folder: nil)
             }
@@ -174,8 +175,9 @@ final class VersionsView: Sendable {
     func extendedAttribute(of inode: Inode, name: String) throws(FUSEError) -> [UInt8] {
         if name == Self.accessACL {
             switch try resolve(try inodes.path(of: inode)) {
-            case .stored(let location):
-                return try storeCall { try Paths.extendedAttribute(location, name: name) }
+            case .stored(let location, let version):
+                let acl = try storeCall { try Paths.extendedAttribute(location, name: name) }
+                return Self.acl(acl, without: archive.unreachableBits(at: version))
             case .folder(let document):
                 return try documentACLAsFolder(document)
             }
@@ -204,13 +206,38 @@ final class VersionsView: Sendable {
         return folder
     }
 
+    /// A version's ACL (`posix_acl_xattr`: a 4-byte version, then entries of a 2-byte tag, a 2-byte
+    /// permission, a 4-byte id, little-endian) with what its folders kept from others and from its
+    /// group when it was saved taken away, as its mode's bits are: `other`'s entry for the one, the
+    /// mask (the whole group class: named users and groups too) for the other, or the owning
+    /// group's entry where there is no mask.
+    private static func acl(_ acl: [UInt8], without unreachable: mode_t) -> [UInt8] {
+        guard unreachable != 0, acl.count >= 4, (acl.count - 4) % 8 == 0 else { return acl }
+        let entries = stride(from: 4, to: acl.count, by: 8)
+        let hasMask = entries.contains { acl[$0] == aclMask }
+        var narrowed = acl
+        for entry in entries {
+            let closed = acl[entry] == aclOther ? unreachable & 0o007 != 0
+                : acl[entry] == (hasMask ? aclMask : aclGroupObject) ? unreachable & 0o070 != 0 : false
+            if closed {
+                narrowed[entry + 2] = 0
+                narrowed[entry + 3] = 0
+            }
+        }
+        return narrowed
+    }
+
+    private static let aclGroupObject: UInt8 = 0x04
+    private static let aclMask: UInt8 = 0x10
+    private static let aclOther: UInt8 = 0x20
+
     /// None listed: DocFS's attributes are answered by name only, so `cp --preserve=xattr` and
     /// `rsync -X` of a version back into the mount do not try to set one.
     func extendedAttributeNames(of inode: Inode) throws(FUSEError) -> [UInt8] { [] }
 
     private func savedBy(_ inode: Inode) throws(FUSEError) -> uid_t? {
         let path = try inodes.path(of: inode)
-        guard case .stored(let location) = try resolve(path), let (document, _) = StorePath.split(path),
+        guard case .stored(let location, _) = try resolve(path), let (document, _) = StorePath.split(path),
               case .folder = try resolve(document)
         else { return nil }
         return archive.savedBy(at: location)
@@ -250,17 +277,17 @@ final class VersionsView: Sendable {
                 if known.documents.contains(Array(document.utf8)), VersionName.savedTime(of: component) != nil {
                     let location = archive.folder(for: document) + "/" + component
                     if (try? FileStatus.of(path: location)) != nil {
-                        item = .stored(location: location)
+                        item = .stored(location: location, version: location)
                         continue
                     }
                 }
                 guard known.children[Array(document.utf8)]?.contains(PathKey(component)) == true else { throw .noEntry }
                 item = .folder(document: child)
-            case .stored(let location):
-                item = .stored(location: location + "/" + component)
+            case .stored(let location, let version):
+                item = .stored(location: location + "/" + component, version: version)
             }
         }
-        if case .stored(let location) = item, (try? FileStatus.of(path: location)) == nil { throw .noEntry }
+        if case .stored(let location, _) = item, (try? FileStatus.of(path: location)) == nil { throw .noEntry }
         return item
     }
 
@@ -310,12 +337,13 @@ final class VersionsView: Sendable {
             result.st_atim = status.accessTime
             result.st_mtim = status.modificationTime
             result.st_ctim = status.changeTime
-        case .stored(let location):
+        case .stored(let location, let version):
             let status = try storeCall { try FileStatus.of(path: location) }
             result.st_ino = ino_t(Self.numberBase | status.inode)
             // The saved mode, write bits included, as a read-only mount shows its files: writes fail
             // with EROFS all the same, and `cp` of a version makes a copy with the document's mode.
-            result.st_mode = status.mode & ~(S_ISUID | S_ISGID)
+            // Less what its folders kept from others and its group when it was saved.
+            result.st_mode = status.mode & ~(S_ISUID | S_ISGID) & ~archive.unreachableBits(at: version)
             result.st_nlink = nlink_t(status.linkCount)
             result.st_uid = status.userID
             result.st_gid = status.groupID

@@ -234,7 +234,26 @@ extension DirectoryStore {
     /// `recordSave` with the save's time given (a restore keeping a time, a test's clock).
     public func recordSave(of path: String, by user: uid_t, at time: timespec) {
         guard keepsVersions else { return }
-        SaveRecord(time: time, userID: user).write(at: absolute(path))
+        SaveRecord(time: time, userID: user, unreachable: unreachableBits(of: path)).write(at: absolute(path))
+    }
+
+    /// The permission bits of the document at `path` that its folders keep from others and from its
+    /// group now (`SaveRecord.unreachable`): those of a folder on the way that they cannot search.
+    /// A folder's group is the document's group only where the two are the same; otherwise the
+    /// group is judged as others are (a member of both is not told apart), and so are the users and
+    /// groups a document's ACL names.
+    func unreachableBits(of path: String) -> mode_t {
+        // Plain stats: the item numbers `status(of:)` reads are not wanted here.
+        guard let document = try? FileStatus.of(path: absolute(path)), document.permissions & 0o044 != 0 else { return 0 }
+        var bits: mode_t = 0
+        var folder = path
+        repeat {
+            folder = StorePath.split(folder)?.parent ?? ""
+            guard let status = try? FileStatus.of(path: absolute(folder)) else { return bits }
+            if status.permissions & 0o001 == 0 { bits |= 0o007 }
+            if status.permissions & (status.groupID == document.groupID ? 0o010 : 0o001) == 0 { bits |= 0o070 }
+        } while !folder.isEmpty && bits != 0o077
+        return bits
     }
 
     /// Drops what `retention` does not keep at `now`. Returns how many versions went and the space

@@ -8,19 +8,27 @@ import SystemSupport
 /// replaces it, and no other file has to be written or kept in step.
 ///
 /// Layout: the time in nanoseconds since the epoch (UInt64), then the saver's uid (UInt32), both
-/// little-endian. An item without one (made beside DocFS, or before versions) is dated by its
-/// modification time and has no known saver.
+/// little-endian, then one byte of `unreachable` (bit 0 the group's, bit 1 others'; a record an
+/// earlier DocFS wrote ends before it). An item without one (made beside DocFS, or before
+/// versions) is dated by its modification time and has no known saver.
 public struct SaveRecord: Sendable, Equatable {
     public var time: timespec
     public var userID: uid_t?
+    /// The permission bits of the document that its folders kept from others (0o007) and from its
+    /// group (0o070) when it was saved: a folder on the way they could not search. A version never
+    /// gives them (`VersionsView`), so opening a private folder later opens none of the versions
+    /// saved while it was closed — a version is never easier to reach than its document was.
+    public var unreachable: mode_t = 0
 
-    public init(time: timespec, userID: uid_t?) {
+    public init(time: timespec, userID: uid_t?, unreachable: mode_t = 0) {
         self.time = time
         self.userID = userID
+        self.unreachable = unreachable & 0o077
     }
 
     public static func == (first: SaveRecord, second: SaveRecord) -> Bool {
         first.time.tv_sec == second.time.tv_sec && first.time.tv_nsec == second.time.tv_nsec && first.userID == second.userID
+            && first.unreachable == second.unreachable
     }
 
     /// The attribute's name for this daemon: the namespace only root can read and set where it runs as root.
@@ -36,12 +44,14 @@ public struct SaveRecord: Sendable, Equatable {
         let nanoseconds = UInt64(max(0, time.tv_sec)) &* 1_000_000_000 &+ UInt64(max(0, time.tv_nsec))
         var result = withUnsafeBytes(of: nanoseconds.littleEndian, Array.init)
         result += withUnsafeBytes(of: (userID ?? UInt32.max).littleEndian, Array.init)
+        result.append((unreachable & 0o070 != 0 ? 1 : 0) | (unreachable & 0o007 != 0 ? 2 : 0))
         return result
     }
 
     /// Decodes the attribute's value; nil for anything that is not exactly a record.
     init?(bytes: [UInt8]) {
-        guard bytes.count == 12 else { return nil }
+        guard bytes.count == 12 || (bytes.count == 13 && bytes[12] & ~3 == 0) else { return nil }
+        if bytes.count == 13 { unreachable = (bytes[12] & 1 != 0 ? 0o070 : 0) | (bytes[12] & 2 != 0 ? 0o007 : 0) }
         var nanoseconds: UInt64 = 0
         var user: UInt32 = 0
         for index in (0..<8).reversed() { nanoseconds = nanoseconds << 8 | UInt64(bytes[index]) }

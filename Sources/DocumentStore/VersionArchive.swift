@@ -562,6 +562,9 @@ public final class VersionArchive: Sendable {
     /// Who saved the version at `location` (one of `versions(of:)`'s), where DocFS saw it saved.
     public func savedBy(at location: String) -> uid_t? { SaveRecord.read(at: location)?.userID }
 
+    /// The permission bits the version at `location` never gives (`SaveRecord.unreachable`).
+    public func unreachableBits(at location: String) -> mode_t { SaveRecord.read(at: location)?.unreachable ?? 0 }
+
     /// Each document's folder in the archive, with the document's path.
     private func documentFolders() -> [(document: String, folder: String)] {
         var result: [(String, String)] = []
