@@ -242,7 +242,7 @@ extension DirectoryStore {
     /// A folder's group is the document's group only where the two are the same; otherwise the
     /// group is judged as others are (a member of both is not told apart), and so are the users and
     /// groups a document's ACL names.
-    func unreachableBits(of path: String) -> mode_t {
+    public func unreachableBits(of path: String) -> mode_t {
         // Plain stats: the item numbers `status(of:)` reads are not wanted here.
         guard let document = try? FileStatus.of(path: absolute(path)), document.permissions & 0o044 != 0 else { return 0 }
         var bits: mode_t = 0

@@ -31,7 +31,7 @@ extension PostgresStore {
     /// `StoreQueries`).
     public func recordSave(of path: String, by user: uid_t) {
         guard keepsVersions, !Self.isPrivate(path), let item = state.withLock({ $0[path] }) else { return }
-        let record = SaveRecord.now(by: user)
+        let record = SaveRecord(time: SaveRecord.now(by: user).time, userID: user, unreachable: mirror.unreachableBits(of: path))
         saveRecords.async { [self] in
             do {
                 try pool.withConnection { try queries.recordSave($0, of: item.id, contentVersion: item.contentVersion, record) }

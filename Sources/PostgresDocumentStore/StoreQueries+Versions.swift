@@ -87,17 +87,17 @@ extension StoreQueries {
             SELECT i.id, CASE WHEN t.path = ''::bytea THEN i.name ELSE t.path || '/'::bytea || i.name END, t.depth + 1
             FROM docfs_items i JOIN tree t ON i.parent = t.id WHERE t.depth < \(versionDepthLimit)
         ), kept AS (
-            INSERT INTO docfs_document_versions (store, document, saved_ns, saved_by, kept_ns)
-            SELECT $2, $3, coalesce(saved_ns, mtime_ns), saved_by, $4 FROM docfs_items
+            INSERT INTO docfs_document_versions (store, document, saved_ns, saved_by, kept_ns, unreachable)
+            SELECT $2, $3, coalesce(saved_ns, mtime_ns), saved_by, $4, saved_unreachable FROM docfs_items
             WHERE id = $1 AND (mode & 61440 = 16384 OR (mode & 61440 = 32768 AND size > 0))
-            RETURNING id, saved_ns, saved_by
+            RETURNING id, saved_ns, saved_by, unreachable
         ), members AS (
             INSERT INTO docfs_version_items (version, path, mode, uid, gid, mtime_ns, size, chunks, target)
             SELECT DISTINCT ON (t.path) kept.id, t.path, i.mode, i.uid, i.gid, i.mtime_ns, i.size, i.chunks, i.target
             FROM kept, tree t JOIN docfs_items i ON i.id = t.id
         )
-        SELECT kept.id, kept.saved_ns, kept.saved_by, max(i.content_version), count(*)
-        FROM kept, tree t JOIN docfs_items i ON i.id = t.id GROUP BY kept.id, kept.saved_ns, kept.saved_by
+        SELECT kept.id, kept.saved_ns, kept.saved_by, max(i.content_version), count(*), kept.unreachable
+        FROM kept, tree t JOIN docfs_items i ON i.id = t.id GROUP BY kept.id, kept.saved_ns, kept.saved_by, kept.unreachable
         """
 
     private func insertVersionParameters(_ id: Int64, _ document: String, _ now: Int64) -> [PostgresValue] {
@@ -106,7 +106,9 @@ extension StoreQueries {
 
     private static func insertedVersion(_ rows: borrowing PostgresRows, document: String) -> StoredVersion? {
         guard rows.count == 1, let version = rows.integer(0, 0) else { return nil }
-        let saved = SaveRecord(time: StoredItem.timespec(rows.integer(0, 1) ?? 0), userID: rows.integer(0, 2).flatMap(uid_t.init(exactly:)))
+        let saved = SaveRecord(
+            time: StoredItem.timespec(rows.integer(0, 1) ?? 0), userID: rows.integer(0, 2).flatMap(uid_t.init(exactly:)),
+            unreachable: Self.unreachable(rows.integer(0, 5)))
         let content = ContentFingerprint(newest: rows.integer(0, 3) ?? 0, items: Int(clamping: rows.integer(0, 4) ?? 0))
         return StoredVersion(id: version, document: FileSystemPath.bytes(of: document), saved: saved, content: content)
     }
@@ -284,12 +286,14 @@ extension StoreQueries {
 
     /// Every version of the store.
     func versions(_ db: PostgresConnection) throws -> [StoredVersion] {
-        let rows = try db.execute("SELECT id, document, saved_ns, saved_by FROM docfs_document_versions WHERE store = $1 AND id > 0", [.integer(storeID)])
+        let rows = try db.execute(
+            "SELECT id, document, saved_ns, saved_by, unreachable FROM docfs_document_versions WHERE store = $1 AND id > 0", [.integer(storeID)])
         return (0..<rows.count).compactMap { row in
             // Ids are bigserial's, from 1; another (written by hand) is not a version's.
             guard let id = rows.integer(row, 0), id > 0 else { return nil }
             let saved = SaveRecord(
-                time: StoredItem.timespec(rows.integer(row, 2) ?? 0), userID: rows.integer(row, 3).flatMap(uid_t.init(exactly:)))
+                time: StoredItem.timespec(rows.integer(row, 2) ?? 0), userID: rows.integer(row, 3).flatMap(uid_t.init(exactly:)),
+                unreachable: Self.unreachable(rows.integer(row, 4)))
             return StoredVersion(id: id, document: rows.bytes(row, 1), saved: saved)
         }
     }
@@ -320,9 +324,15 @@ extension StoreQueries {
     /// the item has moved on to another content version since.
     func recordSave(_ db: PostgresConnection, of id: Int64, contentVersion: Int64, _ record: SaveRecord) throws {
         try db.execute(
-            "UPDATE docfs_items SET saved_ns = $3, saved_by = $4 WHERE id = $1 AND content_version = $2",
-            [.integer(id), .integer(contentVersion), .integer(StoredItem.nanoseconds(record.time)), record.userID.map { .integer(Int64($0)) } ?? .null], prepared: true)
+            "UPDATE docfs_items SET saved_ns = $3, saved_by = $4, saved_unreachable = $5 WHERE id = $1 AND content_version = $2",
+            [
+                .integer(id), .integer(contentVersion), .integer(StoredItem.nanoseconds(record.time)), record.userID.map { .integer(Int64($0)) } ?? .null,
+                .integer(Int64(record.unreachable)),
+            ], prepared: true)
     }
+
+    /// A row's `unreachable` bits (anyone's to write: only the two classes' bits count); 0 for NULL.
+    private static func unreachable(_ value: Int64?) -> mode_t { mode_t(truncatingIfNeeded: value ?? 0) & 0o077 }
 }
 
 /// See `StoreQueries.versionSummary`.

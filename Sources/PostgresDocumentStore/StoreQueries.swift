@@ -125,7 +125,7 @@ struct StoreQueries: Sendable {
     /// Sets an item's attributes (mode, owner, times) from `status`; a new version, and with
     /// `newContent` a new content version too. Returns the version, nil when the row is gone.
     func updateAttributes(_ db: PostgresConnection, id: Int64, status: FileStatus, newContent: Bool = false) throws -> Int64? {
-        let content = newContent ? ", content_version = currval('docfs_versions'), saved_ns = NULL, saved_by = NULL" : ""
+        let content = newContent ? ", content_version = currval('docfs_versions'), saved_ns = NULL, saved_by = NULL, saved_unreachable = NULL" : ""
         let rows = try db.execute(
             """
             UPDATE docfs_items SET mode = $2, uid = $3, gid = $4, atime_ns = $5, mtime_ns = $6, version = nextval('docfs_versions')\(content)
@@ -145,7 +145,7 @@ struct StoreQueries: Sendable {
         if let version {
             db.executeLater(
                 """
-                UPDATE docfs_items SET size = $2, chunks = $3, atime_ns = $4, mtime_ns = $5, saved_ns = NULL, saved_by = NULL,
+                UPDATE docfs_items SET size = $2, chunks = $3, atime_ns = $4, mtime_ns = $5, saved_ns = NULL, saved_by = NULL, saved_unreachable = NULL,
                     version = $6, content_version = $6
                 WHERE id = $1
                 """,
@@ -157,7 +157,7 @@ struct StoreQueries: Sendable {
         }
         let rows = try db.execute(
             """
-            UPDATE docfs_items SET size = $2, chunks = $3, atime_ns = $4, mtime_ns = $5, saved_ns = NULL, saved_by = NULL,
+            UPDATE docfs_items SET size = $2, chunks = $3, atime_ns = $4, mtime_ns = $5, saved_ns = NULL, saved_by = NULL, saved_unreachable = NULL,
                 version = nextval('docfs_versions'), content_version = currval('docfs_versions')
             WHERE id = $1 RETURNING version
             """,
@@ -180,7 +180,7 @@ struct StoreQueries: Sendable {
         db.executeLater(
             Self.exactlyOneRow(
                 """
-                UPDATE docfs_items SET size = $2, chunks = $3, atime_ns = $4, mtime_ns = $5, saved_ns = NULL, saved_by = NULL,
+                UPDATE docfs_items SET size = $2, chunks = $3, atime_ns = $4, mtime_ns = $5, saved_ns = NULL, saved_by = NULL, saved_unreachable = NULL,
                     version = nextval('docfs_versions'), content_version = currval('docfs_versions')
                 WHERE id = $1 AND content_version = $6 AND parent = $7 AND name = $8
                 RETURNING version

@@ -127,6 +127,10 @@ enum StoreSchema {
         // an owner's undo: the schema's version says so, and such a DocFS no longer mounts the
         // store. Nothing in the tables changes.
         "SELECT 1;",
+        // What a document's folders kept from its group and from others when it was saved
+        // (`SaveRecord.unreachable`, as the bits 0o070 and 0o007), with the saver; copied into
+        // each version, which never gives those bits. NULL: not known (a DocFS before this).
+        "ALTER TABLE docfs_items ADD COLUMN saved_unreachable smallint; ALTER TABLE docfs_document_versions ADD COLUMN unreachable smallint;",
     ]
 
     /// Brings the database to the latest schema. Refuses a database a newer DocFS migrated.

@@ -208,6 +208,23 @@ final class PostgresVersionTests {
         #expect(try third.shell(as: "nobody", "cat .versions/.docfs/removed-65534/shared/mine/a.md/*").output == "one\ntwo\n")
     }
 
+    /// What a document's folders kept out when it was saved is the database's too: another mount,
+    /// which fetched the versions, keeps them as closed as the saving mount does once the private
+    /// folder is opened (fails on 9a1d2bd: nobody read both through either mount).
+    @Test func aVersionSavedInAPrivateFolderStaysClosedInEveryMount() throws {
+        let first = try MountedStore(postgres: location, arguments: ["-o", "allow_other"])
+        let second = try MountedStore(postgres: location, arguments: ["-o", "allow_other"])
+        defer { first.unmount(); second.unmount() }
+        chmod(first.mountPoint, 0o755)
+        #expect(try first.shell("mkdir -m 700 private && chown daemon private").succeeded)
+        #expect(try first.shell(as: "daemon", "umask 022 && echo secret > private/plan.md && echo edited > private/plan.md && chmod 755 private && echo shared > private/plan.md").succeeded)
+        #expect(MountedStore.waitUntil { contents(second, "private/plan.md") == ["secret\n", "edited\n"] }, "\(contents(second, "private/plan.md"))")
+        for mount in [first, second] {
+            let read = try mount.shell(as: "nobody", "cat private/plan.md; for v in .versions/private/plan.md/*; do cat \"$v\" 2>/dev/null || echo refused; done")
+            #expect(read.output == "shared\nrefused\nrefused\n", "\(mount.mountPoint): \(read.output)\(read.error)")
+        }
+    }
+
     /// A folder removed through a mount that keeps no versions of its own is recorded all the
     /// same, in each owner's removal area the database holds versions below it in: the mount
     /// asks the database which areas those are.

@@ -356,8 +356,7 @@ import Testing
     /// what is in it now (the document, and versions saved since, are theirs to read). Before,
     /// opening the folder opened every earlier version of its documents too — the secrets edited
     /// out before sharing among them. Its ACL's named entries are closed with its group's bits.
-    @Test(.disabled(if: MountedStore.backendIsPostgres, "a PostgreSQL store does not record yet who could reach a save"))
-    func aVersionSavedInAPrivateFolderStaysClosedWhenTheFolderIsOpened() throws {
+    @Test func aVersionSavedInAPrivateFolderStaysClosedWhenTheFolderIsOpened() throws {
         let mount = try MountedStore(texts: [:], arguments: ["-o", "allow_other"])
         defer { mount.unmount() }
         chmod(mount.mountPoint, 0o755)
