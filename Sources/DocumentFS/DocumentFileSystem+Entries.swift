@@ -323,7 +323,9 @@ extension DocumentFileSystem {
             // reachable as it was: its status and its folder's, as they are, say who may read it
             // (see `VersionsView`). A raw file's removal stats nothing more.
             let removed = !isDocument ? nil : (try? store.status(of: path)).flatMap { document in
-                (try? store.status(of: StorePath.split(path)?.parent ?? "")).map { RemovedDocument(status: document, folder: $0) }
+                (try? store.status(of: StorePath.split(path)?.parent ?? "")).map {
+                    RemovedDocument(status: document, folder: $0, unreachable: store.unreachableBits(of: path))
+                }
             }
             let replaced: [CommitPipeline.Replaced] = isDocument
                 ? [.init(path: path, removed: removed.map { (VersionArchive.removedPath(of: path, owner: $0.status.userID), $0) })] : []
@@ -351,7 +353,8 @@ extension DocumentFileSystem {
             // A package's history goes among the removed documents'; a folder they were in shows
             // there as it was (see `VersionsView`).
             let package = classifier.claim(forPath: path, isDirectory: true) != nil
-            let retiring = package ? removed.flatMap { status in folder.map { RemovedDocument(status: status, folder: $0) } } : nil
+            let retiring = package
+                ? removed.flatMap { status in folder.map { RemovedDocument(status: status, folder: $0, unreachable: store.unreachableBits(of: path)) } } : nil
             try storeCall { try store.remove(path, directory: true, retiring: retiring, publishing: detach) }
             if let removed { store.recordRemovedFolder(path, status: removed) }
             packages.forget(path)

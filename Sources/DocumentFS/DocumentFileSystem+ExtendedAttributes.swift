@@ -23,7 +23,7 @@ extension DocumentFileSystem {
     /// JSON object a line), for `docfs versions` run by a user: the store's record is root's. The
     /// kernel lets only those who may read the document ask; each is told of what was their own
     /// (root of all), so the next owner of a name learns nothing of the last one's.
-    static let versionsGivenUpAttribute = "user.docfs.versions-given-up"
+    static let versionsGivenUpAttribute = VersionsGivenUp.attributeName
 
     func extendedAttribute(inode: Inode, name: String, context: RequestContext) throws(FUSEError) -> [UInt8] {
         guard let path = nodes.path(of: inode) else {
@@ -46,10 +46,11 @@ extension DocumentFileSystem {
             guard !told.isEmpty else { throw .noAttribute }
             // The newest that fit in an attribute's 64 KiB.
             var lines = VersionsGivenUp.lines(told)
-            while lines.count > 65_536 {
-                told.removeFirst(max(1, told.count / 2))
+            while lines.count > 65_536, told.count > 1 {
+                told.removeFirst(told.count / 2)
                 lines = VersionsGivenUp.lines(told)
             }
+            guard lines.count <= 65_536 else { throw .noAttribute }
             return Array(lines)
         default:
             // DocFS's own bookkeeping in the store (the package marker, the item's number) is not the user's.

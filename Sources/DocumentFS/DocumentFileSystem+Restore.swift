@@ -35,12 +35,15 @@ extension DocumentFileSystem {
                 }.first
                 : nil
             guard let version = own ?? removal?.1, version.isPackage else { throw .noEntry }
-            guard mayRead(version.status, context) else { throw .accessDenied }
+            // Judged as the view shows it: without what its folders kept out when it was saved.
+            var shown = version.status
+            shown.mode &= ~archive.unreachableBits(at: version.location)
+            guard mayRead(shown, context) else { throw .accessDenied }
             // A removed one without its record (a failure between the move and the record) is
             // root's alone, as the view shows it.
             if own == nil, context.userID != 0 {
                 guard let removed = removal?.0, let readers = archive.readersOfRemovedDocument(removed) else { throw .accessDenied }
-                var gate = version.status
+                var gate = shown
                 gate.userID = readers.userID
                 gate.groupID = readers.groupID
                 gate.mode = gate.mode & ~0o7777 | readers.permissions

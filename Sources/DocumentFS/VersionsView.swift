@@ -194,42 +194,52 @@ final class VersionsView: Sendable {
     /// document without an ACL, or one removed through the mount (then its record decides).
     private func documentACLAsFolder(_ document: String) throws(FUSEError) -> [UInt8] {
         guard archive.index.documents.contains(Array(document.utf8)), archive.readersOfRemovedDocument(document) == nil,
-              let acl = try? store.extendedAttribute(document, name: Self.accessACL), acl.count >= 4, (acl.count - 4) % 8 == 0
+              let acl = try? store.extendedAttribute(document, name: Self.accessACL), let entries = Self.aclEntries(acl)
         else { throw .noAttribute }
-        // posix_acl_xattr: a 4-byte version, then entries of a 2-byte tag, a 2-byte permission
-        // (little-endian) and a 4-byte id.
         var folder = acl
-        for entry in stride(from: 4, to: acl.count, by: 8) {
-            folder[entry + 2] = acl[entry + 2] & 0o4 != 0 ? 0o7 : 0
-            folder[entry + 3] = 0
+        for entry in entries {
+            folder[entry.offset + 2] = acl[entry.offset + 2] & 0o4 != 0 ? 0o7 : 0
+            folder[entry.offset + 3] = 0
         }
         return folder
     }
 
-    /// A version's ACL (`posix_acl_xattr`: a 4-byte version, then entries of a 2-byte tag, a 2-byte
-    /// permission, a 4-byte id, little-endian) with what its folders kept from others and from its
-    /// group when it was saved taken away, as its mode's bits are: `other`'s entry for the one, the
-    /// mask (the whole group class: named users and groups too) for the other, or the owning
-    /// group's entry where there is no mask.
+    /// The entries of a `posix_acl_xattr` value — a 4-byte header (version 2), then entries of a
+    /// 2-byte tag, a 2-byte permission and a 4-byte id, little-endian — by offset and tag; nil for
+    /// anything else (a stored attribute is anyone's bytes).
+    private static func aclEntries(_ acl: [UInt8]) -> [(offset: Int, tag: UInt16)]? {
+        guard acl.count >= 4, (acl.count - 4) % 8 == 0, acl[0] == 2, acl[1] == 0, acl[2] == 0, acl[3] == 0 else { return nil }
+        return stride(from: 4, to: acl.count, by: 8).map { ($0, UInt16(acl[$0]) | UInt16(acl[$0 + 1]) << 8) }
+    }
+
+    /// A version's ACL with what its folders kept from others and from its group when it was
+    /// saved taken away, as its mode's bits are. Kept from others: the other entry, and the users
+    /// and groups the ACL names (whether they could search the folders is not known). Kept from
+    /// the group: the mask, which bounds the whole group class, or the owning group's entry where
+    /// there is no mask.
     private static func acl(_ acl: [UInt8], without unreachable: mode_t) -> [UInt8] {
-        guard unreachable != 0, acl.count >= 4, (acl.count - 4) % 8 == 0 else { return acl }
-        let entries = stride(from: 4, to: acl.count, by: 8)
-        let hasMask = entries.contains { acl[$0] == aclMask }
+        guard unreachable != 0, let entries = aclEntries(acl) else { return acl }
+        let hasMask = entries.contains { $0.tag == aclMask }
         var narrowed = acl
         for entry in entries {
-            let closed = acl[entry] == aclOther ? unreachable & 0o007 != 0
-                : acl[entry] == (hasMask ? aclMask : aclGroupObject) ? unreachable & 0o070 != 0 : false
+            let closed = switch entry.tag {
+            case aclOther, aclUser, aclGroup: unreachable & 0o007 != 0 || (entry.tag != aclOther && unreachable & 0o070 != 0)
+            case hasMask ? aclMask : aclGroupObject: unreachable & 0o070 != 0
+            default: false
+            }
             if closed {
-                narrowed[entry + 2] = 0
-                narrowed[entry + 3] = 0
+                narrowed[entry.offset + 2] = 0
+                narrowed[entry.offset + 3] = 0
             }
         }
         return narrowed
     }
 
-    private static let aclGroupObject: UInt8 = 0x04
-    private static let aclMask: UInt8 = 0x10
-    private static let aclOther: UInt8 = 0x20
+    private static let aclUser: UInt16 = 0x02
+    private static let aclGroupObject: UInt16 = 0x04
+    private static let aclGroup: UInt16 = 0x08
+    private static let aclMask: UInt16 = 0x10
+    private static let aclOther: UInt16 = 0x20
 
     /// None listed: DocFS's attributes are answered by name only, so `cp --preserve=xattr` and
     /// `rsync -X` of a version back into the mount do not try to set one.

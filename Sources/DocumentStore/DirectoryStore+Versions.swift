@@ -13,7 +13,7 @@ extension DirectoryStore {
         // and the version must never be readable by them, not even until the removal records it
         // (or if the removal then fails: the version stays there, under the narrowed record).
         let kept = try keepVersion(of: path, copying: false, as: nil, joining: removed) {
-            versions?.recordRemovedDocument(removed, status: document.status, heldBy: document.folder)
+            versions?.recordRemovedDocument(removed, as: document)
         }
         if kept != nil { removalsKeptAhead.withLock { _ = $0.insert(PathKey(path)) } }
     }
@@ -31,7 +31,7 @@ extension DirectoryStore {
         let keptAhead = removalsKeptAhead.withLock { $0.remove(PathKey(path)) != nil }
         let hadHistory = keptAhead || versions?.index.documents.contains(Array(path.utf8)) == true
         moveVersions(from: path, to: removed, exchanging: false)
-        if hadHistory { versions?.recordRemovedDocument(removed, status: retiring.status, heldBy: retiring.folder) }
+        if hadHistory { versions?.recordRemovedDocument(removed, as: retiring) }
     }
 
     /// `keepVersion(of:copying:)` under the save time and saver `record` (those of the item's own
@@ -53,7 +53,14 @@ extension DirectoryStore {
         }
         beforeKeeping()
         let given = record
-        let record = given ?? SaveRecord.read(at: full) ?? SaveRecord(time: status.modificationTime, userID: nil)
+        var record = given ?? SaveRecord.read(at: full) ?? SaveRecord(time: status.modificationTime, userID: nil)
+        // Saved where DocFS did not see who could reach it (beside the mount, by an earlier DocFS,
+        // or its record lost): judged by its folders as they are now, the last it was the document.
+        let foundReach = !record.knowsReach
+        if foundReach {
+            record.unreachable = unreachableBits(of: path)
+            record.knowsReach = true
+        }
         // A file with other names in the store (a hard link, raw and written in place) would change
         // its version through them: such a file, or one that stays in use, is copied. One that is
         // going is linked: no byte copied, and the version keeps the mode and owner it had.
@@ -86,9 +93,12 @@ extension DirectoryStore {
             try copyFile(full, status: status, to: target)
         }
         guard let kept else { return nil }
-        StoreMetrics.versionBytes.increment(by: Double(status.kind == .regular ? status.blocks * 512 : 0))
         // Given, it is the version's own (the file's, if any, is another's): `savedBy` reads it there.
-        given?.write(at: kept)
+        // A version whose record cannot say what it keeps closed (a full disk) is not kept open.
+        if given != nil || foundReach, !record.write(at: kept), record.unreachable != 0 {
+            try dropUnrecorded(kept, of: history ?? path)
+        }
+        StoreMetrics.versionBytes.increment(by: Double(status.kind == .regular ? status.blocks * 512 : 0))
         versions.added(history ?? path)
         return kept
     }
@@ -100,11 +110,22 @@ extension DirectoryStore {
         guard keepsVersions, let versions else { return }
         let status = try file.status()
         guard status.kind == .regular, status.size > 0, NumberAttribute.read(from: file.rawValue, name: ArchivedLinks.attributeName) == nil else { return }
-        let record = SaveRecord.read(from: file) ?? SaveRecord(time: status.modificationTime, userID: nil)
+        var record = SaveRecord.read(from: file) ?? SaveRecord(time: status.modificationTime, userID: nil)
+        if !record.knowsReach { record = SaveRecord(time: record.time, userID: record.userID, unreachable: unreachableBits(of: path)) }
         let kept = try versions.addVersion(of: path, record: record, inode: status.inode) { target in
             try copyFile(from: file, status: status, to: target)
         }
-        if kept != nil { versions.added(path) }
+        guard let kept else { return }
+        if !record.write(at: kept), record.unreachable != 0 { try dropUnrecorded(kept, of: path) }
+        versions.added(path)
+    }
+
+    /// Takes back the version just kept at `kept` whose record, which says whom it is kept closed
+    /// to, could not be written (a full disk): it would be open to them. Throws what the change's
+    /// caller reports as a version not kept.
+    private func dropUnrecorded(_ kept: String, of document: String) throws -> Never {
+        if let versions, let version = versions.version(of: document, named: StorePath.lastComponent(kept)) { try? versions.remove(version) }
+        throw SystemCallError(errno: ENOSPC, operation: "record who may read a version", path: kept)
     }
 
     /// The most files a package's version links whole. A save in a package of more keeps the member
@@ -243,13 +264,16 @@ extension DirectoryStore {
     /// group is judged as others are (a member of both is not told apart), and so are the users and
     /// groups a document's ACL names.
     public func unreachableBits(of path: String) -> mode_t {
-        // Plain stats: the item numbers `status(of:)` reads are not wanted here.
-        guard let document = try? FileStatus.of(path: absolute(path)), document.permissions & 0o044 != 0 else { return 0 }
+        // Plain stats: the item numbers `status(of:)` reads are not wanted here. Every document
+        // counts, a private one too: a chmod may open it before its next save, and the version that
+        // save keeps has the mode of then.
+        guard let document = try? FileStatus.of(path: absolute(path)) else { return 0o077 }
         var bits: mode_t = 0
         var folder = path
         repeat {
             folder = StorePath.split(folder)?.parent ?? ""
-            guard let status = try? FileStatus.of(path: absolute(folder)) else { return bits }
+            // A folder that cannot be looked at (gone meanwhile) lets nobody in.
+            guard let status = try? FileStatus.of(path: absolute(folder)) else { return 0o077 }
             if status.permissions & 0o001 == 0 { bits |= 0o007 }
             if status.permissions & (status.groupID == document.groupID ? 0o010 : 0o001) == 0 { bits |= 0o070 }
         } while !folder.isEmpty && bits != 0o077
@@ -324,7 +348,8 @@ extension DirectoryStore {
     /// Called before the change that could not keep the version: the document is still there to
     /// say whose it was.
     public func versionNotKept(of path: String) {
-        let owner = (try? status(of: path))?.userID
+        // A plain stat: the item numbers `status(of:)` keeps may need room the store has not got.
+        let owner = (try? FileStatus.of(path: absolute(path)))?.userID
         versionsGivenUp?.record([.init(kind: .notKept, document: path, time: Date(), bytes: 0, owner: owner)])
     }
 

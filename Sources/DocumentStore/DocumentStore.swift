@@ -173,6 +173,9 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// Marks the item now at `path` as saved by `user` now, which names and attributes the version
     /// it becomes once a later save replaces it.
     func recordSave(of path: String, by user: uid_t)
+    /// The permission bits of the document at `path` its folders keep from its group and from
+    /// others now (`SaveRecord.unreachable`).
+    func unreachableBits(of path: String) -> mode_t
     /// Makes the next version of the package at `path` ahead, off the next save's path (a store
     /// that keeps packages' versions as folders of links); nothing for a file.
     func prepareVersion(of path: String)
@@ -210,10 +213,14 @@ public struct RemovedDocument: Sendable {
     public var status: FileStatus
     /// The folder it was in.
     public var folder: FileStatus
+    /// What the folders above that one kept from its group and from others
+    /// (`SaveRecord.unreachable`): a private folder further up keeps its history private too.
+    public var unreachable: mode_t
 
-    public init(status: FileStatus, folder: FileStatus) {
+    public init(status: FileStatus, folder: FileStatus, unreachable: mode_t = 0) {
         self.status = status
         self.folder = folder
+        self.unreachable = unreachable
     }
 }
 
@@ -256,6 +263,7 @@ extension DocumentStore {
     public func keepsWholeVersion(ofPackage path: String) -> Bool { true }
     public func keepVersion(of path: String) throws { try keepVersion(of: path, copying: false) }
     public func recordSave(of path: String, by user: uid_t) {}
+    public func unreachableBits(of path: String) -> mode_t { 0 }
     public func keepReplacedVersion(of path: String, file: OwnedDescriptor) throws {}
     public func dropPendingVersions(of paths: [String]) {}
     public func moveVersions(from source: String, to destination: String, exchanging: Bool) {}

@@ -19,39 +19,49 @@ public struct SaveRecord: Sendable, Equatable {
     /// gives them (`VersionsView`), so opening a private folder later opens none of the versions
     /// saved while it was closed — a version is never easier to reach than its document was.
     public var unreachable: mode_t = 0
+    /// Whether `unreachable` was found out (not a record an earlier DocFS wrote, nor one made up
+    /// for a file without any): where not, a version is judged by its folders when it is kept.
+    public var knowsReach: Bool
 
-    public init(time: timespec, userID: uid_t?, unreachable: mode_t = 0) {
+    /// `unreachable` nil: not known.
+    public init(time: timespec, userID: uid_t?, unreachable: mode_t? = nil) {
         self.time = time
         self.userID = userID
-        self.unreachable = unreachable & 0o077
+        self.unreachable = (unreachable ?? 0) & 0o077
+        knowsReach = unreachable != nil
     }
 
     public static func == (first: SaveRecord, second: SaveRecord) -> Bool {
         first.time.tv_sec == second.time.tv_sec && first.time.tv_nsec == second.time.tv_nsec && first.userID == second.userID
-            && first.unreachable == second.unreachable
+            && first.unreachable == second.unreachable && first.knowsReach == second.knowsReach
     }
 
     /// The attribute's name for this daemon: the namespace only root can read and set where it runs as root.
     public static let attributeName = geteuid() == 0 ? "trusted.docfs.saved" : "user.docfs.saved"
 
-    public static func now(by userID: uid_t) -> SaveRecord {
+    public static func now(by userID: uid_t, unreachable: mode_t? = nil) -> SaveRecord {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        return SaveRecord(time: now, userID: userID)
+        return SaveRecord(time: now, userID: userID, unreachable: unreachable)
     }
 
     var bytes: [UInt8] {
         let nanoseconds = UInt64(max(0, time.tv_sec)) &* 1_000_000_000 &+ UInt64(max(0, time.tv_nsec))
         var result = withUnsafeBytes(of: nanoseconds.littleEndian, Array.init)
         result += withUnsafeBytes(of: (userID ?? UInt32.max).littleEndian, Array.init)
-        result.append((unreachable & 0o070 != 0 ? 1 : 0) | (unreachable & 0o007 != 0 ? 2 : 0))
+        // Written only where known: an unknown reach is found out again when the version is kept.
+        if knowsReach { result.append((unreachable & 0o070 != 0 ? 1 : 0) | (unreachable & 0o007 != 0 ? 2 : 0)) }
         return result
     }
 
-    /// Decodes the attribute's value; nil for anything that is not exactly a record.
+    /// Decodes the attribute's value; nil for anything that is not exactly a record. A 13th byte
+    /// with bits no DocFS writes (one from a later DocFS, or made by hand) closes both classes.
     init?(bytes: [UInt8]) {
-        guard bytes.count == 12 || (bytes.count == 13 && bytes[12] & ~3 == 0) else { return nil }
-        if bytes.count == 13 { unreachable = (bytes[12] & 1 != 0 ? 0o070 : 0) | (bytes[12] & 2 != 0 ? 0o007 : 0) }
+        guard bytes.count == 12 || bytes.count == 13 else { return nil }
+        knowsReach = bytes.count == 13
+        if bytes.count == 13 {
+            unreachable = bytes[12] & ~3 != 0 ? 0o077 : (bytes[12] & 1 != 0 ? 0o070 : 0) | (bytes[12] & 2 != 0 ? 0o007 : 0)
+        }
         var nanoseconds: UInt64 = 0
         var user: UInt32 = 0
         for index in (0..<8).reversed() { nanoseconds = nanoseconds << 8 | UInt64(bytes[index]) }

@@ -354,15 +354,15 @@ public final class VersionArchive: Sendable {
         return Readers(text: [UInt8](data))
     }
 
-    /// Records who could read `document` (of `status`, in a folder of `folder`) when it was removed
+    /// Records who could read `document` (`removed`: its status, its folder's, what folders above kept out) when it was removed
     /// through the mount, so its versions are never easier to reach than the document was: a
     /// `chmod 600` before the `rm`, a folder opened to others later (`chmod 755`), or one made anew
     /// under its name by someone else, opens none of them. Kept on the document's folder in the
     /// archive (one attribute, no file of its own), which goes where its history goes.
     /// A record only ever narrows: the versions under a name may be several documents' of one
     /// owner (one removed, another made there and removed), and each keeps out whom it kept out.
-    public func recordRemovedDocument(_ document: String, status: FileStatus, heldBy folder: FileStatus) {
-        let readers = Self.readers(of: status, in: folder)
+    public func recordRemovedDocument(_ document: String, as removed: RemovedDocument) {
+        let readers = Self.readers(of: removed)
         setReadersOfRemovedDocument(
             document, readersOfRemovedDocument(document).map { $0.removedAgain(as: readers, inAreaOf: Self.removalAreaOwner(of: document)) } ?? readers,
             makingFolder: false)
@@ -397,6 +397,14 @@ public final class VersionArchive: Sendable {
 
     /// Forgets what `removalRecords` read: histories moved or went.
     private func forgetRemovalRecords() { removalRecords.withLock { $0.removeAll() } }
+
+    /// `readers(of:in:)` of a removed document, less the classes a folder further up kept out.
+    public static func readers(of removed: RemovedDocument) -> Readers {
+        var readers = readers(of: removed.status, in: removed.folder)
+        if removed.unreachable & 0o070 != 0 { readers.permissions &= ~0o070 }
+        if removed.unreachable & 0o007 != 0 { readers.permissions &= ~0o007 }
+        return readers
+    }
 
     /// The document's owner and group, and r-x for each class of them that could read it through
     /// its folder: that may search the folder and read the document. Supplementary groups are not

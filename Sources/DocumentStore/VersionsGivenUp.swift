@@ -26,13 +26,21 @@ public final class VersionsGivenUp: Sendable {
         /// Who owned what was given up (the version's file, or the document whose change kept none):
         /// the one user besides root who is told of it through the mount. Nil in a record an earlier
         /// DocFS wrote.
-        public var owner: uid_t?
+        public let owner: uid_t?
     }
 
     private let path: String
     private let lock = OrderedMutex(.leaf, ())
+    /// The events last read, with the record's size and modification time then: the mount answers
+    /// every reader of a document who asks (`user.docfs.versions-given-up`) from this, reading the
+    /// record again only once it changed.
+    private let lastRead = OrderedMutex<(size: Int64, modified: timespec, events: [Event])?>(.leaf, nil)
     /// The record is trimmed to its newer half past this size.
     static let largest = 1 << 20
+
+    /// The attribute through which a mount tells a document's reader what was given up of their
+    /// own versions of it (JSON lines, as the record holds them).
+    public static let attributeName = "user.docfs.versions-given-up"
 
     init(path: String) { self.path = path }
 
@@ -69,13 +77,20 @@ public final class VersionsGivenUp: Sendable {
         guard let descriptor = try? FileIO.open(path, O_RDONLY | O_NONBLOCK) else { return [] }
         defer { FileIO.close(descriptor) }
         guard let status = try? FileStatus.of(descriptor: descriptor), status.kind == .regular else { return [] }
+        if let last = lastRead.withLock({ $0 }), last.size == status.size,
+           last.modified.tv_sec == status.modificationTime.tv_sec, last.modified.tv_nsec == status.modificationTime.tv_nsec
+        {
+            return last.events
+        }
         let length = min(Int(status.size), Self.largest * 2)
         var data = Data(count: length)
         let read = data.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, length, off_t(Int(status.size) - length)) }
         guard read == length else { return [] }
         // A read that starts inside a line drops that line's end.
         if length < Int(status.size), let newline = data.firstIndex(of: 0x0A) { data = data.suffix(from: data.index(after: newline)) }
-        return Self.events(fromLines: data)
+        let events = Self.events(fromLines: data)
+        lastRead.withLock { $0 = (status.size, status.modificationTime, events) }
+        return events
     }
 
     /// `events` as the record holds them: a JSON object a line.

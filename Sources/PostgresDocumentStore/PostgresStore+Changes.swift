@@ -34,7 +34,9 @@ extension PostgresStore {
                     // which locks the row, finds it still `base`'s or fails the whole transaction.
                     // The version goes first after BEGIN: unanswered, the failure is its own.
                     if let ownVersion {
-                        self.queries.keepVersionLater(db, of: base.id, document: ownVersion.path, now: StoredItem.nanoseconds(self.currentTimes()), into: along)
+                        self.queries.keepVersionLater(
+                            db, of: base.id, document: ownVersion.path, now: StoredItem.nanoseconds(self.currentTimes()),
+                            unreachable: self.unreachableBits(of: ownVersion.path), into: along)
                     }
                     let chunks = try self.queries.upload(db, descriptor: staging.descriptor, size: status.size, path: staging.path)
                     self.queries.updateContentLater(db, base: base, parent: parent.id, name: name, status: status, chunks: chunks, into: answered)
@@ -393,7 +395,7 @@ extension PostgresStore {
                 // again at the path narrows nobody's record.
                 if let retiring, try queries.moveHistory(db, from: FileSystemPath.bytes(of: path), to: FileSystemPath.bytes(of: removedPath), exchanging: false) > 0 {
                     historyMoved = true
-                    let readers = VersionArchive.readers(of: retiring.status, in: retiring.folder)
+                    let readers = VersionArchive.readers(of: retiring)
                     queries.recordRemovalLater(db, folder: false, path: FileSystemPath.bytes(of: removedPath), readers: readers, into: record)
                     queries.notifyVersionsChanged(db)
                 }

@@ -31,7 +31,7 @@ extension PostgresStore {
     /// `StoreQueries`).
     public func recordSave(of path: String, by user: uid_t) {
         guard keepsVersions, !Self.isPrivate(path), let item = state.withLock({ $0[path] }) else { return }
-        let record = SaveRecord(time: SaveRecord.now(by: user).time, userID: user, unreachable: mirror.unreachableBits(of: path))
+        let record = SaveRecord.now(by: user, unreachable: unreachableBits(of: path))
         saveRecords.async { [self] in
             do {
                 try pool.withConnection { try queries.recordSave($0, of: item.id, contentVersion: item.contentVersion, record) }
@@ -40,6 +40,9 @@ extension PostgresStore {
             }
         }
     }
+
+    /// From the mirror, which holds the folders' modes and owners.
+    public func unreachableBits(of path: String) -> mode_t { mirror.unreachableBits(of: path) }
 
     /// The attribute naming the row of an archived version.
     static let rowAttribute = geteuid() == 0 ? "trusted.docfs.version-row" : "user.docfs.version-row"
@@ -77,7 +80,9 @@ extension PostgresStore {
         for wish in wishes {
             guard let item = state.withLock({ $0[wish.path] }) else { continue }
             do {
-                guard let version = try queries.keepVersion(db, of: item.id, document: wish.path, now: StoredItem.nanoseconds(now)) else { continue }
+                guard let version = try queries.keepVersion(
+                    db, of: item.id, document: wish.path, now: StoredItem.nanoseconds(now), unreachable: unreachableBits(of: wish.path))
+                else { continue }
                 kept.append(KeptVersion(wish: wish, version: version))
             } catch let refusal as VersionNotKept {
                 logger.warning("\(wish.path): \(refusal); the change goes on")
@@ -230,6 +235,9 @@ extension PostgresStore {
     /// Fetches a version into a private folder, then moves it into the archive.
     private func fetchVersion(_ version: StoredVersion, into archive: VersionArchive) throws {
         let document = try Self.documentPath(version.document)
+        // A row of a DocFS before the reach was recorded: judged by the document's folders as they are.
+        var saved = version.saved
+        if !saved.knowsReach { saved = SaveRecord(time: saved.time, userID: saved.userID, unreachable: unreachableBits(of: document)) }
         let items = try pool.withConnection { try queries.versionItems($0, of: version.id) }
         guard let privateArea = mirror.localPath(of: DirectoryStore.privateAreaName) else { return }
         let built = privateArea + "/tmp/version-\(version.id)-\(UInt64.random(in: 0...UInt64.max))"
@@ -241,7 +249,7 @@ extension PostgresStore {
                     try? FileIO.removeItem(built)
                     return
                 }
-                let location = try archive.adopt(built, as: document, record: version.saved)
+                let location = try archive.adopt(built, as: document, record: saved)
                 local.add(version.id, at: location, document: document)
             }
         } catch {

@@ -328,7 +328,7 @@ struct VersionsCommand: ParsableCommand {
         switch place {
         case .store(let storeRoot, _): root = storeRoot
         case .mount(let mountPoint, let document):
-            if let lines = try? Paths.extendedAttribute(mountPoint + "/" + document, name: "user.docfs.versions-given-up") {
+            if let lines = try? Paths.extendedAttribute(mountPoint + "/" + document, name: VersionsGivenUp.attributeName) {
                 return VersionsGivenUp.events(fromLines: Data(lines))
             }
             root = MountTable.docfsStore(mountedAt: mountPoint).flatMap { $0.utf8.first == UInt8(ascii: "/") ? $0 : nil }

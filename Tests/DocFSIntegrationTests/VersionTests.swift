@@ -214,6 +214,28 @@ import Testing
         #expect(try MountedStore.run(["runuser", "-u", "nobody", "--", "sh", "-c", "echo nine > \(mount.inMount("Trip.textbundle/text.md"))"], timeout: 30).succeeded)
     }
 
+    /// Putting a package's version back is judged as reading it is: one its folders kept from a
+    /// user when it was saved is not theirs to restore, even where they may write the package (the
+    /// restored members would be theirs to read). Before, a restore judged the version's own mode.
+    @Test func aVersionKeptFromAUserIsNotTheirsToRestore() throws {
+        let mount = try MountedStore(texts: [:], arguments: ["-o", "allow_other"])
+        defer { mount.unmount() }
+        chmod(mount.mountPoint, 0o755)
+        // Made and saved through the mount while the folder is private, then edited, then shared.
+        #expect(try mount.shell("""
+            mkdir -m 700 private && mkdir -m 777 private/Trip.textbundle && umask 0 \
+              && echo '{"version": 2, "type": "net.daringfireball.markdown"}' > private/Trip.textbundle/info.json \
+              && echo secret > private/Trip.textbundle/text.md && echo edited > private/Trip.textbundle/text.md && chmod 755 private
+            """).succeeded)
+        let first = try #require(try versions(mount, "private/Trip.textbundle").first)
+        let other = try MountedStore.run(
+            ["runuser", "-u", "nobody", "--", MountedStore.binary, "restore", mount.inMount("private/Trip.textbundle"), "--at", first], timeout: 60)
+        #expect(!other.succeeded, "\(other.output)\(other.error)")
+        #expect(try mount.read("private/Trip.textbundle/text.md") == "edited\n")
+        #expect(try MountedStore.run([MountedStore.binary, "restore", mount.inMount("private/Trip.textbundle"), "--at", first], timeout: 60).succeeded)
+        #expect(try mount.read("private/Trip.textbundle/text.md") == "secret\n", "root may")
+    }
+
     /// A package's next version is made ahead after each save, and used by the next save only if
     /// it is still exactly the package: a member replaced beside DocFS in between makes the save
     /// copy the package as it is instead.
@@ -374,6 +396,46 @@ import Testing
         // Saved with the folder open: others may read that version.
         #expect(try mount.shell(as: "daemon", "echo later > private/plan.md").succeeded)
         #expect(try readAll(as: "nobody") == "later\nrefused\nrefused\nshared\n")
+    }
+
+    /// The version's ACL is narrowed as its mode is: a user the document's ACL names, who could
+    /// not search its folder when it was saved (0750, another group's), is not let in by that
+    /// entry once the folder is opened. Before, only the mode's bits were taken away, and the kernel
+    /// judged the named entry by the mask the mode still showed.
+    @Test func aUserAVersionsACLNamesIsKeptOutWhereTheFolderKeptThemOut() throws {
+        let mount = try MountedStore(texts: [:], arguments: ["-o", "allow_other"])
+        defer { mount.unmount() }
+        chmod(mount.mountPoint, 0o755)
+        #expect(try mount.shell("mkdir -m 750 team && chown daemon:daemon team").succeeded)
+        let saved = try mount.shell(as: "daemon", """
+            umask 022 && echo draft > team/notes.md && setfacl -m u:nobody:r team/notes.md \
+              && echo final > team/notes.md && chmod 755 team
+            """)
+        #expect(saved.succeeded, "\(saved.output)\(saved.error)")
+        let read = try mount.shell(as: "nobody", "cat team/notes.md; for v in .versions/team/notes.md/*; do cat \"$v\" 2>/dev/null || echo refused; done")
+        #expect(read.output == "final\nrefused\n", "\(read.output)\(read.error)")
+        #expect(try mount.shell(as: "daemon", "cat .versions/team/notes.md/*").output == "draft\n")
+    }
+
+    /// A removed document: who could read it when it was removed is judged through every folder
+    /// above it, not only the one it was in. Before, a document removed from `private/sub` (sub
+    /// open, private closed before the `rm`) recorded that others could read it, and opening
+    /// `private` later opened its history to them (its versions were saved while it was open).
+    @Test func aDocumentRemovedBelowAPrivateFolderStaysClosedWhenTheFolderIsOpened() throws {
+        let mount = try MountedStore(texts: [:], arguments: ["-o", "allow_other"])
+        defer { mount.unmount() }
+        chmod(mount.mountPoint, 0o755)
+        #expect(try mount.shell("mkdir -m 755 private && chown daemon private").succeeded)
+        let removed = try mount.shell(as: "daemon", """
+            umask 022 && mkdir private/sub && echo secret > private/sub/plan.md && echo edited > private/sub/plan.md \
+              && chmod 700 private && rm private/sub/plan.md && chmod 755 private
+            """)
+        #expect(removed.succeeded, "\(removed.output)\(removed.error)")
+        let area = ".versions/.docfs/removed-\(try mount.run(["id", "-u", "daemon"]).output.trimmingCharacters(in: .whitespacesAndNewlines))"
+        let script = "for v in \(area)/private/sub/plan.md/*; do cat \"$v\" 2>/dev/null || echo refused; done"
+        #expect(try mount.shell(as: "daemon", script).output == "secret\nedited\n", "the owner's undo")
+        let other = try mount.shell(as: "nobody", script)
+        #expect(!other.output.contains("secret") && !other.output.contains("edited"), "\(other.output)\(other.error)")
     }
 
     /// The view keeps its attributes a second, and is told of a chmod through the mount at once:
