@@ -353,7 +353,8 @@ final class VersionsView: Sendable {
             // The saved mode, write bits included, as a read-only mount shows its files: writes fail
             // with EROFS all the same, and `cp` of a version makes a copy with the document's mode.
             // Less what its folders kept from others and its group when it was saved.
-            result.st_mode = status.mode & ~(S_ISUID | S_ISGID) & ~archive.unreachableBits(at: version)
+            let unreachable = location == version ? archive.unreachableBits(at: version, status: status) : archive.unreachableBits(at: version)
+            result.st_mode = status.mode & ~(S_ISUID | S_ISGID) & ~unreachable
             result.st_nlink = nlink_t(status.linkCount)
             result.st_uid = status.userID
             result.st_gid = status.groupID

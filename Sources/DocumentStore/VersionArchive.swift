@@ -57,6 +57,8 @@ public final class VersionArchive: Sendable {
     /// Who could read each removed document, as its folder's attribute says, once read: the view
     /// asks for every entry it shows, and only DocFS writes them.
     private let removalRecords = OrderedMutex<[[UInt8]: Readers?]>(.leaf, [:])
+    /// See `unreachableBits(at:status:)`, by the version file's inode number.
+    private let recordedReach = OrderedMutex<[UInt64: (changed: timespec, bits: mode_t)]>(.leaf, [:])
 
     public init(directory: String) {
         self.directory = directory
@@ -572,6 +574,23 @@ public final class VersionArchive: Sendable {
 
     /// The permission bits the version at `location` never gives (`SaveRecord.unreachable`).
     public func unreachableBits(at location: String) -> mode_t { SaveRecord.read(at: location)?.unreachable ?? 0 }
+
+    /// `unreachableBits(at:)` of a version file of `status`, read once: every attribute reply for a
+    /// version asks (`ls -l` of a document's versions folder, twice an entry), and a version's
+    /// record changes only with its change time.
+    public func unreachableBits(at location: String, status: FileStatus) -> mode_t {
+        let changed = status.changeTime
+        if let known = recordedReach.withLock({ $0[status.inode] }), known.changed.tv_sec == changed.tv_sec, known.changed.tv_nsec == changed.tv_nsec {
+            return known.bits
+        }
+        let bits = unreachableBits(at: location)
+        recordedReach.withLock { known in
+            // Bounded: past this, started again (a version's bits are one read away).
+            if known.count >= 65_536 { known.removeAll(keepingCapacity: true) }
+            known[status.inode] = (changed, bits)
+        }
+        return bits
+    }
 
     /// Each document's folder in the archive, with the document's path.
     private func documentFolders() -> [(document: String, folder: String)] {
