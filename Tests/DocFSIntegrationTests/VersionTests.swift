@@ -12,6 +12,19 @@ import Testing
         [root + "/info.json": #"{"version": 2, "type": "net.daringfireball.markdown"}"#, root + "/text.md": text]
     }
 
+    /// A mount other users may enter (`allow_other`, its root 0755) with `folder` made at `mode`
+    /// and given to `owner`.
+    private func sharedMount(withFolder folder: String, mode: String, owner: String) throws -> MountedStore {
+        let mount = try MountedStore(texts: [:], arguments: ["-o", "allow_other"])
+        chmod(mount.mountPoint, 0o755)
+        let made = try mount.shell("mkdir -m \(mode) \(folder) && chown \(owner) \(folder)")
+        guard made.succeeded else {
+            mount.unmount()
+            throw PostgresCluster.Failure(message: "mkdir \(folder): \(made.error)")
+        }
+        return mount
+    }
+
     /// The versions of `document` through the mount, oldest first.
     private func versions(_ mount: MountedStore, _ document: String) throws -> [String] {
         let listing = try mount.run(["ls", mount.inMount(".versions/" + document)])
@@ -379,10 +392,8 @@ import Testing
     /// opening the folder opened every earlier version of its documents too — the secrets edited
     /// out before sharing among them. Its ACL's named entries are closed with its group's bits.
     @Test func aVersionSavedInAPrivateFolderStaysClosedWhenTheFolderIsOpened() throws {
-        let mount = try MountedStore(texts: [:], arguments: ["-o", "allow_other"])
+        let mount = try sharedMount(withFolder: "private", mode: "700", owner: "daemon")
         defer { mount.unmount() }
-        chmod(mount.mountPoint, 0o755)
-        #expect(try mount.shell("mkdir -m 700 private && chown daemon private").succeeded)
         let saved = try mount.shell(as: "daemon", """
             umask 022 && echo secret > private/plan.md && setfacl -m u:nobody:r private/plan.md \
               && echo edited > private/plan.md && chmod 755 private && echo shared > private/plan.md
@@ -403,10 +414,8 @@ import Testing
     /// entry once the folder is opened. Before, only the mode's bits were taken away, and the kernel
     /// judged the named entry by the mask the mode still showed.
     @Test func aUserAVersionsACLNamesIsKeptOutWhereTheFolderKeptThemOut() throws {
-        let mount = try MountedStore(texts: [:], arguments: ["-o", "allow_other"])
+        let mount = try sharedMount(withFolder: "team", mode: "750", owner: "daemon:daemon")
         defer { mount.unmount() }
-        chmod(mount.mountPoint, 0o755)
-        #expect(try mount.shell("mkdir -m 750 team && chown daemon:daemon team").succeeded)
         let saved = try mount.shell(as: "daemon", """
             umask 022 && echo draft > team/notes.md && setfacl -m u:nobody:r team/notes.md \
               && echo final > team/notes.md && chmod 755 team
@@ -422,10 +431,8 @@ import Testing
     /// open, private closed before the `rm`) recorded that others could read it, and opening
     /// `private` later opened its history to them (its versions were saved while it was open).
     @Test func aDocumentRemovedBelowAPrivateFolderStaysClosedWhenTheFolderIsOpened() throws {
-        let mount = try MountedStore(texts: [:], arguments: ["-o", "allow_other"])
+        let mount = try sharedMount(withFolder: "private", mode: "755", owner: "daemon")
         defer { mount.unmount() }
-        chmod(mount.mountPoint, 0o755)
-        #expect(try mount.shell("mkdir -m 755 private && chown daemon private").succeeded)
         let removed = try mount.shell(as: "daemon", """
             umask 022 && mkdir private/sub && echo secret > private/sub/plan.md && echo edited > private/sub/plan.md \
               && chmod 700 private && rm private/sub/plan.md && chmod 755 private
