@@ -173,20 +173,31 @@ final class VersionsView: Sendable {
     /// the one its document had when it was saved (the version is the document's replaced file),
     /// which the kernel judges with its mode.
     func extendedAttribute(of inode: Inode, name: String) throws(FUSEError) -> [UInt8] {
-        if name == Self.accessACL {
+        if name == PosixACL.accessAttribute {
             switch try resolve(try inodes.path(of: inode)) {
             case .stored(let location, let version):
                 let acl = try storeCall { try Paths.extendedAttribute(location, name: name) }
                 return Self.acl(acl, without: archive.unreachableBits(at: version))
             case .folder(let document):
-                return try documentACLAsFolder(document)
+                return archive.index.documents.contains(Array(document.utf8)) ? try documentACLAsFolder(document) : try storeFolderACL(document)
             }
         }
         guard name == VersionName.savedByAttribute, let user = try savedBy(inode) else { throw .noAttribute }
         return Array(String(user).utf8)
     }
 
-    private static let accessACL = "system.posix_acl_access"
+    /// Any other folder of the view shows the same folder of the store (`attributes`), with its ACL
+    /// too: whom that keeps out now (the owning group's entry may give less than the mode's group
+    /// bits, which are then its mask) is kept out of its documents' versions as well. None where the
+    /// view shows a folder as it was removed, or as root's (its record decides).
+    private func storeFolderACL(_ folder: String) throws(FUSEError) -> [UInt8] {
+        let beforeRemoval = VersionArchive.pathBeforeRemoval(folder)
+        let shown = beforeRemoval ?? folder
+        guard (try? store.status(of: shown))?.kind == .directory, beforeRemoval == nil || archive.removedFolder(folder) == nil,
+              let acl = try? store.extendedAttribute(shown, name: PosixACL.accessAttribute), PosixACL(acl) != nil
+        else { throw .noAttribute }
+        return acl
+    }
 
     /// A document's folder of versions admits whom the document's ACL lets read it now, as its
     /// mode does (`documentGate`): the ACL with each entry that may read given rwx (enter, list,
@@ -194,22 +205,14 @@ final class VersionsView: Sendable {
     /// document without an ACL, or one removed through the mount (then its record decides).
     private func documentACLAsFolder(_ document: String) throws(FUSEError) -> [UInt8] {
         guard archive.index.documents.contains(Array(document.utf8)), archive.readersOfRemovedDocument(document) == nil,
-              let acl = try? store.extendedAttribute(document, name: Self.accessACL), let entries = Self.aclEntries(acl)
+              let acl = (try? store.extendedAttribute(document, name: PosixACL.accessAttribute)).flatMap(PosixACL.init)
         else { throw .noAttribute }
-        var folder = acl
-        for entry in entries {
-            folder[entry.offset + 2] = acl[entry.offset + 2] & 0o4 != 0 ? 0o7 : 0
+        var folder = acl.bytes
+        for entry in acl.entries {
+            folder[entry.offset + 2] = entry.permissions & 0o4 != 0 ? 0o7 : 0
             folder[entry.offset + 3] = 0
         }
         return folder
-    }
-
-    /// The entries of a `posix_acl_xattr` value — a 4-byte header (version 2), then entries of a
-    /// 2-byte tag, a 2-byte permission and a 4-byte id, little-endian — by offset and tag; nil for
-    /// anything else (a stored attribute is anyone's bytes).
-    private static func aclEntries(_ acl: [UInt8]) -> [(offset: Int, tag: UInt16)]? {
-        guard acl.count >= 4, (acl.count - 4) % 8 == 0, acl[0] == 2, acl[1] == 0, acl[2] == 0, acl[3] == 0 else { return nil }
-        return stride(from: 4, to: acl.count, by: 8).map { ($0, UInt16(acl[$0]) | UInt16(acl[$0 + 1]) << 8) }
     }
 
     /// A version's ACL with what its folders kept from others and from its group when it was
@@ -217,29 +220,18 @@ final class VersionsView: Sendable {
     /// and groups the ACL names (whether they could search the folders is not known). Kept from
     /// the group: the mask, which bounds the whole group class, or the owning group's entry where
     /// there is no mask.
-    private static func acl(_ acl: [UInt8], without unreachable: mode_t) -> [UInt8] {
-        guard unreachable != 0, let entries = aclEntries(acl) else { return acl }
-        let hasMask = entries.contains { $0.tag == aclMask }
-        var narrowed = acl
-        for entry in entries {
-            let closed = switch entry.tag {
-            case aclOther, aclUser, aclGroup: unreachable & 0o007 != 0 || (entry.tag != aclOther && unreachable & 0o070 != 0)
-            case hasMask ? aclMask : aclGroupObject: unreachable & 0o070 != 0
+    private static func acl(_ bytes: [UInt8], without unreachable: mode_t) -> [UInt8] {
+        guard unreachable != 0, let acl = PosixACL(bytes) else { return bytes }
+        let hasMask = acl.entries.contains { $0.tag == PosixACL.mask }
+        return acl.closing { entry in
+            switch entry.tag {
+            case PosixACL.other: unreachable & 0o007 != 0
+            case PosixACL.user, PosixACL.group: unreachable != 0
+            case hasMask ? PosixACL.mask : PosixACL.groupObject: unreachable & 0o070 != 0
             default: false
             }
-            if closed {
-                narrowed[entry.offset + 2] = 0
-                narrowed[entry.offset + 3] = 0
-            }
         }
-        return narrowed
     }
-
-    private static let aclUser: UInt16 = 0x02
-    private static let aclGroupObject: UInt16 = 0x04
-    private static let aclGroup: UInt16 = 0x08
-    private static let aclMask: UInt16 = 0x10
-    private static let aclOther: UInt16 = 0x20
 
     /// None listed: DocFS's attributes are answered by name only, so `cp --preserve=xattr` and
     /// `rsync -X` of a version back into the mount do not try to set one.

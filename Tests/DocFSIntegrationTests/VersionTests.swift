@@ -426,6 +426,22 @@ import Testing
         #expect(try mount.shell(as: "daemon", "cat .versions/team/notes.md/*").output == "draft\n")
     }
 
+    /// A folder of the view shows its store folder's ACL too: a group the folder's ACL keeps out
+    /// (its own entry ---, the mask, which the mode shows, r-x for a named user) cannot reach the
+    /// versions of the documents in it. Before, the view's folder showed the mode alone, so the
+    /// group entered it there though not in the mount (`nobody` with `daemon` as its group reads
+    /// as the group).
+    @Test func aGroupAFoldersACLKeepsOutCannotReachItsVersions() throws {
+        let mount = try sharedMount(withFolder: "team", mode: "770", owner: "daemon:daemon")
+        defer { mount.unmount() }
+        #expect(try mount.shell(as: "daemon", "umask 022 && echo draft > team/notes.md && echo final > team/notes.md").succeeded)
+        #expect(try mount.shell("setfacl -m g::---,u:bin:rx team").succeeded)
+        let read = try MountedStore.run(["runuser", "-u", "nobody", "-g", "daemon", "--", "sh", "-c",
+            "cd \(mount.mountPoint) && (cat team/notes.md 2>/dev/null || echo refused); cat .versions/team/notes.md/* 2>/dev/null || echo refused"], timeout: 30)
+        #expect(read.output == "refused\nrefused\n", "\(read.output)\(read.error)")
+        #expect(try mount.shell(as: "daemon", "cat .versions/team/notes.md/*").output == "draft\n")
+    }
+
     /// A removed document: who could read it when it was removed is judged through every folder
     /// above it, not only the one it was in. Before, a document removed from `private/sub` (sub
     /// open, private closed before the `rm`) recorded that others could read it, and opening
