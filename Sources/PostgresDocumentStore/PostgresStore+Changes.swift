@@ -34,9 +34,7 @@ extension PostgresStore {
                     // which locks the row, finds it still `base`'s or fails the whole transaction.
                     // The version goes first after BEGIN: unanswered, the failure is its own.
                     if let ownVersion {
-                        self.queries.keepVersionLater(
-                            db, of: base.id, document: ownVersion.path, now: StoredItem.nanoseconds(self.currentTimes()),
-                            unreachable: self.unreachableBits(of: ownVersion.path), into: along)
+                        self.queries.keepVersionLater(db, of: base.id, document: ownVersion.path, now: StoredItem.nanoseconds(self.currentTimes()), into: along)
                     }
                     let chunks = try self.queries.upload(db, descriptor: staging.descriptor, size: status.size, path: staging.path)
                     self.queries.updateContentLater(db, base: base, parent: parent.id, name: name, status: status, chunks: chunks, into: answered)

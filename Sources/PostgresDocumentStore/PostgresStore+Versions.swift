@@ -31,8 +31,11 @@ extension PostgresStore {
     /// `StoreQueries`).
     public func recordSave(of path: String, by user: uid_t) {
         guard keepsVersions, !Self.isPrivate(path), let item = state.withLock({ $0[path] }) else { return }
-        let record = SaveRecord.now(by: user, unreachable: unreachableBits(of: path))
+        let time = SaveRecord.now(by: user).time
         saveRecords.async { [self] in
+            // Who the folders keep out, read here, off the save's path: a folder changed in between
+            // is rare, and the version is then judged by how it was a moment after the save.
+            let record = SaveRecord(time: time, userID: user, unreachable: unreachableBits(of: path))
             do {
                 try pool.withConnection { try queries.recordSave($0, of: item.id, contentVersion: item.contentVersion, record) }
             } catch {
@@ -80,9 +83,7 @@ extension PostgresStore {
         for wish in wishes {
             guard let item = state.withLock({ $0[wish.path] }) else { continue }
             do {
-                guard let version = try queries.keepVersion(
-                    db, of: item.id, document: wish.path, now: StoredItem.nanoseconds(now), unreachable: unreachableBits(of: wish.path))
-                else { continue }
+                guard let version = try queries.keepVersion(db, of: item.id, document: wish.path, now: StoredItem.nanoseconds(now)) else { continue }
                 kept.append(KeptVersion(wish: wish, version: version))
             } catch let refusal as VersionNotKept {
                 logger.warning("\(wish.path): \(refusal); the change goes on")

@@ -42,11 +42,10 @@ extension StoreQueries {
     /// `document`, kept at `now`. Nil when the item is neither (nothing to go back to), or when the
     /// version could not be kept: the change it belongs to goes on all the same.
     /// The savepoint and its release travel with the statements around them: one round trip, not three.
-    /// `unreachable`: what the document's folders keep out now, for a row whose save recorded none.
-    func keepVersion(_ db: PostgresConnection, of id: Int64, document: String, now: Int64, unreachable: mode_t) throws -> StoredVersion? {
+    func keepVersion(_ db: PostgresConnection, of id: Int64, document: String, now: Int64) throws -> StoredVersion? {
         db.executeLater("SAVEPOINT docfs_keep_version")
         do {
-            let kept = try insertVersion(db, of: id, document: document, now: now, unreachable: unreachable)
+            let kept = try insertVersion(db, of: id, document: document, now: now)
             db.executeLater("RELEASE SAVEPOINT docfs_keep_version")
             return kept
         } catch let error as PostgresError where !error.isConnectionFailure {
@@ -65,17 +64,17 @@ extension StoreQueries {
         }
     }
 
-    private func insertVersion(_ db: PostgresConnection, of id: Int64, document: String, now: Int64, unreachable: mode_t) throws -> StoredVersion? {
-        let rows = try db.execute(Self.insertVersionStatement, insertVersionParameters(id, document, now, unreachable), prepared: true)
+    private func insertVersion(_ db: PostgresConnection, of id: Int64, document: String, now: Int64) throws -> StoredVersion? {
+        let rows = try db.execute(Self.insertVersionStatement, insertVersionParameters(id, document, now), prepared: true)
         return Self.insertedVersion(rows, document: document)
     }
 
     /// `keepVersion`, held for the next round trip (a save's COMMIT): `kept` is filled in when the
     /// answer arrives. With no savepoint of its own, a failure fails that round trip, and so the
     /// change it goes with (see `PostgresStore.install`, which then keeps it as `keepVersion` does).
-    func keepVersionLater(_ db: PostgresConnection, of id: Int64, document: String, now: Int64, unreachable: mode_t, into kept: AnsweredVersion) {
+    func keepVersionLater(_ db: PostgresConnection, of id: Int64, document: String, now: Int64, into kept: AnsweredVersion) {
         kept.answered = false
-        db.executeLater(Self.insertVersionStatement, insertVersionParameters(id, document, now, unreachable), prepared: true) { rows in
+        db.executeLater(Self.insertVersionStatement, insertVersionParameters(id, document, now), prepared: true) { rows in
             kept.answered = true
             kept.version = Self.insertedVersion(rows, document: document)
         }
@@ -89,7 +88,7 @@ extension StoreQueries {
             FROM docfs_items i JOIN tree t ON i.parent = t.id WHERE t.depth < \(versionDepthLimit)
         ), kept AS (
             INSERT INTO docfs_document_versions (store, document, saved_ns, saved_by, kept_ns, unreachable)
-            SELECT $2, $3, coalesce(saved_ns, mtime_ns), saved_by, $4, coalesce(saved_unreachable, $5::smallint) FROM docfs_items
+            SELECT $2, $3, coalesce(saved_ns, mtime_ns), saved_by, $4, saved_unreachable FROM docfs_items
             WHERE id = $1 AND (mode & 61440 = 16384 OR (mode & 61440 = 32768 AND size > 0))
             RETURNING id, saved_ns, saved_by, unreachable
         ), members AS (
@@ -101,8 +100,8 @@ extension StoreQueries {
         FROM kept, tree t JOIN docfs_items i ON i.id = t.id GROUP BY kept.id, kept.saved_ns, kept.saved_by, kept.unreachable
         """
 
-    private func insertVersionParameters(_ id: Int64, _ document: String, _ now: Int64, _ unreachable: mode_t) -> [PostgresValue] {
-        [.integer(id), .integer(storeID), .bytes(FileSystemPath.bytes(of: document)), .integer(now), .integer(Int64(unreachable))]
+    private func insertVersionParameters(_ id: Int64, _ document: String, _ now: Int64) -> [PostgresValue] {
+        [.integer(id), .integer(storeID), .bytes(FileSystemPath.bytes(of: document)), .integer(now)]
     }
 
     private static func insertedVersion(_ rows: borrowing PostgresRows, document: String) -> StoredVersion? {
@@ -333,7 +332,8 @@ extension StoreQueries {
     }
 
     /// A row's `unreachable` bits (anyone's to write: `SaveRecord` keeps the two classes' bits).
-    /// NULL (a row of a DocFS before them) is not known: judged by the folders when the version is fetched.
+    /// NULL (a row of a DocFS before them, or whose saver record was lost) is not known: each mount
+    /// judges it by its folders when it keeps or fetches the version.
     private static func unreachable(_ value: Int64?) -> mode_t? { value.map { mode_t(truncatingIfNeeded: $0) } }
 }
 
