@@ -347,14 +347,16 @@ extension DocumentFileSystem {
             return
         }
         try changingNames { () throws(FUSEError) in
-            let removed = try? store.status(of: path)
+            var removed = try? store.status(of: path)
             let folder = try? store.status(of: StorePath.split(path)?.parent ?? "")
+            let unreachable = removed == nil ? 0 : store.unreachableBits(of: path)
             let detach = publishing { [nodes] in nodes.detach(parent: parent, name: name) }
             // A package's history goes among the removed documents'; a folder they were in shows
-            // there as it was (see `VersionsView`).
+            // there as it was (see `VersionsView`), less whom the folders above it kept out then.
             let package = classifier.claim(forPath: path, isDirectory: true) != nil
             let retiring = package
-                ? removed.flatMap { status in folder.map { RemovedDocument(status: status, folder: $0, unreachable: store.unreachableBits(of: path)) } } : nil
+                ? removed.flatMap { status in folder.map { RemovedDocument(status: status, folder: $0, unreachable: unreachable) } } : nil
+            removed?.mode &= ~unreachable
             try storeCall { try store.remove(path, directory: true, retiring: retiring, publishing: detach) }
             if let removed { store.recordRemovedFolder(path, status: removed) }
             packages.forget(path)

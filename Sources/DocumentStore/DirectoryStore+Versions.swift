@@ -55,8 +55,9 @@ extension DirectoryStore {
         let given = record
         var record = given ?? SaveRecord.read(at: full) ?? SaveRecord(time: status.modificationTime, userID: nil)
         // Saved where DocFS did not see who could reach it (beside the mount, by an earlier DocFS,
-        // or its record lost): judged by its folders as they are now, the last it was the document.
-        let foundReach = !record.knowsReach
+        // its record lost, or changed beside the mount since DocFS saved it): judged by its folders
+        // as they are now, the last it was the document.
+        let foundReach = !record.knowsReach || (given == nil && record.predates(status))
         if foundReach {
             record.unreachable = unreachableBits(of: path)
             record.knowsReach = true
@@ -66,6 +67,11 @@ extension DirectoryStore {
         // going is linked: no byte copied, and the version keeps the mode and owner it had.
         let archived = status.linkCount > 1 ? ArchivedLinks.count(of: full) : 0
         let otherNames = max(1, ArchivedLinks.storeNames(of: status, archived: archived)) - 1
+        // A record to write goes on a file that will be linked in before it is (the file is leaving
+        // its name): the version is never seen without it.
+        if given != nil || foundReach, status.kind == .regular, !copying, otherNames == 0 {
+            do { try record.writeOrThrow(at: full) } catch { if record.unreachable != 0 { throw error } }
+        }
         // A package's version made ahead, if it is still the package's content: renamed in.
         let prepared = status.kind == .directory ? takePreparedVersion(of: path) : nil
         var preparedUsed = false
@@ -94,9 +100,10 @@ extension DirectoryStore {
         }
         guard let kept else { return nil }
         // Given, it is the version's own (the file's, if any, is another's): `savedBy` reads it there.
-        // A version whose record cannot say what it keeps closed (a full disk) is not kept open.
-        if given != nil || foundReach, !record.write(at: kept), record.unreachable != 0 {
-            try dropUnrecorded(kept, of: history ?? path)
+        // A version whose record cannot say what it keeps closed (a full disk; a copy whose
+        // attributes did not all come along) is not kept open.
+        if given != nil || foundReach || record.unreachable != 0, SaveRecord.read(at: kept) != record {
+            do { try record.writeOrThrow(at: kept) } catch { if record.unreachable != 0 { try dropUnrecorded(kept, of: history ?? path, error) } }
         }
         StoreMetrics.versionBytes.increment(by: Double(status.kind == .regular ? status.blocks * 512 : 0))
         versions.added(history ?? path)
@@ -111,21 +118,23 @@ extension DirectoryStore {
         let status = try file.status()
         guard status.kind == .regular, status.size > 0, NumberAttribute.read(from: file.rawValue, name: ArchivedLinks.attributeName) == nil else { return }
         var record = SaveRecord.read(from: file) ?? SaveRecord(time: status.modificationTime, userID: nil)
-        if !record.knowsReach { record = SaveRecord(time: record.time, userID: record.userID, unreachable: unreachableBits(of: path)) }
+        if !record.knowsReach || record.predates(status) {
+            record = SaveRecord(time: record.time, userID: record.userID, unreachable: unreachableBits(of: path))
+        }
         let kept = try versions.addVersion(of: path, record: record, inode: status.inode) { target in
             try copyFile(from: file, status: status, to: target)
         }
         guard let kept else { return }
-        if !record.write(at: kept), record.unreachable != 0 { try dropUnrecorded(kept, of: path) }
+        do { try record.writeOrThrow(at: kept) } catch { if record.unreachable != 0 { try dropUnrecorded(kept, of: path, error) } }
         versions.added(path)
     }
 
     /// Takes back the version just kept at `kept` whose record, which says whom it is kept closed
-    /// to, could not be written (a full disk): it would be open to them. Throws what the change's
-    /// caller reports as a version not kept.
-    private func dropUnrecorded(_ kept: String, of document: String) throws -> Never {
+    /// to, could not be written (`error`: a full disk, say): it would be open to them. Throws that
+    /// error, which the change's caller reports as a version not kept.
+    private func dropUnrecorded(_ kept: String, of document: String, _ error: any Error) throws -> Never {
         if let versions, let version = versions.version(of: document, named: StorePath.lastComponent(kept)) { try? versions.remove(version) }
-        throw SystemCallError(errno: ENOSPC, operation: "record who may read a version", path: kept)
+        throw error
     }
 
     /// The most files a package's version links whole. A save in a package of more keeps the member

@@ -82,8 +82,18 @@ public struct SaveRecord: Sendable, Equatable {
 
     /// Writes the record onto the item at `path`. Whether it was written.
     @discardableResult
-    func write(at path: String) -> Bool {
+    func write(at path: String) -> Bool { (try? writeOrThrow(at: path)) != nil }
+
+    /// `write(at:)`, throwing why it could not.
+    func writeOrThrow(at path: String) throws {
         let value = bytes
-        return (try? value.withUnsafeBytes { try Paths.setExtendedAttribute(path, name: Self.attributeName, value: $0, flags: 0) }) != nil
+        try value.withUnsafeBytes { try Paths.setExtendedAttribute(path, name: Self.attributeName, value: $0, flags: 0) }
+    }
+
+    /// Whether the item's content may have changed since this record was written (its modification
+    /// time is later): written in place beside DocFS, say. Who could reach it then is not known.
+    func predates(_ status: FileStatus) -> Bool {
+        let modified = status.modificationTime
+        return modified.tv_sec > time.tv_sec || (modified.tv_sec == time.tv_sec && modified.tv_nsec > time.tv_nsec)
     }
 }

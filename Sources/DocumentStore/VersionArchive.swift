@@ -58,7 +58,7 @@ public final class VersionArchive: Sendable {
     /// asks for every entry it shows, and only DocFS writes them.
     private let removalRecords = OrderedMutex<[[UInt8]: Readers?]>(.leaf, [:])
     /// See `unreachableBits(at:status:)`, by the version file's inode number.
-    private let recordedReach = OrderedMutex<[UInt64: (changed: timespec, bits: mode_t)]>(.leaf, [:])
+    private let recordedReach = OrderedMutex<[FileIdentity: (changed: timespec, bits: mode_t)]>(.leaf, [:])
 
     public init(directory: String) {
         self.directory = directory
@@ -172,7 +172,8 @@ public final class VersionArchive: Sendable {
     /// Returns where it went.
     public func adopt(_ built: String, as document: String, record: SaveRecord) throws -> String {
         Self.markArchived(at: built)
-        record.write(at: built)
+        // Never shown without what it keeps closed.
+        do { try record.writeOrThrow(at: built) } catch { if record.unreachable != 0 { throw error } }
         guard let placed = try addVersion(of: document, record: record, inode: 0, { target in
             try FileIO.rename(built, target, flags: Self.renameNoReplace)
         }) else { throw SystemCallError(errno: EEXIST, operation: "rename", path: built) }
@@ -580,16 +581,24 @@ public final class VersionArchive: Sendable {
     /// record changes only with its change time.
     public func unreachableBits(at location: String, status: FileStatus) -> mode_t {
         let changed = status.changeTime
-        if let known = recordedReach.withLock({ $0[status.inode] }), known.changed.tv_sec == changed.tv_sec, known.changed.tv_nsec == changed.tv_nsec {
+        let file = FileIdentity(device: status.device, inode: status.inode)
+        if let known = recordedReach.withLock({ $0[file] }), known.changed.tv_sec == changed.tv_sec, known.changed.tv_nsec == changed.tv_nsec {
             return known.bits
         }
-        let bits = unreachableBits(at: location)
+        let record = SaveRecord.read(at: location)
+        // Only a record that knows: one being written (a version just kept) is read again.
+        guard let record, record.knowsReach else { return record?.unreachable ?? 0 }
         recordedReach.withLock { known in
             // Bounded: past this, started again (a version's bits are one read away).
             if known.count >= 65_536 { known.removeAll(keepingCapacity: true) }
-            known[status.inode] = (changed, bits)
+            known[file] = (changed, record.unreachable)
         }
-        return bits
+        return record.unreachable
+    }
+
+    private struct FileIdentity: Hashable {
+        var device: UInt64
+        var inode: UInt64
     }
 
     /// Each document's folder in the archive, with the document's path.

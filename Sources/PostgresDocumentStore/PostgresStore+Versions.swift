@@ -31,15 +31,25 @@ extension PostgresStore {
     /// `StoreQueries`).
     public func recordSave(of path: String, by user: uid_t) {
         guard keepsVersions, !Self.isPrivate(path), let item = state.withLock({ $0[path] }) else { return }
-        let time = SaveRecord.now(by: user).time
+        // Who the folders keep out, read now: a `chmod` of a folder just after the save must not
+        // open the version this save becomes.
+        let record = SaveRecord.now(by: user, unreachable: unreachableBits(of: path))
         saveRecords.async { [self] in
-            // Who the folders keep out, read here, off the save's path: a folder changed in between
-            // is rare, and the version is then judged by how it was a moment after the save.
-            let record = SaveRecord(time: time, userID: user, unreachable: unreachableBits(of: path))
             do {
                 try pool.withConnection { try queries.recordSave($0, of: item.id, contentVersion: item.contentVersion, record) }
             } catch {
                 logger.warning("\(path): who saved it was not recorded (\(error)); its version will name no saver")
+            }
+        }
+    }
+
+    /// Writes `bits` into the row of version `id` where it has no reach yet, off the change's path.
+    private func recordReach(of id: Int64, _ bits: mode_t) {
+        saveRecords.async { [self] in
+            do {
+                try pool.withConnection { try queries.recordReach($0, ofVersion: id, bits) }
+            } catch {
+                logger.warning("version \(id): who its folders kept out was not recorded (\(error)); each mount judges it when it fetches it")
             }
         }
     }
@@ -106,6 +116,9 @@ extension PostgresStore {
                     guard let location = try mirror.keepVersion(of: version.wish.path, copying: version.wish.copying, as: version.version.saved) else { return }
                     Self.tag(location, with: version.version.id)
                     local.add(version.version.id, at: location, document: version.wish.path)
+                    // A row without a reach (its save's record had not landed, or an earlier
+                    // DocFS's) gets the one this mount judged, so every mount shows it alike.
+                    if !version.version.saved.knowsReach { recordReach(of: version.version.id, archive.unreachableBits(at: location)) }
                 } catch {
                     logger.warning("\(version.wish.path): its version was kept in the database but not in the mirror (\(error)); it is fetched instead")
                 }

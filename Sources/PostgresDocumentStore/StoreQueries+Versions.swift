@@ -331,6 +331,13 @@ extension StoreQueries {
             ], prepared: true)
     }
 
+    /// Sets the reach of the version `id` (`SaveRecord.unreachable`), unless its row has one.
+    func recordReach(_ db: PostgresConnection, ofVersion id: Int64, _ bits: mode_t) throws {
+        try db.execute(
+            "UPDATE docfs_document_versions SET unreachable = $3 WHERE id = $1 AND store = $2 AND unreachable IS NULL",
+            [.integer(id), .integer(storeID), .integer(Int64(bits))], prepared: true)
+    }
+
     /// A row's `unreachable` bits (anyone's to write: `SaveRecord` keeps the two classes' bits).
     /// NULL (a row of a DocFS before them, or whose saver record was lost) is not known: each mount
     /// judges it by its folders when it keeps or fetches the version.

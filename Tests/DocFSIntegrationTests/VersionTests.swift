@@ -451,7 +451,7 @@ import Testing
         defer { mount.unmount() }
         let removed = try mount.shell(as: "daemon", """
             umask 022 && mkdir private/sub && echo secret > private/sub/plan.md && echo edited > private/sub/plan.md \
-              && chmod 700 private && rm private/sub/plan.md && chmod 755 private
+              && chmod 700 private && rm -r private/sub && chmod 755 private
             """)
         #expect(removed.succeeded, "\(removed.output)\(removed.error)")
         let area = ".versions/.docfs/removed-\(try mount.run(["id", "-u", "daemon"]).output.trimmingCharacters(in: .whitespacesAndNewlines))"
@@ -459,6 +459,27 @@ import Testing
         #expect(try mount.shell(as: "daemon", script).output == "secret\nedited\n", "the owner's undo")
         let other = try mount.shell(as: "nobody", script)
         #expect(!other.output.contains("secret") && !other.output.contains("edited"), "\(other.output)\(other.error)")
+        // The removed folder too: its record counts the folders above it, so its names stay private.
+        let names = try mount.shell(as: "nobody", "ls \(area)/private/sub")
+        #expect(!names.succeeded && !names.output.contains("plan.md"), "\(names.output)\(names.error)")
+    }
+
+    /// A record DocFS wrote at a save does not speak for what was written into the file beside the
+    /// mount since (its modification time is later): that content is judged by the folders as
+    /// they are when its version is kept. Before, the earlier save's record (made with the folder
+    /// open) left a version of what was written while the folder was private open to everyone.
+    @Test(.disabled(if: MountedStore.backendIsPostgres, "writes beside the mount are a directory store's"))
+    func contentWrittenBesideTheMountIsJudgedWhenItsVersionIsKept() throws {
+        let mount = try sharedMount(withFolder: "f", mode: "755", owner: "daemon")
+        defer { mount.unmount() }
+        #expect(try mount.shell(as: "daemon", "umask 022 && echo public > f/a.md").succeeded)
+        #expect(try mount.shell("chmod 700 f").succeeded)
+        // In place, in the store itself: the file keeps DocFS's record of the save before.
+        let beside = try MountedStore.run(["python3", "-c", "import sys, time; time.sleep(0.01); f = open(sys.argv[1], 'r+'); f.truncate(0); f.write('secret\\n'); f.close()", mount.store + "/f/a.md"], timeout: 30)
+        #expect(beside.succeeded, "\(beside.error)")
+        #expect(try mount.shell("echo final > f/a.md && chmod 755 f").succeeded)
+        let read = try mount.shell(as: "nobody", "cat f/a.md; for v in .versions/f/a.md/*; do cat \"$v\" 2>/dev/null || echo refused; done")
+        #expect(read.output == "final\nrefused\n", "\(read.output)\(read.error)")
     }
 
     /// The view keeps its attributes a second, and is told of a chmod through the mount at once:
