@@ -338,10 +338,11 @@ extension StoreQueries {
             [.integer(id), .integer(storeID), .integer(Int64(bits))], prepared: true)
     }
 
-    /// A row's `unreachable` bits (anyone's to write: `SaveRecord` keeps the two classes' bits).
-    /// NULL (a row of a DocFS before them, or whose saver record was lost) is not known: each mount
-    /// judges it by its folders when it keeps or fetches the version.
-    private static func unreachable(_ value: Int64?) -> mode_t? { value.map { mode_t(truncatingIfNeeded: $0) } }
+    /// A row's `unreachable` bits. The row is anyone's to write: any other value closes both
+    /// classes, as a save record's unknown bits do. NULL (a row of a DocFS before them, or whose
+    /// saver record was lost) is not known: each mount judges it by its folders when it keeps or
+    /// fetches the version.
+    private static func unreachable(_ value: Int64?) -> mode_t? { value.map { $0 & ~0o077 == 0 ? mode_t($0) : 0o077 } }
 }
 
 /// See `StoreQueries.versionSummary`.
