@@ -314,19 +314,22 @@ extension DocumentFileSystem {
         }
     }
 
-    func allocate(inode: Inode, handle: UInt64, mode: Int32, offset: Int64, length: Int64) throws(FUSEError) {
+    /// An fallocate is a write like any other: its caller is one of the stage's writers, so its
+    /// close commits it and is answered with the judgement (before, only the last release did,
+    /// and a refusal reached nobody).
+    func allocate(inode: Inode, handle: UInt64, mode: Int32, offset: Int64, length: Int64, context: RequestContext) throws(FUSEError) {
         guard let file = files.get(handle) else { throw .badHandle }
         // FALLOC_FL_KEEP_SIZE (and a hole punch, which needs it) leaves the size as it is.
         if mode & 0x01 == 0 { try requireFits(offset: offset, length: length) }
         if let path = nodes.path(of: file.node.inode) {
-            try dropSetIDBits(of: file.node, path: path, writer: Requester.current, process: nil)
+            try dropSetIDBits(of: file.node, path: path, writer: Requester.current, process: context.processID)
         }
         if try inPlace(file, { (descriptor: OwnedDescriptor) throws(FUSEError) in
             try storeCall { try retryingOnInterrupt("fallocate") { docfs_fallocate(descriptor.rawValue, mode, off_t(offset), off_t(length)) } }
         }) {
             return
         }
-        try modifyStage(of: file.node, caller: nil) { (stage: inout Stage) throws(FUSEError) in
+        try modifyStage(of: file.node, caller: context.processID) { (stage: inout Stage) throws(FUSEError) in
             try storeCall { try retryingOnInterrupt("fallocate") { docfs_fallocate(stage.file.descriptor.rawValue, mode, off_t(offset), off_t(length)) } }
         }
     }

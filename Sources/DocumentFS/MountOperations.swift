@@ -201,9 +201,9 @@ final class MountOperations: FileSystemOperations {
         try documents.fsync(inode: inode, handle: handle, dataOnly: dataOnly)
     }
 
-    func allocate(inode: Inode, handle: UInt64, mode: Int32, offset: Int64, length: Int64) throws(FUSEError) {
+    func allocate(inode: Inode, handle: UInt64, mode: Int32, offset: Int64, length: Int64, context: RequestContext) throws(FUSEError) {
         try refuseInView(inode)
-        try documents.allocate(inode: inode, handle: handle, mode: mode, offset: offset, length: length)
+        try documents.allocate(inode: inode, handle: handle, mode: mode, offset: offset, length: length, context: context)
     }
 
     func openDirectory(inode: Inode, flags: Int32, context: RequestContext) throws(FUSEError) -> OpenReply {

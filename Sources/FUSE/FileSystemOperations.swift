@@ -47,7 +47,7 @@ public protocol FileSystemOperations: AnyObject, Sendable {
     /// The last close of the open file; its errors reach no one.
     func release(inode: Inode, handle: UInt64, flags: Int32)
     func fsync(inode: Inode, handle: UInt64, dataOnly: Bool) throws(FUSEError)
-    func allocate(inode: Inode, handle: UInt64, mode: Int32, offset: Int64, length: Int64) throws(FUSEError)
+    func allocate(inode: Inode, handle: UInt64, mode: Int32, offset: Int64, length: Int64, context: RequestContext) throws(FUSEError)
 
     func openDirectory(inode: Inode, flags: Int32, context: RequestContext) throws(FUSEError) -> OpenReply
     /// Lists entries after `offset`, handing each to `add` until it returns false (the reply is full).
@@ -89,7 +89,9 @@ extension FileSystemOperations {
     public func flush(inode: Inode, handle: UInt64, context: RequestContext) throws(FUSEError) {}
     public func release(inode: Inode, handle: UInt64, flags: Int32) {}
     public func fsync(inode: Inode, handle: UInt64, dataOnly: Bool) throws(FUSEError) {}
-    public func allocate(inode: Inode, handle: UInt64, mode: Int32, offset: Int64, length: Int64) throws(FUSEError) { throw .notSupported }
+    public func allocate(inode: Inode, handle: UInt64, mode: Int32, offset: Int64, length: Int64, context: RequestContext) throws(FUSEError) {
+        throw .notSupported
+    }
     public func openDirectory(inode: Inode, flags: Int32, context: RequestContext) throws(FUSEError) -> OpenReply { OpenReply(handle: 0) }
     public func readDirectory(inode: Inode, handle: UInt64, offset: Int64, plus: Bool, add: (DirectoryEntry) -> Bool) throws(FUSEError) { throw .notSupported }
     public func releaseDirectory(inode: Inode, handle: UInt64) {}

@@ -245,7 +245,8 @@ nonisolated func makeOperationTable() -> fuse_lowlevel_ops {
             guard let request, let info else { return }
             let context = Request(request)
             context.replyStatus { () throws(FUSEError) in
-                try context.operations.allocate(inode: inode, handle: docfs_fi_fh(info), mode: mode, offset: Int64(offset), length: Int64(length))
+                try context.operations.allocate(
+                    inode: inode, handle: docfs_fi_fh(info), mode: mode, offset: Int64(offset), length: Int64(length), context: context.caller)
             }
         }
     }
