@@ -90,6 +90,25 @@ struct DocumentNameEntryTests {
         try Self.expectEveryDocumentDecodes(mount)
     }
 
+    /// RENAME_EXCHANGE is judged as a rename both ways is: a raw file's bytes exchanged onto a
+    /// document name are refused (EIO) and neither name changes; two documents exchange.
+    @Test func anExchangeIsJudgedForBothNames() throws {
+        let mount = try MountedStore(texts: ["doc.json": #"{"ok": 1}"#, "other.json": #"{"ok": 2}"#, "raw.bin": "not json"])
+        defer { mount.unmount() }
+        let result = try mount.python("""
+            import ctypes, errno
+            libc = ctypes.CDLL("libc.so.6", use_errno=True)
+            for a, b in [(b"raw.bin", b"doc.json"), (b"doc.json", b"other.json")]:
+                r = libc.renameat2(-100, a, -100, b, 2)
+                print(r, errno.errorcode.get(ctypes.get_errno()) if r else "ok")
+            """)
+        #expect(result.output == "-1 EIO\n0 ok\n", "\(result.output)\(result.error)")
+        #expect(try mount.read("raw.bin") == "not json")
+        #expect(try mount.read("doc.json") == #"{"ok": 2}"#)
+        #expect(try mount.read("other.json") == #"{"ok": 1}"#)
+        try Self.expectEveryDocumentDecodes(mount)
+    }
+
     /// `fallocate` is one more way into a document's bytes: extending a JSON document with zeros is
     /// refused at its close (EIO), as a write of them is, and the document is unchanged. Before, the
     /// close returned 0, and the refusal came at the last release, where no program hears it: the
