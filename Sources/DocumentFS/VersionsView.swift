@@ -169,9 +169,10 @@ final class VersionsView: Sendable {
     // MARK: Who saved it
 
     /// `user.docfs.saved-by` of a version (`VersionName.savedByAttribute`): the uid that saved it,
-    /// in decimal, where DocFS saw the save (`docfs versions` shows it). And a version's POSIX ACL,
-    /// the one its document had when it was saved (the version is the document's replaced file),
-    /// which the kernel judges with its mode.
+    /// in decimal, where DocFS saw the save (`docfs versions` shows it). And POSIX ACLs, which the
+    /// kernel judges with the modes: a version's, the one its document had when it was saved (the
+    /// version is the document's replaced file) less what its folders kept out then; a document's
+    /// folder's, from the document's now; any other folder's, its store folder's.
     func extendedAttribute(of inode: Inode, name: String) throws(FUSEError) -> [UInt8] {
         if name == PosixACL.accessAttribute {
             switch try resolve(try inodes.path(of: inode)) {

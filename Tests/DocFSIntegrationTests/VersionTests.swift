@@ -474,8 +474,9 @@ import Testing
         defer { mount.unmount() }
         #expect(try mount.shell(as: "daemon", "umask 022 && echo public > f/a.md").succeeded)
         #expect(try mount.shell("chmod 700 f").succeeded)
-        // In place, in the store itself: the file keeps DocFS's record of the save before.
-        let beside = try MountedStore.run(["python3", "-c", "import sys, time; time.sleep(0.01); f = open(sys.argv[1], 'r+'); f.truncate(0); f.write('secret\\n'); f.close()", mount.store + "/f/a.md"], timeout: 30)
+        // In place, in the store itself: the file keeps DocFS's record of the save before, and its
+        // modification time is set past that record's (as a write a moment later leaves it).
+        let beside = try MountedStore.run(["python3", "-c", "import os, sys, time; f = open(sys.argv[1], 'r+'); f.truncate(0); f.write('secret\\n'); f.close(); t = time.time() + 5; os.utime(sys.argv[1], (t, t))", mount.store + "/f/a.md"], timeout: 30)
         #expect(beside.succeeded, "\(beside.error)")
         #expect(try mount.shell("echo final > f/a.md && chmod 755 f").succeeded)
         let read = try mount.shell(as: "nobody", "cat f/a.md; for v in .versions/f/a.md/*; do cat \"$v\" 2>/dev/null || echo refused; done")
