@@ -76,6 +76,9 @@ extension DirectoryStore {
         let prepared = status.kind == .directory ? takePreparedVersion(of: path) : nil
         var preparedUsed = false
         defer { if let prepared, !preparedUsed { Self.removePrepared(prepared) } }
+        // Linked in, the version is the document's file, which carries its record already (its
+        // own, or the one written on it above).
+        var linked = false
         let kept = try versions.addVersion(of: history ?? path, record: record, inode: status.inode) { target in
             if let prepared {
                 try FileIO.rename(prepared, target, flags: 1)
@@ -89,6 +92,7 @@ extension DirectoryStore {
             if !copying && otherNames == 0 {
                 do {
                     try Paths.makeHardLink(target, to: full)
+                    linked = true
                     // Set through the document's own name, whose count was just read (or is 0).
                     ArchivedLinks.set(full, to: archived + 1)
                     return
@@ -102,7 +106,7 @@ extension DirectoryStore {
         // Given, it is the version's own (the file's, if any, is another's): `savedBy` reads it there.
         // A version whose record cannot say what it keeps closed (a full disk; a copy whose
         // attributes did not all come along) is not kept open.
-        if given != nil || foundReach || record.unreachable != 0, SaveRecord.read(at: kept) != record {
+        if !linked, given != nil || foundReach || record.unreachable != 0, SaveRecord.read(at: kept) != record {
             do { try record.writeOrThrow(at: kept) } catch { if record.unreachable != 0 { try dropUnrecorded(kept, of: history ?? path, error) } }
         }
         StoreMetrics.versionBytes.increment(by: Double(status.kind == .regular ? status.blocks * 512 : 0))
