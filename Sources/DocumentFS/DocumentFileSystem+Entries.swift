@@ -138,7 +138,9 @@ extension DocumentFileSystem {
         if let size = changes.size { try requireFits(offset: size) }
         guard let path = nodes.path(of: inode) else {
             // A truncation by a name that moved meanwhile: the kernel looks it up again.
-            if changes.size != nil, handle == nil, nodes.existingNode(inode)?.state.withLock({ $0.superseded }) == true { throw .stale }
+            if changes.size != nil, handle == nil, let node = nodes.existingNode(inode), node.state.withLock({ $0.superseded }) {
+                throw sendWriterBack(context.processID, from: node)
+            }
             try setAttributes(ofDetached: inode, changes: changes, handle: handle)
             return try getAttributes(inode: inode, handle: handle, context: context)
         }
@@ -146,8 +148,11 @@ extension DocumentFileSystem {
         if changes.size != nil, handle == nil {
             // Moved here, or by another writer since this request found the path: the kernel
             // looks the name up again.
-            if moveNameOffCachedReaders(node, forWriter: true) || node.state.withLock({ $0.superseded }) { throw .stale }
-            writerArrived(at: node)
+            nodes.writerArrived(context.processID)
+            if moveNameOffCachedReaders(node, writer: context.processID) { throw .stale }
+            if node.state.withLock({ $0.superseded }) {
+                throw sendWriterBack(context.processID, from: node)
+            }
         }
         if let size = changes.size {
             try dropSetIDBits(of: node, path: path, writer: owner(context), process: context.processID)

@@ -1,5 +1,6 @@
 import DocumentStore
 import FUSE
+import Glibc
 import SystemSupport
 
 /// Readers that read a document through the kernel's page cache while its version changes — a
@@ -12,17 +13,6 @@ import SystemSupport
 /// no attribute reply shows a size below its size, everyone else who opens meanwhile bypasses the
 /// cache, and the kernel is told the truth when the last of those readers closes.
 extension DocumentFileSystem {
-    /// A writer reached `node` (an open for writing, a truncation by name): once it is done,
-    /// readers that open it read through the page cache again, and a record made for it is an
-    /// ordinary one.
-    func writerArrived(at node: Node) {
-        let expected = node.state.withLock { state -> Bool in
-            defer { state.writerExpected = false }
-            return state.writerExpected
-        }
-        if expected { nodes.writerArrived(at: node.inode) }
-    }
-
     /// A commit of `node` that only appended to `previous`: the inodes its name moved off, whose
     /// readers read `previous`, move on to `live` as well, and the kernel asks for their new size.
     /// Those inodes have no writer, so their size is only ever one of their versions'.
@@ -48,21 +38,22 @@ extension DocumentFileSystem {
     /// a new inode, and `node` stays with those readers, holding their version whole with its own
     /// size (and its inode number), as a file replaced by a rename does. A writer's request then
     /// fails with ESTALE, on which the kernel looks the name up again (LOOKUP_REVAL) and repeats
-    /// the request on the new inode; `forWriter` makes that inode now, and readers that open it
-    /// before the writer arrives bypass the page cache, so the writer is never sent on twice.
+    /// the request on whatever inode the name leads to then; readers of that name bypass the page
+    /// cache until `writer` (the thread whose request this is) has come back, so it is never sent
+    /// on twice (see `NodeTable.isContended`).
     /// Appends committed under the name reach the readers left behind (`carryAppend`).
     ///
     /// Not while anyone holds a lock on the inode: the kernel keeps locks per inode, and the next
     /// locker would get the new one. Not for a writer of a file whose readers follow its writes
     /// (`readersFollowWrites`): they read what it writes, on their inode. Whether the name moved.
-    func moveNameOffCachedReaders(_ node: Node, forWriter: Bool) -> Bool {
+    func moveNameOffCachedReaders(_ node: Node, writer: pid_t?) -> Bool {
         // Looked at first without a lock of the namespace: every writing open comes here.
         guard let shown = node.state.withLock({ $0.mayMoveNameOff ? $0.shownIdentity : nil }),
               let path = nodes.path(of: node.inode), let status = try? store.status(of: path),
-              !(forWriter && readersFollowWrites(classifier.role(forPath: path))),
+              !(writer != nil && readersFollowWrites(classifier.role(forPath: path))),
               !KernelLocks.anyHeld(onInodesNumbered: [shown, status.identity])
         else { return false }
-        let moved = namespace.writing { () -> (parent: Inode, name: FileName, successor: Inode?)? in
+        let moved = namespace.writing { () -> (parent: Inode, name: FileName)? in
             // Decided under the node's lock, where writers attach: one that attached meanwhile
             // keeps this inode (its save would have no name to go to), and one that comes later
             // finds it left to the readers and looks again.
@@ -73,15 +64,12 @@ extension DocumentFileSystem {
                 return true
             }
             guard claimed else { return nil }
-            guard let moved = nodes.supersede(node, awaitingWriter: forWriter) else {
+            guard let moved = nodes.supersede(node, writer: writer) else {
                 node.state.withLock { state in
                     state.superseded = false
                     state.formerIdentity = nil
                 }
                 return nil
-            }
-            if let successor = moved.successor {
-                nodes.existingNode(successor)?.state.withLock { $0.writerExpected = true }
             }
             return moved
         }
@@ -91,12 +79,25 @@ extension DocumentFileSystem {
         return true
     }
 
+    /// Answers a writer's request for `node` with ESTALE, on which the kernel looks the name up
+    /// again and repeats the request there, once: `node` has no name any more, or readers read it
+    /// through the page cache. That retry must find an inode no reader reads through the cache,
+    /// or it would be sent on a second time, and that ESTALE reaches its program. So the name is
+    /// contended until `thread` comes back (`NodeTable.isContended`), and the inode it leads to
+    /// now is left to its cached readers, if it has any.
+    func sendWriterBack(_ thread: pid_t, from node: Node) -> FUSEError {
+        if let current = nodes.expectWriter(thread, backAt: node), current != node.inode, let currentNode = nodes.existingNode(current) {
+            _ = moveNameOffCachedReaders(currentNode, writer: nil)
+        }
+        return .stale
+    }
+
     /// After a change made beside the mount: drops what the kernel caches of `inode`'s content and
     /// attributes. Cached readers of a version the change replaced keep their inode, and the name
     /// gets a new one; where it cannot move, their version is held until they close.
     func dropCachedContent(of inode: Inode) {
         if let node = nodes.existingNode(inode) {
-            if storedVersionDiffers(fromCachedReadersOf: node), moveNameOffCachedReaders(node, forWriter: false) { return }
+            if storedVersionDiffers(fromCachedReadersOf: node), moveNameOffCachedReaders(node, writer: nil) { return }
             if node.state.withLock({ $0.holdForCachedReaders() }) { return }
         }
         notifier.invalidateContent(of: inode)

@@ -8,8 +8,9 @@ import SystemSupport
 ///
 /// Readers see committed versions only. Writes that are not committed yet never reach the kernel's
 /// page cache that readers share: a handle opened write-only bypasses it (direct I/O), and a reader
-/// that opens while a writer is at work (or was, in the last two seconds) bypasses it too and reads
-/// the committed file, as does one whose version a commit replaced while it opened. A reader that
+/// that opens while a writer is at work (or one is expected back, `NodeTable.isContended`) bypasses
+/// it too and reads the committed file, as does one whose version a commit replaced while it
+/// opened. A reader that
 /// opened the current version of a document nobody was writing reads through the shared cache;
 /// what a writer or a change beside the mount does then is kept from it (see
 /// `DocumentFileSystem+HeldVersions`).
@@ -24,6 +25,9 @@ extension DocumentFileSystem {
         case detached(OwnedDescriptor)
         /// Replaced by a rename, opened for writing: the inode that holds its name now.
         case replaced(by: Inode)
+        /// Opened for writing where it must not be: the kernel looks the name up again
+        /// (`sendWriterBack`).
+        case sentBack
         /// Its content is not in a database store's mirror (it came since the open fetched, or
         /// was evicted): fetched with the namespace let go, then the open is made again.
         case unfetched(path: String)
@@ -56,7 +60,10 @@ extension DocumentFileSystem {
         // A writer does not write to an inode that readers read through the page cache (see
         // `moveNameOffCachedReaders`): ESTALE makes the kernel look the name up again and open the
         // inode that has it now.
-        if writing && moveNameOffCachedReaders(node, forWriter: true) { throw .stale }
+        if writing {
+            nodes.writerArrived(context.processID)
+            if moveNameOffCachedReaders(node, writer: context.processID) { throw .stale }
+        }
         // What the open will read is fetched first (a database store's download), holding nothing
         // lookups need; a writer that neither reads nor appends reads nothing (see below).
         if flags & O_ACCMODE != O_WRONLY || flags & O_APPEND != 0, let path = nodes.path(of: inode) { try? store.fetchContent(of: path) }
@@ -66,15 +73,21 @@ extension DocumentFileSystem {
                 if writing {
                     // The kernel resolved the name just before a rename replaced what it named. A
                     // writer must not write to a file no name leads to any more: it writes to the
-                    // document that has the name now, as if it had looked up a moment later.
-                    guard let former = nodes.formerName(of: inode) else { throw .stale }
-                    let current = nodes.child(parent: former.parent, name: former.name, counting: false)
-                    guard let currentPath = nodes.path(of: current) else { throw .stale }
-                    // A name left to readers (see `moveNameOffCachedReaders`) leads to the same
-                    // document, unless it was renamed away since: then nothing does.
-                    if let left = node.state.withLock({ $0.superseded ? $0.formerIdentity : nil }),
-                       (try? store.status(of: currentPath))?.identity != left
-                    {
+                    // document that has the name now, as if it had looked up a moment later. Never
+                    // through this inode while readers read it through the page cache (a name left
+                    // to them, see `moveNameOffCachedReaders`, or a file replaced under them): the
+                    // writer's handle would be this inode's, whose one size the kernel moves with
+                    // every write. Then, or when the name is not known any more, the kernel looks
+                    // the name up again (ESTALE) and repeats the open there.
+                    guard let former = nodes.formerName(of: inode), !node.state.withLock({ $0.superseded || $0.cachedReaders > 0 }) else {
+                        return .sentBack
+                    }
+                    // Counted as a lookup of this open's own, so that the kernel forgetting the
+                    // name's inode meanwhile cannot drop its record under the open; given back
+                    // once the open is made (or refused).
+                    let current = nodes.child(parent: former.parent, name: former.name, counting: true)
+                    guard nodes.path(of: current) != nil else {
+                        nodes.forget(current, count: 1)
                         throw .stale
                     }
                     return .replaced(by: current)
@@ -140,14 +153,12 @@ extension DocumentFileSystem {
             // for it exclusively (PostgresFaultTests: cached reads waited for the whole download).
             try storeCall { try store.fetchContent(of: path) }
             return nil
+        case .sentBack:
+            throw sendWriterBack(context.processID, from: node)
         case .replaced(let current):
-            do throws(FUSEError) {
-                // Not the file this open's create made: it opens as any file does.
-                return try open(inode: current, flags: flags, context: context, created: false)
-            } catch {
-                nodes.forget(current, count: 0)  // drops a record made only for this open
-                throw error
-            }
+            defer { nodes.forget(current, count: 1) }
+            // Not the file this open's create made: it opens as any file does.
+            return try open(inode: current, flags: flags, context: context, created: false)
         }
     }
 
@@ -187,8 +198,8 @@ extension DocumentFileSystem {
         let raced = node.state.withLock { state -> Bool in
             if let seenCommits, state.commits != seenCommits { return true }
             // A reader came to read through the page cache since `moveNameOffCachedReaders` looked,
-            // or the name moved: looked at again (a writer of an inode left to readers writes to
-            // the document that has the name now, as one of a renamed-over file does).
+            // or the name moved: looked at again (a writer of an inode left to readers is sent
+            // back to the name, see `sendWriterBack`).
             // Readers who follow writes share their inode with a writer (see `readersFollowWrites`).
             if writing && (state.superseded || (seenCommits != nil && state.cachedReaders > 0 && !state.readersFollowWrites)) { return true }
             state.holdIfChangedBeside(found: liveVersion)
@@ -204,7 +215,6 @@ extension DocumentFileSystem {
             return false
         }
         if raced { return nil }
-        if writing { writerArrived(at: node) }
         // A truncating open replaces the content, so what is stored need not decode (that is how a
         // corrupt document is repaired).
         if case .document(let claim) = role, flags & O_ACCMODE != O_WRONLY, !truncating, let live {
@@ -225,6 +235,7 @@ extension DocumentFileSystem {
             }
         }
         let writeOnly = flags & O_ACCMODE == O_WRONLY
+        let contended = !writing && nodes.isContended(node.inode)
         TestHook.openBeforeCaching.pause()
         let reply = node.state.withLock { state in
             // While cached readers hold a version that changed beside this mount, the page cache
@@ -233,12 +244,12 @@ extension DocumentFileSystem {
             // who follow writes keep no version, so only a writer at work keeps them off the cache.
             // A reader whose version a commit replaced since it found it (the commit landed while
             // it opened, as it decoded) reads that version directly: the kernel's one size and
-            // cache are the new version's now, and nothing holds them for it. (The 2 s window of
-            // `isBeingWritten` hid this race; see there.) Its view follows only what extends that
-            // version: an append after a rewrite it missed would splice the two.
+            // cache are the new version's now, and nothing holds them for it. Its view follows
+            // only what extends that version: an append after a rewrite it missed would splice the
+            // two.
             let directIO = writing
                 ? writeOnly || state.cachedReaders > 0 || state.heldStatus != nil
-                : (followsWrites ? state.writableHandles > 0 || state.stagedFile != nil : state.isBeingWritten || state.commits != foundAtCommit) || state.heldStatus != nil
+                : (followsWrites ? state.isBeingWritten : state.isBeingWritten || contended || state.commits != foundAtCommit) || state.heldStatus != nil
             let keepCache = !directIO && state.stagedFile == nil && state.cachedVersion == liveVersion
             // A version that replaced the one the kernel last cached, by a change made elsewhere:
             // the kernel may still hold the old size (the change's invalidation can trail this

@@ -359,18 +359,19 @@ extension DocumentFileSystem {
         let lastWriter = node.state.withLock { state in
             guard writable else { return false }
             state.writableHandles = max(0, state.writableHandles - 1)
-            if state.writableHandles == 0 { state.lastWriterClosed = monotonicNanoseconds() }
             return state.writableHandles == 0
         }
         if lastWriter {
             TestHook.releaseBeforeSettle.pause()
             node.staging.withLock { slot in settleStage(&slot, node: node) }
         }
-        node.state.withLock { state in
+        let closedAll = node.state.withLock { state -> Bool in
             state.openHandles = max(0, state.openHandles - 1)
-            guard state.openHandles == 0 else { return }
+            guard state.openHandles == 0 else { return false }
             state.live = nil
+            return true
         }
+        if closedAll { nodes.settle(node.inode) }
     }
 
     /// Judges and drops the stage once no handle can write to it any more.

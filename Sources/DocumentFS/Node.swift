@@ -19,6 +19,8 @@ final class Node: Sendable {
     /// Set when a raw file, open in place, is renamed to a name a document type claims: its
     /// handles' writes are staged and judged from then on.
     let isStaged = Atomic<Bool>(false)
+    /// The name the inode had when its record went (see `NodeTable.expectWriter`).
+    let lastName = OrderedMutex<(parent: Inode, name: FileName)?>(.leaf, nil)
 
     init(inode: Inode) {
         self.inode = inode
@@ -41,15 +43,6 @@ struct NodeState {
     /// just set up (a shell's RELEASE arrives after its close returns, while the next program opens).
     var openHandles = 0
     var writableHandles = 0
-    /// When the last writable handle closed (CLOCK_MONOTONIC nanoseconds): a document written
-    /// recently is likely written again, and readers of it bypass the page cache.
-    var lastWriterClosed: UInt64 = 0
-    /// A writer sent to this inode by `DocumentFileSystem.moveNameOffCachedReaders` has not arrived
-    /// yet: its readers bypass the page cache until it has, however long it takes, so that it is
-    /// never sent on a second time (the kernel retries an ESTALE open once). A writer that never
-    /// comes leaves only reads that bypass the cache. (Its deadline of 10 s was a wall-clock window
-    /// deciding where a writer's bytes may go.)
-    var writerExpected = false
     /// The document's name was given a new inode while this one's readers read through the page
     /// cache (see `DocumentFileSystem.moveNameOffCachedReaders`); this one serves them only.
     var superseded = false
@@ -97,29 +90,12 @@ struct NodeState {
     /// The file committed readers see: the live one, or the one kept after a replacement.
     var committed: OwnedDescriptor? { live ?? retained }
 
-    /// Whether a reader opening now should bypass the kernel's page cache. The cache and the file
-    /// size the kernel keeps are shared by every handle of the inode, and a writer changes both (an
-    /// O_TRUNC open sets the size to 0, its attributes and writes move it); a reader that reads the
-    /// committed file directly sees none of that. The 2 s after a writer closed spare moving the
-    /// name (a document just written is likely written again), and they are still load-bearing.
-    /// Without them the readers-under-load tests failed two ways. A reader whose version a commit
-    /// replaced while it opened read it through the cache, cut at the new version's size (torn
-    /// reads in 4 of 9 runs): fixed, see `openStaged`. And a writer moved off cached readers with
-    /// ESTALE can meet cached readers again on the kernel's one retry (so many more readers use
-    /// the cache), and the second ESTALE reaches the program (`WriteIntegrityTests`, 4 in-place
-    /// and 4 rename writers of one document: every run). Its cost: a file mapped shared within 2 s
-    /// of a write fails with ENODEV, as the kernel maps no handle shared that bypasses the cache
-    /// (xfstests generic/246).
-    var isBeingWritten: Bool {
-        let now = monotonicNanoseconds()
-        return writableHandles > 0 || stagedFile != nil || now &- lastWriterClosed < 2_000_000_000 || writerExpected
-    }
-}
-
-func monotonicNanoseconds() -> UInt64 {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    /// Whether a writer is at work on the inode: readers that open it bypass the kernel's page
+    /// cache. The cache and the file size the kernel keeps are shared by every handle of the
+    /// inode, and a writer changes both (an O_TRUNC open sets the size to 0, its attributes and
+    /// writes move it); a reader that reads the committed file directly sees none of that. (So do
+    /// readers of a contended name: `NodeTable.isContended`.)
+    var isBeingWritten: Bool { writableHandles > 0 || stagedFile != nil }
 }
 
 /// A write in progress.

@@ -1,5 +1,6 @@
 import CSystemShims
 import FUSE
+import Glibc
 import Synchronization
 import SystemSupport
 
@@ -30,11 +31,6 @@ final class NodeTable: Sendable {
         var childRecords: Int32 = 0
         /// Removed from the store while the kernel still holds it (open, or not yet forgotten).
         var isDetached = false
-        /// Made by `supersede` for a writer that has not arrived yet: how many more times the record
-        /// outlives the kernel forgetting it (it does once, revalidating the name), so its node
-        /// still tells readers to bypass the page cache when the writer arrives, and a writer that
-        /// never does leaves nothing behind.
-        var awaitsWriter: UInt8 = 0
     }
 
     /// A record's other names (hard links) and its stored file, when that has several links:
@@ -55,6 +51,11 @@ final class NodeTable: Sendable {
         /// Inodes a name moved off while they had cached readers (`supersede`), by that name: an
         /// append committed under the name extends their version too (`tail -f` follows it).
         var leftBehind: [ChildKey: [WeakNode]] = [:]
+        /// Names where a writer met readers reading through the page cache since no handle of the
+        /// name's inode was last open (see `isContended`), with the threads sent to look the name
+        /// up again that have not come back yet; and each such thread's name.
+        var contended: [ChildKey: Set<pid_t>] = [:]
+        var expectedAt: [pid_t: ChildKey] = [:]
     }
 
     private let state: OrderedMutex<State>
@@ -216,9 +217,7 @@ final class NodeTable: Sendable {
     func forget(_ inode: Inode, count: UInt64) {
         let shrank = state.withLock { state in
             guard inode != .root, var record = state.records[inode] else { return false }
-            let counted = record.lookupCount
             record.lookupCount -= min(count, record.lookupCount)
-            if counted > 0 && record.lookupCount == 0 && record.awaitsWriter > 0 { record.awaitsWriter -= 1 }
             state.records[inode] = record
             Self.removeIfUnused(inode, in: &state)
             return Self.shrinkIfMostlyEmpty(&state)
@@ -245,12 +244,63 @@ final class NodeTable: Sendable {
         state.withLock { $0.records[inode]?.openCount += 1 }
     }
 
-    /// A writer reached the inode: one made for it by `supersede` is an ordinary record now.
-    func writerArrived(at inode: Inode) {
+    /// Whether readers of `inode` bypass the page cache because its name is contended: a writer
+    /// was moved off cached readers there (`supersede`), and the kernel repeats such a writer's
+    /// request once, from the same thread, through whatever inode the name leads to then. Readers
+    /// that had made that inode theirs by then would send it on a second time, and that ESTALE
+    /// reaches its program. So the name stays contended until every writer sent back has come
+    /// back, and then until no handle of the inode holding the name is open (`settle`). Kept by
+    /// name, not by inode: the inode holding it changes with every save by rename, and the kernel
+    /// forgets one as it revalidates the name. A writer that never comes back (killed between its
+    /// ESTALE and its retry) leaves the name's readers bypassing the cache: slower, never wrong.
+    func isContended(_ inode: Inode) -> Bool {
         state.withLock { state in
-            guard let waiting = state.records[inode]?.awaitsWriter, waiting > 0 else { return }
-            state.records[inode]?.awaitsWriter = 0
-            Self.removeIfUnused(inode, in: &state)
+            guard !state.contended.isEmpty, let record = state.records[inode], !record.isDetached else { return false }
+            return state.contended[ChildKey(parent: record.parent, name: record.name)] != nil
+        }
+    }
+
+    /// `thread` was answered ESTALE for `node` and will look its name up again: the name the node
+    /// has or last had. Its record may be gone already, the kernel's lookups of it counted down,
+    /// while a request of its is on the way: then the node remembers the name.
+    /// Returns the inode the name leads to now, if any.
+    func expectWriter(_ thread: pid_t, backAt node: Node) -> Inode? {
+        state.withLock { state in
+            guard let name = state.records[node.inode].map({ (parent: $0.parent, name: $0.name) }) ?? node.lastName.withLock({ $0 }),
+                  state.records[name.parent] != nil
+            else { return nil }
+            let key = ChildKey(parent: name.parent, name: name.name)
+            Self.expect(thread, at: key, in: &state)
+            return state.byName[key]
+        }
+    }
+
+    private static func expect(_ thread: pid_t, at key: ChildKey, in state: inout State) {
+        arrived(thread, in: &state)
+        state.contended[key, default: []].insert(thread)
+        state.expectedAt[thread] = key
+    }
+
+    /// A writer's thread made a request for writing (an open, a truncation by name): it is
+    /// expected nowhere now, wherever its retry led.
+    func writerArrived(_ thread: pid_t) {
+        state.withLock { state in
+            guard !state.expectedAt.isEmpty else { return }
+            Self.arrived(thread, in: &state)
+        }
+    }
+
+    private static func arrived(_ thread: pid_t, in state: inout State) {
+        guard let key = state.expectedAt.removeValue(forKey: thread) else { return }
+        state.contended[key]?.remove(thread)
+    }
+
+    /// No handle of `inode` is open: its name is at rest, unless a writer is still expected there.
+    func settle(_ inode: Inode) {
+        state.withLock { state in
+            guard !state.contended.isEmpty, let record = state.records[inode], !record.isDetached else { return }
+            let key = ChildKey(parent: record.parent, name: record.name)
+            if state.contended[key]?.isEmpty == true { state.contended[key] = nil }
         }
     }
 
@@ -313,17 +363,16 @@ final class NodeTable: Sendable {
             return
         }
         record.isDetached = true
-        record.awaitsWriter = 0
         state.records[inode] = record
         removeIfUnused(inode, in: &state)
     }
 
     /// Detaches `inode`, held by `node`'s cached readers, from its name, as a rename over the name
     /// would: the kernel's next lookup of the name gets another inode, while whoever holds this one
-    /// keeps it. `awaitingWriter`: that inode is made now, for a writer sent to it, and kept
-    /// until it arrives (see `awaitsWriter`). Nil, changing nothing, for the root, a detached
-    /// inode, or one whose stored file has other names (hard links).
-    func supersede(_ node: Node, awaitingWriter: Bool) -> (parent: Inode, name: FileName, successor: Inode?)? {
+    /// keeps it. `writer`: the thread whose request is answered ESTALE for it, expected back at the
+    /// name (see `isContended`). Nil, changing nothing, for the root, a detached inode, or one
+    /// whose stored file has other names (hard links).
+    func supersede(_ node: Node, writer: pid_t?) -> (parent: Inode, name: FileName)? {
         let inode = node.inode
         return state.withLock { state in
             guard inode != .root, var record = state.records[inode], !record.isDetached, state.links[inode] == nil else { return nil }
@@ -334,13 +383,8 @@ final class NodeTable: Sendable {
             state.byName[key] = nil
             state.leftBehind[key, default: []].removeAll { $0.node == nil }
             state.leftBehind[key, default: []].append(WeakNode(node: node))
-            guard awaitingWriter else { return (key.parent, key.name, nil) }
-            let successor = state.nextInode
-            state.nextInode += 1
-            state.records[successor] = Record(node: Node(inode: successor), parent: key.parent, name: key.name, awaitsWriter: 2)
-            state.byName[key] = successor
-            state.records[key.parent]?.childRecords += 1
-            return (key.parent, key.name, successor)
+            if let writer { Self.expect(writer, at: key, in: &state) }
+            return (key.parent, key.name)
         }
     }
 
@@ -393,11 +437,16 @@ final class NodeTable: Sendable {
     private static func removeIfUnused(_ inode: Inode, in state: inout State) {
         var current = inode
         while current != .root, let record = state.records[current],
-              record.lookupCount == 0, record.openCount == 0, record.childRecords == 0, record.awaitsWriter == 0
+              record.lookupCount == 0, record.openCount == 0, record.childRecords == 0
         {
             state.records[current] = nil
+            record.node?.lastName.withLock { $0 = (record.parent, record.name) }
             let key = ChildKey(parent: record.parent, name: record.name)
-            if state.byName[key] == current { state.byName[key] = nil }
+            if state.byName[key] == current {
+                state.byName[key] = nil
+                // Forgotten with nothing open: the name is at rest (see `settle`).
+                if state.contended[key]?.isEmpty == true { state.contended[key] = nil }
+            }
             if record.isDetached, let left = state.leftBehind[key] {
                 let kept = left.filter { $0.node.map { $0.inode != current } ?? false }
                 state.leftBehind[key] = kept.isEmpty ? nil : kept

@@ -8,7 +8,7 @@ import Testing
 @Suite(.timeLimit(.minutes(10)))
 struct MetricsTests {
     /// The address the daemon logged it serves metrics at.
-    private static func endpoint(_ mount: MountedStore) throws -> String {
+    static func endpoint(_ mount: MountedStore) throws -> String {
         var address: String?
         _ = MountedStore.waitUntil {
             address = mount.log.split(separator: "\n").lazy.compactMap { line in
@@ -20,7 +20,7 @@ struct MetricsTests {
     }
 
     /// Every sample of a scrape, by its name with labels (`docfs_refusals_total{cause="invalid"}`).
-    private static func scrape(_ url: String) throws -> [String: Double] {
+    static func scrape(_ url: String) throws -> [String: Double] {
         let result = try MountedStore.run(["curl", "-sS", "--max-time", "10", url], timeout: 20)
         #expect(result.succeeded, "curl: \(result.error)")
         var samples: [String: Double] = [:]
