@@ -28,80 +28,116 @@ extension DocumentFileSystem {
         }
     }
 
-    /// `commit`, for a stage that changed since its last commit.
+    /// `commit`, for a stage that changed since its last commit. First judged holding nothing a
+    /// rename needs (a decode may take seconds); a rename that lands between the judgement and
+    /// the install makes the commit judge again, this time with renames held off (`packageLayout`,
+    /// then `changes`), so that judgement is the last.
     private func commitDirty(_ slot: inout StageSlot, stage: Stage, node: Node, durable: Bool, closing: Bool) throws(FUSEError) {
         // Judged with its writer's rights, whoever's request this is.
         let requester = Requester.current
         if let writer = stage.writer { Requester.set(writer) }
         defer { Requester.set(requester) }
-        // A rename between judging and installing would install at a stale name: judge again then.
-        for _ in 0..<3 {
-            guard let path = nodes.path(of: node.inode) else {
-                // Removed while open: there is no document left to commit to. The stage stays the
-                // file's content for its writers (reads, fstat) until the last of them closes; then
-                // its space is given back. (Dropping it at the first close leaked it until the next
-                // mount, which took it for a crash's leftover.)
-                guard closing else { return }
-                store.discard(stage.file)
-                slot.stage = nil
-                node.state.withLock { $0.stagedFile = nil }
-                return
+        if try commitOnce(&slot, stage: stage, node: node, durable: durable, closing: closing, holdingRenames: false) { return }
+        let committed = try packageLayout.reading { () throws(FUSEError) -> Bool in
+            try commitOnce(&slot, stage: stage, node: node, durable: durable, closing: closing, holdingRenames: true)
+        }
+        // Renames cannot move the document while they are held off: reaching this is a bug.
+        guard committed else {
+            logger.error("could not commit \(path(orRemoved: node)): its name changed while renames were held off")
+            throw .busy
+        }
+    }
+
+    /// One judgement and install of the stage at the name the document has; false when a rename
+    /// moved it between the two. `holdingRenames`: called with `packageLayout` held, and every
+    /// rename held off (`changes`) from resolving the name to installing there.
+    private func commitOnce(_ slot: inout StageSlot, stage: Stage, node: Node, durable: Bool, closing: Bool, holdingRenames: Bool) throws(FUSEError) -> Bool {
+        guard let path = nodes.path(of: node.inode) else {
+            dropRemoved(&slot, stage: stage, node: node, closing: closing)
+            return true
+        }
+        if case .packageMember = classifier.role(forPath: path) {
+            // Resolved again with folder renames held off, so the commit lands in the package the
+            // member is in now, under its current name. (A member never leaves its package by a
+            // rename: that is refused, EXDEV.)
+            func commitInPackage() throws(FUSEError) -> Bool {
+                guard let now = nodes.path(of: node.inode), case .packageMember(let member) = classifier.role(forPath: now) else { return false }
+                try commitMember(&slot, node: node, path: now, member: member, durable: durable, closing: closing)
+                return true
             }
-            let verdict: Verdict
-            var isDocument = false
-            switch classifier.role(forPath: path) {
-            case .packageMember:
-                // Resolved again with folder renames held off, so the commit lands in the package
-                // the member is in now, under its current name.
-                let committed = try packageLayout.reading { () throws(FUSEError) -> Bool in
-                    guard let now = nodes.path(of: node.inode), case .packageMember(let member) = classifier.role(forPath: now) else { return false }
-                    try commitMember(&slot, node: node, path: now, member: member, durable: durable, closing: closing)
-                    return true
-                }
-                if committed { return }
-                continue
-            case .raw:
-                verdict = .asStaged
-            case .document(let claim):
-                isDocument = true
-                if let refusal = stage.refusal, refusal.generation == stage.generation, FileSystemPath.same(refusal.path, path) {
-                    verdict = .refused(refusal.reason)
-                } else {
-                    verdict = judge(stage, path: path, claim: claim)
-                }
+            return holdingRenames ? try commitInPackage() : try packageLayout.reading { () throws(FUSEError) -> Bool in try commitInPackage() }
+        }
+        guard holdingRenames else { return try judgeAndInstall(&slot, stage: stage, node: node, path: path, durable: durable, closing: closing, holdingRenames: false) }
+        return try changes.reading { () throws(FUSEError) -> Bool in
+            guard let now = nodes.path(of: node.inode) else {
+                dropRemoved(&slot, stage: stage, node: node, closing: closing)
+                return true
             }
-            if case .refused(let reason) = verdict {
-                try refuse(&slot, node: node, path: path, reason: reason, cause: .invalid, closing: closing)
-            }
-            var refusedByStore: String?
-            // Renames and removals wait (`changes`): the path stays the node's until installed.
-            let stored = try changes.reading { () throws(FUSEError) -> FileStatus? in
-                guard let now = nodes.path(of: node.inode), FileSystemPath.same(now, path) else { return nil }
-                let status: FileStatus
-                do {
-                    status = try pipeline.commit(replacing: isDocument ? [.init(path: path)] : [], saving: isDocument ? [path] : []) {
-                        if case .reencoded(let wrapper) = verdict { return try store.persist(wrapper, at: path, durable: durable) }
-                        return try store.install(stage.file, at: path, durable: durable)
-                    }
-                } catch let refusal as StoreRefusal {
-                    refusedByStore = refusal.reason
-                    return nil
-                } catch {
-                    throw FUSEError(error)
-                }
-                installed(node, stage: stage, status: status, verdict: verdict, path: path)
-                return status
-            }
-            if let reason = refusedByStore {
-                try refuse(&slot, node: node, path: path, reason: reason, cause: .store, closing: closing)
-            }
-            if stored != nil {
-                slot.stage = nil
-                return
+            return try judgeAndInstall(&slot, stage: stage, node: node, path: now, durable: durable, closing: closing, holdingRenames: true)
+        }
+    }
+
+    /// Removed while open: there is no document left to commit to. The stage stays the file's
+    /// content for its writers (reads, fstat) until the last of them closes; then its space is
+    /// given back. (Dropping it at the first close leaked it until the next mount, which took it
+    /// for a crash's leftover.)
+    private func dropRemoved(_ slot: inout StageSlot, stage: Stage, node: Node, closing: Bool) {
+        guard closing else { return }
+        store.discard(stage.file)
+        slot.stage = nil
+        node.state.withLock { $0.stagedFile = nil }
+    }
+
+    /// Judges the stage as the document at `path` and installs what the judgement decided there;
+    /// false when the document's name is no longer `path` (only when not `holdingRenames`).
+    private func judgeAndInstall(
+        _ slot: inout StageSlot, stage: Stage, node: Node, path: String, durable: Bool, closing: Bool, holdingRenames: Bool
+    ) throws(FUSEError) -> Bool {
+        let verdict: Verdict
+        var isDocument = false
+        switch classifier.role(forPath: path) {
+        case .packageMember:
+            return false
+        case .raw:
+            verdict = .asStaged
+        case .document(let claim):
+            isDocument = true
+            if let refusal = stage.refusal, refusal.generation == stage.generation, FileSystemPath.same(refusal.path, path) {
+                verdict = .refused(refusal.reason)
+            } else {
+                verdict = judge(stage, path: path, claim: claim)
             }
         }
-        logger.error("could not commit \(path(orRemoved: node)): it was renamed again and again while the write was judged")
-        throw .busy
+        if !holdingRenames { TestHook.commitAfterJudge.pause() }
+        if case .refused(let reason) = verdict {
+            try refuse(&slot, node: node, path: path, reason: reason, cause: .invalid, closing: closing)
+        }
+        var refusedByStore: String?
+        // Renames and removals wait (`changes`): the path stays the node's until installed.
+        func install() throws(FUSEError) -> FileStatus? {
+            guard let now = nodes.path(of: node.inode), FileSystemPath.same(now, path) else { return nil }
+            let status: FileStatus
+            do {
+                status = try pipeline.commit(replacing: isDocument ? [.init(path: path)] : [], saving: isDocument ? [path] : []) {
+                    if case .reencoded(let wrapper) = verdict { return try store.persist(wrapper, at: path, durable: durable) }
+                    return try store.install(stage.file, at: path, durable: durable)
+                }
+            } catch let refusal as StoreRefusal {
+                refusedByStore = refusal.reason
+                return nil
+            } catch {
+                throw FUSEError(error)
+            }
+            installed(node, stage: stage, status: status, verdict: verdict, path: path)
+            return status
+        }
+        let stored = holdingRenames ? try install() : try changes.reading { () throws(FUSEError) -> FileStatus? in try install() }
+        if let reason = refusedByStore {
+            try refuse(&slot, node: node, path: path, reason: reason, cause: .store, closing: closing)
+        }
+        guard stored != nil else { return false }
+        slot.stage = nil
+        return true
     }
 
     private func path(orRemoved node: Node) -> String { nodes.path(of: node.inode) ?? "(removed)" }

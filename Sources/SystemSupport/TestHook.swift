@@ -26,6 +26,8 @@ public enum TestHook: String, Sendable {
     case commitAnswerLost = "commit-answer-lost"
     /// A PostgreSQL store is about to download content its mirror lacks.
     case fetchBeforeDownload = "fetch-before-download"
+    /// A commit has judged its stage, holding nothing a rename needs, and not installed it yet.
+    case commitAfterJudge = "commit-after-judge"
     /// The last writable handle of a file is released and its stage not yet settled.
     case releaseBeforeSettle = "release-before-settle"
     /// The mount is gone from the kernel and the daemon has not yet let go of its store.

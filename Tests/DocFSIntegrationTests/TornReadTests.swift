@@ -206,9 +206,6 @@ struct TornReadTests {
         #expect(try mount.shell("printf '{\"a\": 1}\\n' > doc.json").succeeded)
         #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: releasing + ".reached") }, "the writer's release never came")
         try FileManager.default.removeItem(atPath: releasing + ".reached")
-        // Past the 2 s after the writer's close in which every reader bypasses the cache (see
-        // `NodeState.isBeingWritten`), so that window cannot hide what this test is about.
-        Thread.sleep(forTimeInterval: 2.5)
         try FileManager.default.removeItem(atPath: opening + ".reached")
         reader.wait()
         #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: read) })

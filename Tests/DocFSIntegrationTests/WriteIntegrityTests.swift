@@ -277,6 +277,45 @@ struct WriteIntegrityTests {
         #expect(mount.log.contains("refused a write to a.json"))
     }
 
+    /// A commit whose document moves between its judgement and its install (its folder renamed:
+    /// a rename of the document itself waits for its writes to settle) is judged again with
+    /// renames held off, so renames, however many, never make a close fail. Before, a commit gave
+    /// up with EBUSY once a rename had overtaken its third judgement. The hook holds a commit
+    /// after each judgement made while renames could still happen; the test renames the folder
+    /// each time one arrives there (once now, three times before).
+    @Test func aCommitOvertakenByRenamesIsJudgedAgainAndStored() throws {
+        let hooks = try MountedStore.makeHookFolder()
+        defer { try? FileManager.default.removeItem(atPath: hooks) }
+        let mount = try MountedStore(texts: ["f0/doc.json": "{\"n\": 0}"], launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
+        defer { mount.unmount() }
+        let point = hooks + "/commit-after-judge"
+        #expect(FileManager.default.createFile(atPath: point, contents: nil))
+        let writer = try ChildProcess(["timeout", "60", "python3", "-c", """
+            import os, sys
+            fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
+            os.write(fd, b'{"n": 1}')
+            try:
+                os.close(fd); print('ok')
+            except OSError as error: print(error.errno)
+            """, mount.inMount("f0/doc.json")], capture: true)
+        defer { try? FileManager.default.removeItem(atPath: point + ".reached") }
+        var renames = 0
+        while renames < 3 {
+            #expect(MountedStore.waitUntil(seconds: 30) { FileManager.default.fileExists(atPath: point + ".reached") || !writer.isRunning })
+            guard writer.isRunning, FileManager.default.fileExists(atPath: point + ".reached") else { break }
+            renames += 1
+            #expect(try mount.run(["mv", "f\(renames - 1)", "f\(renames)"]).succeeded)
+            #expect(FileManager.default.createFile(atPath: point, contents: nil))
+            try FileManager.default.removeItem(atPath: point + ".reached")
+        }
+        #expect(writer.wait() == 0)
+        let answer = String(decoding: writer.output, as: UTF8.self)
+        print("a commit overtaken by \(renames) rename(s): its close answered \(answer)")
+        #expect(answer == "ok\n", "the close answered \(answer) after \(renames) renames")
+        #expect(renames == 1, "judged again with renames held off after the first")
+        #expect(mount.storeContents("f\(renames)/doc.json") == "{\"n\": 1}")
+    }
+
     @Test func statAnswersWhileALargeCommitIsJudged() throws {
         let mount = try MountedStore(texts: [:])
         defer { mount.unmount() }
