@@ -24,8 +24,10 @@ import SystemSupport
 /// **The kernel's caches.** The kernel keeps one size and one page cache per inode. A writer that
 /// would change them under readers reading through the page cache gets a new inode for the name,
 /// and the readers keep theirs (`moveNameOffCachedReaders`), or their version's size is held
-/// (`heldStatus`). Changes made beside the mount reach the kernel through the store's watcher or
-/// change feed (`StoreWatcher`, `storeChanged`).
+/// (`heldStatus`). No clock decides who uses the cache: readers bypass it while a writer is at
+/// work, or while a writer sent back with ESTALE has not come back to the name
+/// (`NodeTable.isContended`). Changes made beside the mount reach the kernel through the store's
+/// watcher or change feed (`StoreWatcher`, `storeChanged`).
 ///
 /// **Locks**, outer to inner, each at its level of `LockLevel` (checked in debug builds, and in
 /// release builds started with DOCFS_CHECK_LOCK_ORDER=1):
