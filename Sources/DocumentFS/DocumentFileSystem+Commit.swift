@@ -41,7 +41,8 @@ extension DocumentFileSystem {
         let committed = try packageLayout.reading { () throws(FUSEError) -> Bool in
             try commitOnce(&slot, stage: stage, node: node, durable: durable, closing: closing, holdingRenames: true)
         }
-        // Renames cannot move the document while they are held off: reaching this is a bug.
+        // Renames through the mount cannot move the document while they are held off; a change
+        // beside the mount can (and a removal there is dropped as one: `dropRemoved`).
         guard committed else {
             logger.error("could not commit \(path(orRemoved: node)): its name changed while renames were held off")
             throw .busy
@@ -135,7 +136,12 @@ extension DocumentFileSystem {
         if let reason = refusedByStore {
             try refuse(&slot, node: node, path: path, reason: reason, cause: .store, closing: closing)
         }
-        guard stored != nil else { return false }
+        guard stored != nil else {
+            // Removed beside the mount while it was judged with renames held off.
+            guard holdingRenames, nodes.path(of: node.inode) == nil else { return false }
+            dropRemoved(&slot, stage: stage, node: node, closing: closing)
+            return true
+        }
         slot.stage = nil
         return true
     }

@@ -148,11 +148,11 @@ extension DocumentFileSystem {
         if changes.size != nil, handle == nil {
             // Moved here, or by another writer since this request found the path: the kernel
             // looks the name up again.
-            nodes.writerArrived(context.processID)
             if moveNameOffCachedReaders(node, writer: context.processID) { throw .stale }
             if node.state.withLock({ $0.superseded }) {
                 throw sendWriterBack(context.processID, from: node)
             }
+            nodes.writerArrived(context.processID)
         }
         if let size = changes.size {
             try dropSetIDBits(of: node, path: path, writer: owner(context), process: context.processID)

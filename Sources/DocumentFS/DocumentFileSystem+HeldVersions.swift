@@ -86,7 +86,9 @@ extension DocumentFileSystem {
     /// contended until `thread` comes back (`NodeTable.isContended`), and the inode it leads to
     /// now is left to its cached readers, if it has any.
     func sendWriterBack(_ thread: pid_t, from node: Node) -> FUSEError {
-        if let current = nodes.expectWriter(thread, backAt: node), current != node.inode, let currentNode = nodes.existingNode(current) {
+        if let current = nodes.expectWriter(thread, backAt: node), current != node.inode, let currentNode = nodes.existingNode(current),
+           let path = nodes.path(of: current), !readersFollowWrites(classifier.role(forPath: path))
+        {
             _ = moveNameOffCachedReaders(currentNode, writer: nil)
         }
         return .stale

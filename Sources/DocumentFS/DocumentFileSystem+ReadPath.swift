@@ -10,8 +10,7 @@ import SystemSupport
 /// page cache that readers share: a handle opened write-only bypasses it (direct I/O), and a reader
 /// that opens while a writer is at work (or one is expected back, `NodeTable.isContended`) bypasses
 /// it too and reads the committed file, as does one whose version a commit replaced while it
-/// opened. A reader that
-/// opened the current version of a document nobody was writing reads through the shared cache;
+/// opened. A reader that opened the current version of a document nobody was writing reads through the shared cache;
 /// what a writer or a change beside the mount does then is kept from it (see
 /// `DocumentFileSystem+HeldVersions`).
 extension DocumentFileSystem {
@@ -60,10 +59,10 @@ extension DocumentFileSystem {
         // A writer does not write to an inode that readers read through the page cache (see
         // `moveNameOffCachedReaders`): ESTALE makes the kernel look the name up again and open the
         // inode that has it now.
-        if writing {
-            nodes.writerArrived(context.processID)
-            if moveNameOffCachedReaders(node, writer: context.processID) { throw .stale }
-        }
+        if writing && moveNameOffCachedReaders(node, writer: context.processID) { throw .stale }
+        // A writer sent back with ESTALE retries with a writing open: any other open of its thread
+        // means the retry is over (it failed: the name was removed, say), and it is expected nowhere.
+        if !writing { nodes.writerArrived(context.processID) }
         // What the open will read is fetched first (a database store's download), holding nothing
         // lookups need; a writer that neither reads nor appends reads nothing (see below).
         if flags & O_ACCMODE != O_WRONLY || flags & O_APPEND != 0, let path = nodes.path(of: inode) { try? store.fetchContent(of: path) }
@@ -139,6 +138,7 @@ extension DocumentFileSystem {
                 state.cachedVersion = flags & O_TRUNC == 0 ? status.version : nil
                 return keep
             }
+            if writing { nodes.writerArrived(context.processID) }
             return register(OpenFile(node: node, access: .raw(descriptor), flags: flags, view: nil), keepCache: keepCache)
         case .detached(let kept):
             node.state.withLock { $0.openHandles += 1 }
@@ -215,6 +215,8 @@ extension DocumentFileSystem {
             return false
         }
         if raced { return nil }
+        // Counted on the inode first: from here the writer keeps readers off the cache itself.
+        if writing { nodes.writerArrived(context.processID) }
         // A truncating open replaces the content, so what is stored need not decode (that is how a
         // corrupt document is repaired).
         if case .document(let claim) = role, flags & O_ACCMODE != O_WRONLY, !truncating, let live {
@@ -235,7 +237,6 @@ extension DocumentFileSystem {
             }
         }
         let writeOnly = flags & O_ACCMODE == O_WRONLY
-        let contended = !writing && nodes.isContended(node.inode)
         TestHook.openBeforeCaching.pause()
         let reply = node.state.withLock { state in
             // While cached readers hold a version that changed beside this mount, the page cache
@@ -249,7 +250,7 @@ extension DocumentFileSystem {
             // two.
             let directIO = writing
                 ? writeOnly || state.cachedReaders > 0 || state.heldStatus != nil
-                : (followsWrites ? state.isBeingWritten : state.isBeingWritten || contended || state.commits != foundAtCommit) || state.heldStatus != nil
+                : (followsWrites ? state.isBeingWritten : state.isBeingWritten || state.commits != foundAtCommit || nodes.isContended(node.inode)) || state.heldStatus != nil
             let keepCache = !directIO && state.stagedFile == nil && state.cachedVersion == liveVersion
             // A version that replaced the one the kernel last cached, by a change made elsewhere:
             // the kernel may still hold the old size (the change's invalidation can trail this

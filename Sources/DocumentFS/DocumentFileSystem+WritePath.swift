@@ -41,6 +41,7 @@ extension DocumentFileSystem {
                 state.openHandles += 1
                 if flags & O_ACCMODE != O_RDONLY { state.writableHandles += 1 }
             }
+            nodes.writerArrived(context.processID)
             return (entry, register(OpenFile(node: node, access: .raw(descriptor), flags: flags, view: nil)))
         }
         var created: OwnedDescriptor?

@@ -34,8 +34,9 @@ import SystemSupport
 /// - `Node.staging`: one document's writes, and its commit's judgement (a decode may take long);
 /// - `packageLayout`, then one package's lock (`PackageCoordinator`): changes inside packages
 ///   against renames of the folders holding them;
-/// - `changes`: a rename, a removal or a link exclusively, a commit's install shared, held across
-///   the store's waits (a database's commit);
+/// - `changes`: a rename, a removal or a link exclusively, a commit's install shared (and its
+///   second judgement, when a rename overtook the first), held across the store's waits (a
+///   database's commit);
 /// - `namespace`: which file a name leads to, as lookups see it. A change's local step (the
 ///   store's `Publication`) and the node table's update together exclusively; lookup, getattr,
 ///   readdir and open shared. Never held across a decode or a database's commit;
@@ -60,7 +61,8 @@ final class DocumentFileSystem: FileSystemOperations {
     let packages: PackageCoordinator
     /// Renames, removals and links take it exclusively for the whole change, the store's waits (a
     /// database's commit) included; a commit takes it shared from resolving its document's path to
-    /// installing there. So the path a change resolved names what it changes until it is made.
+    /// installing there (and across its judgement, when a rename overtook the first one). So the
+    /// path a change resolved names what it changes until it is made.
     /// No lookup, getattr, readdir, open or read takes it: none waits for a database.
     let changes = ReadWriteLock(.changes)
     /// The local step that makes a change visible (the store's `Publication`: its rename or removal
@@ -73,7 +75,8 @@ final class DocumentFileSystem: FileSystemOperations {
     /// holding this shared.
     let namespace = ReadWriteLock(.namespace)
     /// Every change inside a package (a member's commit, a create, a rename within it) holds it
-    /// shared from resolving the package's path to storing the change; a rename or exchange of a
+    /// shared from resolving the package's path to storing the change, as does a commit's second
+    /// judgement (see `DocumentFileSystem+Commit`); a rename or exchange of a
     /// folder (a package, or a folder holding packages) holds it exclusively. So a change lands in
     /// the package it was made in, under that package's name at that moment: a package renamed or
     /// exchanged half-way through a commit made the commit replace whatever folder then had the

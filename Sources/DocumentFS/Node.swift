@@ -43,8 +43,9 @@ struct NodeState {
     /// just set up (a shell's RELEASE arrives after its close returns, while the next program opens).
     var openHandles = 0
     var writableHandles = 0
-    /// The document's name was given a new inode while this one's readers read through the page
-    /// cache (see `DocumentFileSystem.moveNameOffCachedReaders`); this one serves them only.
+    /// The document's name was taken off this inode while its readers read through the page cache
+    /// (the kernel's next lookup makes a new one, see `DocumentFileSystem.moveNameOffCachedReaders`);
+    /// this one serves them only.
     var superseded = false
     /// The inode number the kernel was last shown for this inode when it was opened (locks are
     /// listed under it).

@@ -444,7 +444,9 @@ final class NodeTable: Sendable {
             let key = ChildKey(parent: record.parent, name: record.name)
             if state.byName[key] == current {
                 state.byName[key] = nil
-                // Forgotten with nothing open: the name is at rest (see `settle`).
+                // Forgotten with nothing open: the name is at rest (see `settle`), unless a writer is
+                // still expected there (the kernel forgets the name's inode as a retry revalidates
+                // the name: the expectation must outlive it).
                 if state.contended[key]?.isEmpty == true { state.contended[key] = nil }
             }
             if record.isDetached, let left = state.leftBehind[key] {

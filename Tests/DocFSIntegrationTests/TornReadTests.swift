@@ -181,11 +181,9 @@ struct TornReadTests {
 
     /// A commit that lands while a reader opens (after the open found its version, before it chose
     /// how to read it) leaves the kernel's one size and page cache to the new version. The reader
-    /// reads its own version whole, directly. For two seconds after every writer's close all
-    /// readers bypass the cache, which hid this when the open was quick: without that window and
-    /// without this rule, the reader read the old version cut at the new one's size (the
-    /// readers-under-load test read torn documents in 4 of 9 runs). Here the open takes longer
-    /// than the window, as a decode of a large document under load can.
+    /// reads its own version whole, directly. Without this rule the reader read the old version cut
+    /// at the new one's size (the readers-under-load test read torn documents in 4 of 9 runs, once
+    /// a 2 s window after every writer's close, now gone, no longer hid it).
     @Test func aReaderWhoseVersionACommitReplacedWhileItOpenedReadsItWhole() throws {
         let hooks = try MountedStore.makeHookFolder()
         let mount = try MountedStore(files: ["doc.json": Data(Self.original)], launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
