@@ -19,6 +19,9 @@
 #include <signal.h>
 #include <sys/fanotify.h>
 #include <linux/openat2.h>
+#include <limits.h>
+#include <stdint.h>
+#include <sys/xattr.h>
 
 int docfs_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned int flags) {
     return (int)syscall(SYS_renameat2, olddirfd, oldpath, newdirfd, newpath, flags);
@@ -65,6 +68,74 @@ int docfs_open_beneath(int dirfd, const char *path, int flags) {
         current = next;
         cursor = slash + 1;
     }
+}
+
+// The *xattrat calls' numbers (the same on every architecture) and argument block, which
+// Debian 12's kernel headers predate.
+enum { xattrat_set = 463, xattrat_get = 464, xattrat_list = 465, xattrat_remove = 466 };
+struct xattrat_arguments { unsigned long long value; unsigned int size; unsigned int flags; };
+static int xattrat_missing;
+
+// Whether the *xattrat call that just failed is missing from this kernel (then never tried again).
+static int xattrat_is_missing(long result) {
+    if (result >= 0 || errno != ENOSYS) return 0;
+    __atomic_store_n(&xattrat_missing, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+void docfs_xattrat_set_missing(int missing) { __atomic_store_n(&xattrat_missing, missing, __ATOMIC_RELAXED); }
+
+// `name` in `dirfd` as one path for the l*xattr calls: /proc/self/fd/N/name, in `buffer`.
+static const char *xattr_path(int dirfd, const char *name, char *buffer, size_t size) {
+    if (dirfd == AT_FDCWD) return name;
+    int length = snprintf(buffer, size, "/proc/self/fd/%d/%s", dirfd, name);
+    if (length < 0 || (size_t)length >= size) {
+        errno = ENAMETOOLONG;
+        return NULL;
+    }
+    return buffer;
+}
+
+ssize_t docfs_getxattrat(int dirfd, const char *name, const char *attribute, void *value, size_t size) {
+    if (!__atomic_load_n(&xattrat_missing, __ATOMIC_RELAXED)) {
+        struct xattrat_arguments arguments = { .value = (unsigned long long)(uintptr_t)value, .size = (unsigned int)size, .flags = 0 };
+        long result = syscall(xattrat_get, dirfd, name, AT_SYMLINK_NOFOLLOW, attribute, &arguments, sizeof arguments);
+        if (!xattrat_is_missing(result)) return (ssize_t)result;
+    }
+    char buffer[PATH_MAX + 32];
+    const char *path = xattr_path(dirfd, name, buffer, sizeof buffer);
+    return path ? lgetxattr(path, attribute, value, size) : -1;
+}
+
+int docfs_setxattrat(int dirfd, const char *name, const char *attribute, const void *value, size_t size, int flags) {
+    if (!__atomic_load_n(&xattrat_missing, __ATOMIC_RELAXED)) {
+        struct xattrat_arguments arguments = { .value = (unsigned long long)(uintptr_t)value, .size = (unsigned int)size, .flags = (unsigned int)flags };
+        long result = syscall(xattrat_set, dirfd, name, AT_SYMLINK_NOFOLLOW, attribute, &arguments, sizeof arguments);
+        if (!xattrat_is_missing(result)) return (int)result;
+    }
+    char buffer[PATH_MAX + 32];
+    const char *path = xattr_path(dirfd, name, buffer, sizeof buffer);
+    return path ? lsetxattr(path, attribute, value, size, flags) : -1;
+}
+
+ssize_t docfs_listxattrat(int dirfd, const char *name, char *list, size_t size) {
+    if (!__atomic_load_n(&xattrat_missing, __ATOMIC_RELAXED)) {
+        long result = syscall(xattrat_list, dirfd, name, AT_SYMLINK_NOFOLLOW, list, size);
+        if (!xattrat_is_missing(result)) return (ssize_t)result;
+    }
+    char buffer[PATH_MAX + 32];
+    const char *path = xattr_path(dirfd, name, buffer, sizeof buffer);
+    return path ? llistxattr(path, list, size) : -1;
+}
+
+int docfs_removexattrat(int dirfd, const char *name, const char *attribute) {
+    if (!__atomic_load_n(&xattrat_missing, __ATOMIC_RELAXED)) {
+        long result = syscall(xattrat_remove, dirfd, name, AT_SYMLINK_NOFOLLOW, attribute);
+        if (!xattrat_is_missing(result)) return (int)result;
+    }
+    char buffer[PATH_MAX + 32];
+    const char *path = xattr_path(dirfd, name, buffer, sizeof buffer);
+    return path ? lremovexattr(path, attribute) : -1;
 }
 
 void docfs_syslog(int priority, const char *message) {

@@ -19,26 +19,26 @@ enum ArchivedLinks {
         status.linkCount - min(status.linkCount, archived)
     }
 
-    /// The count on the file whose attribute path (see `DirectoryStore.withAttributePath`) is `path`.
-    static func count(at path: UnsafePointer<CChar>) -> UInt64 {
-        NumberAttribute.read(at: path, name: attributeName) ?? 0
+    /// The count on the file at `target`.
+    static func count(at target: AttributeTarget) -> UInt64 {
+        NumberAttribute.read(at: target, name: attributeName) ?? 0
     }
 
     /// Adds `change` to the count (never below 0; 0 reads as no count at all).
-    static func adjust(at path: UnsafePointer<CChar>, by change: Int64) {
-        let current = Int64(clamping: count(at: path))
-        NumberAttribute.write(UInt64(max(0, current + change)), at: path, name: attributeName, exclusive: false)
+    static func adjust(at target: AttributeTarget, by change: Int64) {
+        let current = Int64(clamping: count(at: target))
+        NumberAttribute.write(UInt64(max(0, current + change)), at: target, name: attributeName, exclusive: false)
     }
 
     static func count(of path: String) -> UInt64 {
-        DirectoryStore.withAttributePath(path) { count(at: $0) } ?? 0
+        DirectoryStore.withAttributeTarget(path) { count(at: $0) } ?? 0
     }
 
     static func set(_ path: String, to count: UInt64) {
-        _ = DirectoryStore.withAttributePath(path) { NumberAttribute.write(count, at: $0, name: attributeName, exclusive: false) }
+        _ = DirectoryStore.withAttributeTarget(path) { NumberAttribute.write(count, at: $0, name: attributeName, exclusive: false) }
     }
 
     static func adjust(_ path: String, by change: Int64) {
-        _ = DirectoryStore.withAttributePath(path) { adjust(at: $0, by: change) }
+        _ = DirectoryStore.withAttributeTarget(path) { adjust(at: $0, by: change) }
     }
 }

@@ -7,64 +7,34 @@ extension DirectoryStore {
     /// The status of the item `name` in `directory` (AT_FDCWD: `name` is a whole path), with its identity.
     func identifiedStatus(name: UnsafePointer<CChar>, in directory: Int32, path: String) throws -> FileStatus {
         var status = try FileStatus.of(name: name, in: directory, path: path)
-        Self.withAttributePath(name: name, in: directory) { attributePath in
-            status.identity = identity(of: status, at: attributePath)
-            // The version archive's names are no names in the mount (and this one is).
-            if status.linkCount > 1 && status.kind == .regular {
-                status.linkCount = max(1, ArchivedLinks.storeNames(of: status, archived: ArchivedLinks.count(at: attributePath)))
-            }
+        let target = AttributeTarget(name, in: directory)
+        status.identity = identity(of: status, at: target)
+        // The version archive's names are no names in the mount (and this one is).
+        if status.linkCount > 1 && status.kind == .regular {
+            status.linkCount = max(1, ArchivedLinks.storeNames(of: status, archived: ArchivedLinks.count(at: target)))
         }
         return status
     }
 
-    /// Calls `body` with the path extended attribute calls (which have no `*at` form) take for
-    /// `name` in `directory`: `/proc/self/fd/N/name`. Built on the stack: this is on every lookup,
-    /// and small allocations between the node table's long-lived ones keep the heap from shrinking.
-    static func withAttributePath<T>(name: UnsafePointer<CChar>, in directory: Int32, _ body: (UnsafePointer<CChar>) -> T) -> T {
-        guard directory != AT_FDCWD else { return body(name) }
-        let length = strlen(name)
-        var digits = 1
-        var rest = UInt32(bitPattern: directory) / 10
-        while rest > 0 {
-            digits += 1
-            rest /= 10
-        }
-        let prefix = procFDPrefix.count
-        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: prefix + digits + 1 + length + 1) { buffer in
-            for (index, character) in procFDPrefix.enumerated() { buffer[index] = character }
-            var number = UInt32(bitPattern: directory)
-            for index in stride(from: prefix + digits - 1, through: prefix, by: -1) {
-                buffer[index] = CChar(UInt8(ascii: "0") + UInt8(number % 10))
-                number /= 10
-            }
-            buffer[prefix + digits] = CChar(UInt8(ascii: "/"))
-            for index in 0...length { buffer[prefix + digits + 1 + index] = name[index] }
-            guard let path = buffer.baseAddress else { return body(name) }
-            return body(path)
-        }
+    /// Calls `body` with the item at `full` for extended attribute calls, resolved beneath the store
+    /// as every path is (see `ConfinedTree`).
+    static func withAttributeTarget<T>(_ full: String, _ body: (AttributeTarget) -> T) -> T? {
+        try? FileSystemPath.at(full) { directory, name in body(AttributeTarget(name, in: directory)) }
     }
 
-    private static let procFDPrefix: [CChar] = Array("/proc/self/fd/".utf8CString.dropLast())
-
-    /// Calls `body` with a path for extended attribute calls on the item at `full`, resolved
-    /// beneath the store as every path is (see `ConfinedTree`).
-    static func withAttributePath<T>(_ full: String, _ body: (UnsafePointer<CChar>) -> T) -> T? {
-        try? FileSystemPath.at(full) { directory, name in withAttributePath(name: name, in: directory, body) }
-    }
-
-    /// The number the item at `attributePath` (as `withAttributePath` gives) is known by.
-    func identity(of status: FileStatus, at attributePath: UnsafePointer<CChar>) -> UInt64 {
+    /// The number the item at `target` is known by.
+    func identity(of status: FileStatus, at target: AttributeTarget) -> UInt64 {
         guard let identities, let attribute = identities.attributeName else { return status.inode }
         // Only files and folders are ever replaced by a save; other items keep their own number.
         guard status.kind == .regular || status.kind == .directory else {
             return identities.ownsNumber(status.inode) ? status.inode : status.inode | ItemIdentities.transientBit
         }
-        if let kept = NumberAttribute.read(at: attributePath, name: attribute) { return kept }
+        if let kept = NumberAttribute.read(at: target, name: attribute) { return kept }
         if identities.ownsNumber(status.inode) { return status.inode }
         // The file system gave this new item a number that another item carries: give it its own.
         if !isReadOnly, let fresh = identities.fresh() {
-            if NumberAttribute.write(fresh, at: attributePath, name: attribute, exclusive: true) { return fresh }
-            if let kept = NumberAttribute.read(at: attributePath, name: attribute) { return kept }
+            if NumberAttribute.write(fresh, at: target, name: attribute, exclusive: true) { return fresh }
+            if let kept = NumberAttribute.read(at: target, name: attribute) { return kept }
         }
         return status.inode | ItemIdentities.transientBit
     }
@@ -76,7 +46,7 @@ extension DirectoryStore {
         switch kind {
         case .regular, .directory:
             let kept = FileSystemPath.withCString(name.string) { name in
-                Self.withAttributePath(name: name, in: directory.rawValue) { NumberAttribute.read(at: $0, name: attribute) }
+                NumberAttribute.read(at: AttributeTarget(name, in: directory.rawValue), name: attribute)
             }
             if let kept { return kept }
             if identities.ownsNumber(inode) { return inode }
@@ -96,12 +66,12 @@ extension DirectoryStore {
         // The version archive's names are no names in the mount.
         let otherNames = existing.linkCount > 1 ? max(1, ArchivedLinks.storeNames(of: existing, archived: ArchivedLinks.count(of: full))) - 1 : 0
         guard existing.kind == .directory || otherNames == 0 else { return identities.fresh() }
-        return Self.withAttributePath(full) { attributePath -> UInt64? in
-            if let kept = NumberAttribute.read(at: attributePath, name: attribute) { return kept }
+        return Self.withAttributeTarget(full) { target -> UInt64? in
+            if let kept = NumberAttribute.read(at: target, name: attribute) { return kept }
             guard identities.ownsNumber(existing.inode) else { return identities.fresh() }
             // The item keeps its number in the attribute too, so a lookup between here and the
             // install does not find its number carried, unclaimed, and give it a fresh one.
-            _ = NumberAttribute.write(existing.inode, at: attributePath, name: attribute, exclusive: true)
+            _ = NumberAttribute.write(existing.inode, at: target, name: attribute, exclusive: true)
             return identities.recordCarried(existing.inode) ? existing.inode : identities.fresh()
         } ?? nil
     }
@@ -129,7 +99,7 @@ extension DirectoryStore {
         else { return }
         if originalStatus.kind == .regular || originalStatus.kind == .directory {
             if let carried = identityToCarry(from: originalStatus, at: original), let attribute = identities?.attributeName {
-                _ = Self.withAttributePath(replacement) { NumberAttribute.write(carried, at: $0, name: attribute, exclusive: false) }
+                _ = Self.withAttributeTarget(replacement) { NumberAttribute.write(carried, at: $0, name: attribute, exclusive: false) }
             }
         }
         guard originalStatus.kind == .directory, let names = try? FileIO.directoryEntries(replacement) else { return }

@@ -232,7 +232,7 @@ extension DirectoryStore {
                 default:
                     try retryingOnInterrupt("link", path: path) { linkat(source.rawValue, entryName, folder.rawValue, entryName, 0) }
                     if type == Int32(DT_REG) {
-                        Self.withAttributePath(name: entryName, in: folder.rawValue) { ArchivedLinks.adjust(at: $0, by: 1) }
+                        ArchivedLinks.adjust(at: AttributeTarget(entryName, in: folder.rawValue), by: 1)
                     }
                 }
             }

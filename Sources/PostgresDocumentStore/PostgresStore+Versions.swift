@@ -150,11 +150,11 @@ extension PostgresStore {
     }
 
     private static func tag(_ location: String, with id: Int64) {
-        FileSystemPath.withCString(location) { _ = NumberAttribute.write(UInt64(bitPattern: id), at: $0, name: rowAttribute, exclusive: false) }
+        FileSystemPath.withCString(location) { _ = NumberAttribute.write(UInt64(bitPattern: id), at: AttributeTarget($0, in: AT_FDCWD), name: rowAttribute, exclusive: false) }
     }
 
     static func row(of location: String) -> Int64? {
-        FileSystemPath.withCString(location) { NumberAttribute.read(at: $0, name: rowAttribute) }.flatMap { Int64(exactly: $0) }
+        FileSystemPath.withCString(location) { NumberAttribute.read(at: AttributeTarget($0, in: AT_FDCWD), name: rowAttribute) }.flatMap { Int64(exactly: $0) }
     }
 
     // MARK: Keeping the archive in step with the database

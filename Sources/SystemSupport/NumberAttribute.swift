@@ -1,8 +1,7 @@
 import CSystemShims
 import Glibc
 
-/// A 64-bit number kept in an extended attribute, little-endian, by a path given as a C string
-/// (`/proc/self/fd/N/name` for an item beneath a held directory). No allocation: these calls are on
+/// A 64-bit number kept in an extended attribute, little-endian. No allocation: these calls are on
 /// the lookup path.
 public enum NumberAttribute {
     /// setxattr's XATTR_CREATE, which Glibc's module does not export.
@@ -10,9 +9,9 @@ public enum NumberAttribute {
 
     /// The number the attribute holds; nil when it is absent, not 8 bytes, or 0 (which `readdir`
     /// callers skip).
-    public static func read(at path: UnsafePointer<CChar>, name: String) -> UInt64? {
+    public static func read(at target: AttributeTarget, name: String) -> UInt64? {
         var value: UInt64 = 0
-        return number(read: name.withCString { lgetxattr(path, $0, &value, MemoryLayout<UInt64>.size) }, value)
+        return number(read: name.withCString { target.read($0, into: &value, size: MemoryLayout<UInt64>.size) }, value)
     }
 
     /// The number the attribute of an open file holds; nil as for `read(at:name:)`.
@@ -29,9 +28,9 @@ public enum NumberAttribute {
 
     /// Sets the attribute; `exclusive`: only where it is absent. Whether it was set.
     @discardableResult
-    public static func write(_ number: UInt64, at path: UnsafePointer<CChar>, name: String, exclusive: Bool) -> Bool {
+    public static func write(_ number: UInt64, at target: AttributeTarget, name: String, exclusive: Bool) -> Bool {
         var value = number.littleEndian
-        return name.withCString { lsetxattr(path, $0, &value, MemoryLayout<UInt64>.size, exclusive ? createOnly : 0) == 0 }
+        return name.withCString { target.write($0, from: &value, size: MemoryLayout<UInt64>.size, flags: exclusive ? createOnly : 0) == 0 }
     }
 
     /// Sets the attribute on an open file. Whether it was set.

@@ -104,43 +104,38 @@ public enum Paths {
 
     // MARK: Extended attributes
 
-    /// Extended attribute calls take a whole path; a long one goes through the directory's
-    /// descriptor as `/proc/self/fd/N/rest`.
+    /// The item at `path` for extended attribute calls, resolved beneath the store as every path is.
     @discardableResult
-    private static func withAttributePath<T>(_ path: String, _ body: (UnsafePointer<CChar>) throws -> T) throws -> T {
-        try FileSystemPath.at(path) { directory, name in
-            if directory == AT_FDCWD { return try body(name) }
-            let prefix = "/proc/self/fd/\(directory)/"
-            return try FileSystemPath.withCString(prefix + FileSystemPath.string(fromCString: name), body)
-        }
+    private static func withAttributeTarget<T>(_ path: String, _ body: (AttributeTarget) throws -> T) throws -> T {
+        try FileSystemPath.at(path) { directory, name in try body(AttributeTarget(name, in: directory)) }
     }
 
     public static func extendedAttribute(_ path: String, name: String) throws -> [UInt8] {
-        try withAttributePath(path) { full in
+        try withAttributeTarget(path) { target in
             try FileSystemPath.withCString(name) { attribute in
-                try ExtendedAttributeRead.bytes("getxattr", path: path) { lgetxattr(full, attribute, $0, $1) }
+                try ExtendedAttributeRead.bytes("getxattr", path: path) { target.read(attribute, into: $0, size: $1) }
             }
         }
     }
 
     public static func setExtendedAttribute(_ path: String, name: String, value: UnsafeRawBufferPointer, flags: Int32) throws {
-        try withAttributePath(path) { full in
+        try withAttributeTarget(path) { target in
             try FileSystemPath.withCString(name) { attribute in
-                try retryingOnInterrupt("setxattr", path: path) { lsetxattr(full, attribute, value.baseAddress, value.count, flags) }
+                try retryingOnInterrupt("setxattr", path: path) { target.write(attribute, from: value.baseAddress, size: value.count, flags: flags) }
             }
         }
     }
 
     public static func extendedAttributeNames(_ path: String) throws -> [String] {
-        try withAttributePath(path) { full in
-            ExtendedAttributeRead.names(try ExtendedAttributeRead.bytes("listxattr", path: path) { llistxattr(full, $0?.assumingMemoryBound(to: CChar.self), $1) })
+        try withAttributeTarget(path) { target in
+            ExtendedAttributeRead.names(try ExtendedAttributeRead.bytes("listxattr", path: path) { target.list(into: $0, size: $1) })
         }
     }
 
     public static func removeExtendedAttribute(_ path: String, name: String) throws {
-        try withAttributePath(path) { full in
+        try withAttributeTarget(path) { target in
             try FileSystemPath.withCString(name) { attribute in
-                try retryingOnInterrupt("removexattr", path: path) { lremovexattr(full, attribute) }
+                try retryingOnInterrupt("removexattr", path: path) { target.remove(attribute) }
             }
         }
     }

@@ -1,3 +1,4 @@
+import CSystemShims
 import Foundation
 import Glibc
 import SystemSupport
@@ -35,5 +36,46 @@ import Testing
         #expect(Set(try namedDescriptor.extendedAttributeNames()) == Set(names))
 
         #expect(throws: SystemCallError.self) { try Paths.extendedAttribute(file, name: "user.absent") }
+    }
+
+    /// An item beneath a held folder (a `ConfinedTree`) is named by the folder's descriptor and its
+    /// name: by the `*xattrat` calls, or through `/proc/self/fd/N/name` on a kernel without them.
+    /// Both ways read, write, list and remove the item's own attributes, never a link's target's.
+    /// (Serialized: the way is chosen for the whole process.)
+    @Test(.serialized, arguments: [false, true]) func anItemBeneathAHeldFolderIsNamedWithOrWithoutTheAtCalls(throughProc: Bool) throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-xattrat-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: folder + "/sub", withIntermediateDirectories: true)
+        let tree = try ConfinedTree(path: folder)
+        docfs_xattrat_set_missing(throughProc ? 1 : 0)
+        defer {
+            docfs_xattrat_set_missing(0)
+            tree.release()
+            try? FileManager.default.removeItem(atPath: folder)
+        }
+        let file = folder + "/sub/file"
+        try Data("x".utf8).write(to: URL(fileURLWithPath: file))
+        #expect(symlink("file", folder + "/sub/link") == 0)
+        let value: [UInt8] = [1, 2, 3]
+        try value.withUnsafeBytes { try Paths.setExtendedAttribute(file, name: "user.a", value: $0, flags: 0) }
+        try [UInt8(9)].withUnsafeBytes { try Paths.setExtendedAttribute(file, name: "user.b", value: $0, flags: 0) }
+        #expect(try Paths.extendedAttribute(file, name: "user.a") == value)
+        #expect(Set(try Paths.extendedAttributeNames(file)) == ["user.a", "user.b"])
+        try Paths.removeExtendedAttribute(file, name: "user.b")
+        #expect(try Paths.extendedAttributeNames(file) == ["user.a"])
+        #expect(throws: SystemCallError.self) { try Paths.extendedAttribute(file, name: "user.b") }
+        // The link's own attributes, not its target's: a symbolic link has no user.* attributes.
+        #expect(throws: SystemCallError.self) { try Paths.extendedAttribute(folder + "/sub/link", name: "user.a") }
+        #expect(throws: SystemCallError.self) {
+            try value.withUnsafeBytes { try Paths.setExtendedAttribute(folder + "/sub/link", name: "user.c", value: $0, flags: 0) }
+        }
+        #expect(try Paths.extendedAttributeNames(file) == ["user.a"])
+        // The number attribute the store keeps identities in, by the same naming.
+        try FileSystemPath.at(file) { directory, name in
+            #expect(directory != AT_FDCWD, "named beneath the held folder")
+            let target = AttributeTarget(name, in: directory)
+            #expect(NumberAttribute.write(42, at: target, name: "user.n", exclusive: true))
+            #expect(!NumberAttribute.write(43, at: target, name: "user.n", exclusive: true), "exclusive: already there")
+            #expect(NumberAttribute.read(at: target, name: "user.n") == 42)
+        }
     }
 }

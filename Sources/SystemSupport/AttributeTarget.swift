@@ -1,0 +1,36 @@
+import CSystemShims
+import Glibc
+
+/// An item named for extended attribute calls: the descriptor of its folder and its name there
+/// (`AT_FDCWD`: `name` is a whole path). A link at the name is never followed. Extended attribute
+/// calls by path would walk procfs (`/proc/self/fd/N/name`) for every item beneath a held folder;
+/// these name it as the `*at` calls do (see `docfs_getxattrat`).
+public struct AttributeTarget {
+    public let directory: Int32
+    public let name: UnsafePointer<CChar>
+
+    public init(_ name: UnsafePointer<CChar>, in directory: Int32) {
+        self.directory = directory
+        self.name = name
+    }
+
+    /// getxattr: the value's length, or -1 with errno set.
+    public func read(_ attribute: UnsafePointer<CChar>, into value: UnsafeMutableRawPointer?, size: Int) -> Int {
+        docfs_getxattrat(directory, name, attribute, value, size)
+    }
+
+    /// setxattr: 0, or -1 with errno set.
+    public func write(_ attribute: UnsafePointer<CChar>, from value: UnsafeRawPointer?, size: Int, flags: Int32) -> Int32 {
+        docfs_setxattrat(directory, name, attribute, value, size, flags)
+    }
+
+    /// listxattr: the list's length, or -1 with errno set.
+    public func list(into names: UnsafeMutableRawPointer?, size: Int) -> Int {
+        docfs_listxattrat(directory, name, names?.assumingMemoryBound(to: CChar.self), size)
+    }
+
+    /// removexattr: 0, or -1 with errno set.
+    public func remove(_ attribute: UnsafePointer<CChar>) -> Int32 {
+        docfs_removexattrat(directory, name, attribute)
+    }
+}
