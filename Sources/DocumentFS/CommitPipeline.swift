@@ -35,10 +35,15 @@ struct CommitPipeline: Sendable {
     func judge(_ file: FileWrapper, claim: DocumentClaim, existingAt existingPath: String?) throws -> FileWrapper {
         let document = try codec.decode(file, claim: claim)
         // An empty file is a draft: nothing stored to build on.
-        let existing = existingPath.flatMap { path in
-            (try? store.status(of: path)).flatMap { $0.kind == .directory || $0.size > 0 ? try? store.fileWrapper(at: path) : nil }
-        }
+        let existing = existingPath.flatMap { path in (try? store.fileWrapper(at: path)).flatMap(Self.storedContent) }
         return try codec.encode(document, claim: claim, existingFile: existing)
+    }
+
+    /// A stored item a type may build on: a folder, or a file with bytes.
+    private static func storedContent(_ wrapper: FileWrapper) -> FileWrapper? {
+        if wrapper.isDirectory { return wrapper }
+        let size = (wrapper.fileAttributes[FileAttributeKey.size.rawValue] as? NSNumber)?.int64Value ?? 0
+        return wrapper.isRegularFile && size > 0 ? wrapper : nil
     }
 
     /// Decodes `file` with `claim`'s type, as a read would: throws what refuses it.

@@ -151,8 +151,7 @@ extension DocumentFileSystem {
     /// Decodes the staged bytes with the claiming type and encodes what it would save.
     private func judge(_ stage: Stage, path: String, claim: DocumentClaim) -> Verdict {
         let staged = try? stage.file.status()
-        let stored = try? store.status(of: path)
-        if (staged?.size ?? 0) == 0 && (stored?.size ?? 0) == 0 {
+        if (staged?.size ?? 0) == 0, ((try? store.status(of: path))?.size ?? 0) == 0 {
             // Created and closed empty (`touch`, `: > new.json`): a draft, stored as it is.
             return .asStaged
         }

@@ -281,7 +281,8 @@ public final class DirectoryStore: DocumentStore {
     }
 
     public func fileWrapper(at path: String) throws -> FileWrapper {
-        try FileWrapper(url: URL(fileURLWithPath: absolute(path)))
+        // Not a directory URL: Foundation would find out with a stat of its own, by the whole path.
+        try FileWrapper(url: URL(fileURLWithPath: absolute(path), isDirectory: false))
     }
 
     /// Read through `/proc/self/fd/N/.` of the folder, opened beneath the store with no link
@@ -520,7 +521,10 @@ public final class DirectoryStore: DocumentStore {
         // The owner first: a chown clears set-user-ID and set-group-ID. Those bits are taken as
         // they are now: a write by someone without CAP_FSETID cleared them when it was made (see
         // DocumentFileSystem.dropSetIDBits).
-        if canChangeOwner { fchown(descriptor, existing.userID, existing.groupID) }
+        // The daemon made the stage: its own user and group already.
+        if canChangeOwner, existing.userID != daemonIdentity.userID || existing.groupID != daemonIdentity.groupID {
+            fchown(descriptor, existing.userID, existing.groupID)
+        }
         fchmod(descriptor, existing.permissions)
         assignIdentity(identityToCarry(from: existing, at: source), to: descriptor)
         // Not the save record: it is the replaced version's, and the new one gets its own.
