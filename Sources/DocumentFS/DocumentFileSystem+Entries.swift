@@ -451,7 +451,7 @@ extension DocumentFileSystem {
             // member has no hard links of its own: its other names are a package clone's.)
             try validateRenames(of: source, as: destination, exchange: exchange, state: renameState(of: source, destination))
             // Taken before the commit replaces it; kept once the names move.
-            let replaced = exchange ? nil : replacedFile(parent: newParent, name: newName, path: destination)
+            let replaced = exchange ? nil : replacedFile(parent: newParent, name: newName, path: destination, status: try? store.status(of: destination))
             try packages.withPackage(sourcePackage.root) { () throws(FUSEError) in
                 _ = try packages.commit(
                     .rename(sourcePackage.member, to: destinationPackage.member, flags: flags), root: sourcePackage.root, claim: sourcePackage.claim)
@@ -472,13 +472,13 @@ extension DocumentFileSystem {
             try changingNames { () throws(FUSEError) in
                 let now = renameState(of: source, destination)
                 if now.versions != judged.versions { try judgeRename(of: source, as: destination, exchange: exchange, state: now) }
-                let replacedFile = exchange ? nil : replacedFile(parent: newParent, name: newName, path: destination)
-                let sourceKind = documentKind(source)
+                let replacedFile = exchange ? nil : replacedFile(parent: newParent, name: newName, path: destination, status: now.destination)
+                let sourceKind = documentKind(now.source, at: source)
                 // A file saved in under a document's name (sed -i's temporary, vim's new file) is a
                 // save; a document moved keeps the record of its own save.
-                let saved = sourceKind == nil && documentKind(source, named: destination) != nil ? [destination] : []
-                let historyFollows = historyFollowsRename(of: source, kind: sourceKind, to: destination, exchange: exchange)
-                let replaced = historyFollows && exchange ? [] : versionsReplacedByRename(from: source, kind: sourceKind, to: destination, exchange: exchange)
+                let saved = sourceKind == nil && documentKind(now.source, at: destination) != nil ? [destination] : []
+                let historyFollows = historyFollowsRename(of: source, as: destination, state: now, exchange: exchange)
+                let replaced = historyFollows && exchange ? [] : versionsReplacedByRename(from: source, to: destination, state: now, exchange: exchange)
                 let renameNodes = publishing { [self] in
                     replacedFile?.retain(nodes.existingChild(parent: newParent, name: newName).flatMap { nodes.existingNode($0) })
                     moveNames(parent: parent, name: name, newParent: newParent, newName: newName, exchange: exchange)
@@ -508,23 +508,22 @@ extension DocumentFileSystem {
     /// history and a new `a.md` starts with none. A document moved to a name no type claims keeps
     /// its history where it was (vim's `a.md~` backup, whose `a.md` is written anew at once). An
     /// exchange swaps the two histories when both items are folders or both documents under their
-    /// new names. `kind`: the source's, as `documentKind` gives it.
-    private func historyFollowsRename(of source: String, kind: FileStatus.Kind?, to destination: String, exchange: Bool) -> Bool {
-        func follows(_ path: String, _ kind: FileStatus.Kind?, to other: String) -> Bool {
-            let status = kind == nil ? try? store.status(of: path) : nil
-            return status?.kind == .directory || kind == .directory || (kind == .regular && documentKind(path, named: other) != nil)
+    /// new names.
+    private func historyFollowsRename(of source: String, as destination: String, state: RenameState, exchange: Bool) -> Bool {
+        func follows(_ status: FileStatus?, from path: String, to other: String) -> Bool {
+            status?.kind == .directory || (documentKind(status, at: path) == .regular && documentKind(status, at: other) != nil)
         }
-        guard follows(source, kind, to: destination) else { return false }
-        return !exchange || follows(destination, documentKind(destination), to: source)
+        guard follows(state.source, from: source, to: destination) else { return false }
+        return !exchange || follows(state.destination, from: destination, to: source)
     }
 
     /// The versions a rename replaces, decided holding `changes` with the rename: the document
     /// at `destination` that a save by rename replaces; a document moved to a name no type claims
     /// (vim's `a.md~` backup, removed once the new `a.md` is written), kept as a copy, since it
     /// lives on; and with RENAME_EXCHANGE, a copy of each document whose name gets other content.
-    /// `kind`: the source's, as `documentKind` gives it.
-    private func versionsReplacedByRename(from source: String, kind: FileStatus.Kind?, to destination: String, exchange: Bool) -> [CommitPipeline.Replaced] {
-        let destinationIsDocument = documentKind(destination) != nil
+    private func versionsReplacedByRename(from source: String, to destination: String, state: RenameState, exchange: Bool) -> [CommitPipeline.Replaced] {
+        let kind = documentKind(state.source, at: source)
+        let destinationIsDocument = documentKind(state.destination, at: destination) != nil
         if exchange {
             return (kind != nil ? [.init(path: source, copying: true)] : []) + (destinationIsDocument ? [.init(path: destination, copying: true)] : [])
         }
@@ -532,11 +531,11 @@ extension DocumentFileSystem {
         return (destinationIsDocument ? [.init(path: destination)] : []) + (backup ? [.init(path: source, copying: true)] : [])
     }
 
-    /// The kind of the item at `path` when it is a document (a file or a package a type claims);
-    /// with `name`, when it would be one under that name.
-    private func documentKind(_ path: String, named name: String? = nil) -> FileStatus.Kind? {
-        guard let status = try? store.status(of: path), status.kind == .regular || status.kind == .directory,
-              classifier.claim(forPath: name ?? path, isDirectory: status.kind == .directory) != nil
+    /// The kind of an item with `status` when it is a document under the name `path` (a file or a
+    /// package a type claims).
+    private func documentKind(_ status: FileStatus?, at path: String) -> FileStatus.Kind? {
+        guard let status, status.kind == .regular || status.kind == .directory,
+              classifier.claim(forPath: path, isDirectory: status.kind == .directory) != nil
         else { return nil }
         return status.kind
     }
@@ -569,11 +568,11 @@ extension DocumentFileSystem {
         }
     }
 
-    /// Taken before the rename replaces it.
-    private func replacedFile(parent: Inode, name: FileName, path: String) -> ReplacedFile? {
+    /// Taken before the rename replaces it (`status`: the item's, where the rename read it).
+    private func replacedFile(parent: Inode, name: FileName, path: String, status: FileStatus?) -> ReplacedFile? {
         guard let replaced = nodes.existingChild(parent: parent, name: name), let node = nodes.node(replaced) else { return nil }
         let live = node.state.withLock { $0.live }
-        return ReplacedFile(node: node, file: live ?? (try? store.openForReading(path)), identity: (try? store.status(of: path))?.identity)
+        return ReplacedFile(node: node, file: live ?? (try? store.openForReading(path)), identity: status?.identity)
     }
 
     /// What an open file that an unlink removes keeps, for its attributes (fstat, fchmod,
