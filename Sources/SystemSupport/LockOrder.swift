@@ -78,7 +78,7 @@ public enum LockOrder {
     }
 
     /// `site` and `line`: where the lock is taken (`#fileID`, `#line`), named in a violation's message.
-    @inline(__always)
+    @usableFromInline
     static func acquiring(_ level: LockLevel, key: UInt64, site: StaticString, line: UInt) {
         guard isChecked else { return }
         var held = Held()
@@ -95,7 +95,7 @@ public enum LockOrder {
         var line: UInt32 = 0
     }
 
-    @inline(__always)
+    @usableFromInline
     static func released(_ level: LockLevel, key: UInt64) {
         guard isChecked else { return }
         docfs_lock_order_release(level.rawValue, key)
@@ -121,9 +121,11 @@ public enum LockOrder {
 
 /// A `Mutex` at a level of the lock hierarchy (see `LockLevel`).
 public struct OrderedMutex<Value>: ~Copyable, Sendable {
-    private let mutex: Mutex<Value>
-    private let level: LockLevel
-    private let key: UInt64
+    // Usable from inlinable code: `withLock` is specialized where it is called (generic and
+    // unspecialized, every call looked up `Mutex<Value>`'s metadata at run time).
+    @usableFromInline let mutex: Mutex<Value>
+    @usableFromInline let level: LockLevel
+    @usableFromInline let key: UInt64
 
     /// `key` orders locks of a level that nests (see `LockLevel.nestsByKey`).
     public init(_ level: LockLevel, key: UInt64 = 0, _ initial: sending Value) {
@@ -132,6 +134,7 @@ public struct OrderedMutex<Value>: ~Copyable, Sendable {
         self.key = key
     }
 
+    @inlinable
     public borrowing func withLock<Result, E: Error>(
         site: StaticString = #fileID, line: UInt = #line, _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {

@@ -4,8 +4,10 @@ import Glibc
 /// the occasional writer. For sections that are short and never wait on anything else. At a level
 /// of the lock hierarchy (`LockLevel`), shared or not.
 public final class ReadWriteLock: @unchecked Sendable {
-    private let lock: UnsafeMutablePointer<pthread_rwlock_t>
-    private let level: LockLevel
+    // Usable from inlinable code: `reading` and `writing` are specialized where they are called
+    // (generic and unspecialized, every call looked up its types' metadata at run time).
+    @usableFromInline let lock: UnsafeMutablePointer<pthread_rwlock_t>
+    @usableFromInline let level: LockLevel
 
     public init(_ level: LockLevel) {
         self.level = level
@@ -22,6 +24,7 @@ public final class ReadWriteLock: @unchecked Sendable {
         lock.deallocate()
     }
 
+    @inlinable
     public func reading<T, E: Error>(site: StaticString = #fileID, line: UInt = #line, _ body: () throws(E) -> T) throws(E) -> T {
         LockOrder.acquiring(level, key: 0, site: site, line: line)
         pthread_rwlock_rdlock(lock)
@@ -29,6 +32,7 @@ public final class ReadWriteLock: @unchecked Sendable {
         return try body()
     }
 
+    @inlinable
     public func writing<T, E: Error>(site: StaticString = #fileID, line: UInt = #line, _ body: () throws(E) -> T) throws(E) -> T {
         LockOrder.acquiring(level, key: 0, site: site, line: line)
         pthread_rwlock_wrlock(lock)
@@ -56,7 +60,8 @@ public final class ReadWriteLock: @unchecked Sendable {
         return try body()
     }
 
-    private func release() {
+    @usableFromInline
+    func release() {
         pthread_rwlock_unlock(lock)
         LockOrder.released(level, key: 0)
     }
