@@ -265,9 +265,11 @@ public final class DirectoryStore: DocumentStore {
         let newOwner = ownerToSet(for: owner, at: full)
         if let newOwner { fchown(descriptor, newOwner.userID, newOwner.groupID) }
         let setID = newOwner != nil && mode & (S_ISUID | S_ISGID) != 0
+        // The file system made it with the mode asked for, less the daemon's umask.
+        guard mode & daemonUmask != 0 || setID else { return }
         if Self.inheritsDefaultACL(full) {
             if setID, let made = try? FileStatus.of(descriptor: descriptor) { fchmod(descriptor, made.permissions | (mode & (S_ISUID | S_ISGID))) }
-        } else if mode & daemonUmask != 0 || setID {
+        } else {
             fchmod(descriptor, mode)
         }
     }
