@@ -132,7 +132,7 @@ public final class ConfinedTree: Sendable {
         var start = 0
         for index in 0...bytes.count where index == bytes.count || bytes[index] == UInt8(ascii: "/") {
             do {
-                _ = try FileName(bytes: bytes[start..<index])
+                try FileName.check(bytes[start..<index])
             } catch {
                 throw SystemCallError(errno: error.errno, operation: "resolve (\(error))", path: fullPath)
             }

@@ -67,7 +67,9 @@ public struct FileName: Hashable, Comparable, Sendable, CustomStringConvertible 
         }
     }
 
-    private static func check<Bytes: Collection>(_ bytes: Bytes) throws(Invalid) where Bytes.Element == UInt8 {
+    /// Throws why `bytes` are not a file name, if they are not (what `init(bytes:)` checks, with
+    /// no name made).
+    public static func check<Bytes: Collection>(_ bytes: Bytes) throws(Invalid) where Bytes.Element == UInt8 {
         let count = bytes.count
         if count == 0 { throw .empty }
         if count > maximumLength { throw .tooLong(count) }
