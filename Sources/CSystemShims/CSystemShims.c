@@ -20,6 +20,7 @@
 #include <sys/fanotify.h>
 #include <linux/openat2.h>
 #include <limits.h>
+#include <linux/limits.h>
 #include <stdint.h>
 #include <sys/xattr.h>
 
@@ -70,20 +71,49 @@ int docfs_open_beneath(int dirfd, const char *path, int flags) {
     }
 }
 
-// The *xattrat calls' numbers (the same on every architecture) and argument block, which
-// Debian 12's kernel headers predate.
+// The *xattrat calls' numbers and argument block, which Debian 12's kernel headers predate. The
+// numbers are the common table's (x86_64 and aarch64 alike); elsewhere, unless the headers know
+// them, the procfs path is used.
+#if defined(__NR_getxattrat)
+enum { xattrat_set = __NR_setxattrat, xattrat_get = __NR_getxattrat, xattrat_list = __NR_listxattrat, xattrat_remove = __NR_removexattrat };
+#define XATTRAT_NUMBERS_KNOWN 1
+#elif defined(__x86_64__) || defined(__aarch64__)
 enum { xattrat_set = 463, xattrat_get = 464, xattrat_list = 465, xattrat_remove = 466 };
+#define XATTRAT_NUMBERS_KNOWN 1
+#else
+enum { xattrat_set = -1, xattrat_get = -1, xattrat_list = -1, xattrat_remove = -1 };
+#define XATTRAT_NUMBERS_KNOWN 0
+#endif
 struct xattrat_arguments { unsigned long long value; unsigned int size; unsigned int flags; };
-static int xattrat_missing;
+enum { xattrat_unknown = 0, xattrat_usable = 1, xattrat_missing = 2 };
+static int xattrat_state;
 
-// Whether the *xattrat call that just failed is missing from this kernel (then never tried again).
-static int xattrat_is_missing(long result) {
-    if (result >= 0 || errno != ENOSYS) return 0;
-    __atomic_store_n(&xattrat_missing, 1, __ATOMIC_RELAXED);
-    return 1;
+// Whether the *xattrat calls work here. Asked once, of "/": a kernel without them answers ENOSYS,
+// but a sandbox (seccomp) may answer EPERM or anything else for a call it does not know, so only
+// the answers of a working call (a value, no such attribute, none supported) count as working.
+static int xattrat_usable_here(void) {
+    int state = __atomic_load_n(&xattrat_state, __ATOMIC_RELAXED);
+    if (state != xattrat_unknown) return state == xattrat_usable;
+    int usable = 0;
+    if (XATTRAT_NUMBERS_KNOWN) {
+        int saved = errno;
+        struct xattrat_arguments arguments = { 0, 0, 0 };
+        long result = syscall(xattrat_get, AT_FDCWD, "/", AT_SYMLINK_NOFOLLOW, "user.docfs.probe", &arguments, sizeof arguments);
+        usable = result >= 0 || errno == ENODATA || errno == EOPNOTSUPP;
+        errno = saved;
+    }
+    __atomic_store_n(&xattrat_state, usable ? xattrat_usable : xattrat_missing, __ATOMIC_RELAXED);
+    return usable;
 }
 
-void docfs_xattrat_set_missing(int missing) { __atomic_store_n(&xattrat_missing, missing, __ATOMIC_RELAXED); }
+void docfs_xattrat_set_missing(int missing) {
+    __atomic_store_n(&xattrat_state, missing ? xattrat_missing : xattrat_unknown, __ATOMIC_RELAXED);
+}
+
+// The *at calls name the folder itself by an empty name only with AT_EMPTY_PATH ("N/" did).
+static unsigned int xattrat_flags(const char *name) {
+    return AT_SYMLINK_NOFOLLOW | (name[0] == 0 ? AT_EMPTY_PATH : 0);
+}
 
 // `name` in `dirfd` as one path for the l*xattr calls: /proc/self/fd/N/name, in `buffer`.
 static const char *xattr_path(int dirfd, const char *name, char *buffer, size_t size) {
@@ -97,10 +127,11 @@ static const char *xattr_path(int dirfd, const char *name, char *buffer, size_t 
 }
 
 ssize_t docfs_getxattrat(int dirfd, const char *name, const char *attribute, void *value, size_t size) {
-    if (!__atomic_load_n(&xattrat_missing, __ATOMIC_RELAXED)) {
+    if (xattrat_usable_here()) {
+        // No value is larger than the kernel's limit: a larger buffer is read as one of that size.
+        if (size > XATTR_SIZE_MAX) size = XATTR_SIZE_MAX;
         struct xattrat_arguments arguments = { .value = (unsigned long long)(uintptr_t)value, .size = (unsigned int)size, .flags = 0 };
-        long result = syscall(xattrat_get, dirfd, name, AT_SYMLINK_NOFOLLOW, attribute, &arguments, sizeof arguments);
-        if (!xattrat_is_missing(result)) return (ssize_t)result;
+        return (ssize_t)syscall(xattrat_get, dirfd, name, xattrat_flags(name), attribute, &arguments, sizeof arguments);
     }
     char buffer[PATH_MAX + 32];
     const char *path = xattr_path(dirfd, name, buffer, sizeof buffer);
@@ -108,10 +139,13 @@ ssize_t docfs_getxattrat(int dirfd, const char *name, const char *attribute, voi
 }
 
 int docfs_setxattrat(int dirfd, const char *name, const char *attribute, const void *value, size_t size, int flags) {
-    if (!__atomic_load_n(&xattrat_missing, __ATOMIC_RELAXED)) {
+    if (xattrat_usable_here()) {
+        if (size > XATTR_SIZE_MAX) {
+            errno = E2BIG;
+            return -1;
+        }
         struct xattrat_arguments arguments = { .value = (unsigned long long)(uintptr_t)value, .size = (unsigned int)size, .flags = (unsigned int)flags };
-        long result = syscall(xattrat_set, dirfd, name, AT_SYMLINK_NOFOLLOW, attribute, &arguments, sizeof arguments);
-        if (!xattrat_is_missing(result)) return (int)result;
+        return (int)syscall(xattrat_set, dirfd, name, xattrat_flags(name), attribute, &arguments, sizeof arguments);
     }
     char buffer[PATH_MAX + 32];
     const char *path = xattr_path(dirfd, name, buffer, sizeof buffer);
@@ -119,20 +153,14 @@ int docfs_setxattrat(int dirfd, const char *name, const char *attribute, const v
 }
 
 ssize_t docfs_listxattrat(int dirfd, const char *name, char *list, size_t size) {
-    if (!__atomic_load_n(&xattrat_missing, __ATOMIC_RELAXED)) {
-        long result = syscall(xattrat_list, dirfd, name, AT_SYMLINK_NOFOLLOW, list, size);
-        if (!xattrat_is_missing(result)) return (ssize_t)result;
-    }
+    if (xattrat_usable_here()) return (ssize_t)syscall(xattrat_list, dirfd, name, xattrat_flags(name), list, size);
     char buffer[PATH_MAX + 32];
     const char *path = xattr_path(dirfd, name, buffer, sizeof buffer);
     return path ? llistxattr(path, list, size) : -1;
 }
 
 int docfs_removexattrat(int dirfd, const char *name, const char *attribute) {
-    if (!__atomic_load_n(&xattrat_missing, __ATOMIC_RELAXED)) {
-        long result = syscall(xattrat_remove, dirfd, name, AT_SYMLINK_NOFOLLOW, attribute);
-        if (!xattrat_is_missing(result)) return (int)result;
-    }
+    if (xattrat_usable_here()) return (int)syscall(xattrat_remove, dirfd, name, xattrat_flags(name), attribute);
     char buffer[PATH_MAX + 32];
     const char *path = xattr_path(dirfd, name, buffer, sizeof buffer);
     return path ? lremovexattr(path, attribute) : -1;

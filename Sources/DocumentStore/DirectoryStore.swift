@@ -523,10 +523,9 @@ public final class DirectoryStore: DocumentStore {
         // The owner first: a chown clears set-user-ID and set-group-ID. Those bits are taken as
         // they are now: a write by someone without CAP_FSETID cleared them when it was made (see
         // DocumentFileSystem.dropSetIDBits).
-        // The daemon made the stage: its own user and group already.
-        if canChangeOwner, existing.userID != daemonIdentity.userID || existing.groupID != daemonIdentity.groupID {
-            fchown(descriptor, existing.userID, existing.groupID)
-        }
+        // Always: the stage's group is its folder's where that folder is set-group-ID (or mounted
+        // grpid), not the daemon's, and would give the document's readers to that group.
+        if canChangeOwner { fchown(descriptor, existing.userID, existing.groupID) }
         fchmod(descriptor, existing.permissions)
         assignIdentity(identityToCarry(from: existing, at: source), to: descriptor)
         // Not the save record: it is the replaced version's, and the new one gets its own.

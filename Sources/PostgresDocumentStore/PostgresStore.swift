@@ -284,7 +284,7 @@ public final class PostgresStore: DocumentStore {
     /// later by name, when eviction may have put placeholders there.
     public func fileWrapper(at path: String) throws -> FileWrapper {
         guard !Self.isPrivate(path), let local = mirror.localPath(of: path) else { return try mirror.fileWrapper(at: path) }
-        return try withContent(path) { try FileWrapper(url: URL(fileURLWithPath: local), options: .immediate) }
+        return try withContent(path) { try FileWrapper(url: URL(fileURLWithPath: local, isDirectory: false), options: .immediate) }
     }
     public func symbolicLinkTarget(_ path: String) throws -> String { try mirror.symbolicLinkTarget(path) }
     public func extendedAttribute(_ path: String, name: String) throws -> [UInt8] { try mirror.extendedAttribute(path, name: name) }

@@ -78,9 +78,15 @@ public enum LockOrder {
     }
 
     /// `site` and `line`: where the lock is taken (`#fileID`, `#line`), named in a violation's message.
-    @usableFromInline
+    /// Inlined where a lock is taken: unchecked, it costs the one branch.
+    @inlinable
     static func acquiring(_ level: LockLevel, key: UInt64, site: StaticString, line: UInt) {
         guard isChecked else { return }
+        check(acquiring: level, key: key, site: site, line: line)
+    }
+
+    @usableFromInline
+    static func check(acquiring level: LockLevel, key: UInt64, site: StaticString, line: UInt) {
         var held = Held()
         let site = UnsafeRawPointer(site.utf8Start).assumingMemoryBound(to: CChar.self)
         if docfs_lock_order_acquire(level.rawValue, key, level.nestsByKey ? 1 : 0, site, UInt32(line), &held.level, &held.key, &held.site, &held.line) != 0 {
@@ -95,9 +101,14 @@ public enum LockOrder {
         var line: UInt32 = 0
     }
 
-    @usableFromInline
+    @inlinable
     static func released(_ level: LockLevel, key: UInt64) {
         guard isChecked else { return }
+        check(releasing: level, key: key)
+    }
+
+    @usableFromInline
+    static func check(releasing level: LockLevel, key: UInt64) {
         docfs_lock_order_release(level.rawValue, key)
     }
 

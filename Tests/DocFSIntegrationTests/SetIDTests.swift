@@ -80,4 +80,29 @@ import Testing
         for (expected, got) in zip(disk, fuse) { #expect(got == expected) }
         #expect(disk.count == fuse.count)
     }
+
+    /// A store whose root is set-group-ID (a shared folder) gives DocFS's private area its group, and
+    /// with it every stage made there: a save still gives the document its own group back. (Review
+    /// of 3fe46d0, which took a stage to carry the daemon's group and skipped its chown: a root:root
+    /// 0640 document was saved as root:users, readable by that group.)
+    @Test func aSaveInASetGroupIDStoreKeepsTheDocumentsGroup() throws {
+        let mount = try MountedStore(texts: ["secret.md": "# one\n"])
+        defer { mount.unmount() }
+        #expect(mount.unmount())
+        let store = mount.store
+        let users: gid_t = 100
+        #expect(chown(store, 0, users) == 0 && chmod(store, 0o2775) == 0)
+        // As if the root had been set-group-ID before the first mount: the private area is made anew.
+        try FileManager.default.removeItem(atPath: store + "/.docfs")
+        #expect(chown(store + "/secret.md", 0, 0) == 0 && chmod(store + "/secret.md", 0o640) == 0)
+        try mount.mount()
+        var status = stat()
+        #expect(lstat(store + "/.docfs", &status) == 0 && status.st_gid == users, "the private area took the store's group")
+
+        try Data("# two\n".utf8).write(to: URL(fileURLWithPath: mount.inMount("secret.md")))
+        #expect(try String(contentsOfFile: store + "/secret.md", encoding: .utf8) == "# two\n")
+        #expect(lstat(store + "/secret.md", &status) == 0)
+        #expect(status.st_uid == 0 && status.st_gid == 0, "saved as \(status.st_uid):\(status.st_gid)")
+        #expect(status.st_mode & 0o7777 == 0o640)
+    }
 }

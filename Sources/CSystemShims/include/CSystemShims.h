@@ -23,14 +23,15 @@ ssize_t docfs_getdents64(int fd, void *buffer, size_t size);
 
 /// Extended attributes of the item `name` in the folder open as `dirfd` (AT_FDCWD: `name` is a whole
 /// path), never following a link at `name`; as lgetxattr(2), lsetxattr, llistxattr and lremovexattr.
-/// The *xattrat system calls (Linux 6.13) name the item by descriptor and name; before them the item
-/// is named through /proc/self/fd/N/name, a walk of procfs on every call.
+/// The *xattrat system calls (Linux 6.13) name the item by descriptor and name; where they do not
+/// work (an older kernel, a sandbox that refuses them: asked once) the item is named through
+/// /proc/self/fd/N/name, a walk of procfs on every call.
 ssize_t docfs_getxattrat(int dirfd, const char *name, const char *attribute, void *value, size_t size);
 int docfs_setxattrat(int dirfd, const char *name, const char *attribute, const void *value, size_t size, int flags);
 ssize_t docfs_listxattrat(int dirfd, const char *name, char *list, size_t size);
 int docfs_removexattrat(int dirfd, const char *name, const char *attribute);
-/// Makes the four calls above name items through /proc/self/fd (as on a kernel before 6.13), or not:
-/// for tests of that way.
+/// Makes the four calls above name items through /proc/self/fd (as on a kernel before 6.13), or
+/// ask again whether the *xattrat calls work: for tests of both ways.
 void docfs_xattrat_set_missing(int missing);
 
 /// fallocate(2), declared by glibc only under _GNU_SOURCE.
