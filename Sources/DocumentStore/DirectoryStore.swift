@@ -127,15 +127,21 @@ public final class DirectoryStore: DocumentStore {
     }
 
     /// Makes a folder of the private area, or accepts the one there if it is a real folder (never
-    /// a link: the path is resolved beneath the store).
+    /// a link: the path is resolved beneath the store). Its group is the daemon's, and it is not
+    /// set-group-ID: a set-group-ID store (or one mounted `grpid`) gives its group to the folders
+    /// made in it, and they to every stage, temporary file and quarantined copy made there.
     private static func makePrivateDirectory(_ path: String) throws {
         do {
             try Paths.makeDirectory(path, mode: 0o700)
-        } catch let error as SystemCallError where error.errno == EEXIST {
-            guard try FileStatus.of(path: path).kind == .directory else {
-                throw OpenError.untrustedPrivateArea(path, reason: "it is not a folder")
-            }
+        } catch let error as SystemCallError where error.errno == EEXIST {}
+        let status = try FileStatus.of(path: path)
+        guard status.kind == .directory else {
+            throw OpenError.untrustedPrivateArea(path, reason: "it is not a folder")
         }
+        // A folder someone else made is not taken over: `checkPrivateArea` refuses it.
+        guard status.userID == geteuid() else { return }
+        if status.groupID != getegid() { try Paths.setOwner(path, userID: geteuid(), groupID: getegid()) }
+        if status.mode & 0o7777 != 0o700 { try Paths.setPermissions(path, 0o700) }
     }
 
     /// The private area holds other users' refused bytes and the stages that become documents:
