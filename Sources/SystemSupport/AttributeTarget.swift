@@ -4,7 +4,8 @@ import Glibc
 /// An item named for extended attribute calls: the descriptor of its folder and its name there
 /// (`AT_FDCWD`: `name` is a whole path). A link at the name is never followed. Extended attribute
 /// calls by path would walk procfs (`/proc/self/fd/N/name`) for every item beneath a held folder;
-/// these name it as the `*at` calls do (see `docfs_getxattrat`).
+/// these name it as the `*at` calls do (see `docfs_getxattrat`). Used only inside the call that
+/// lent `name` (`FileSystemPath.at`, `withCString`): it borrows the pointer, it does not keep it.
 public struct AttributeTarget {
     public let directory: Int32
     public let name: UnsafePointer<CChar>
