@@ -528,9 +528,8 @@ public final class DirectoryStore: DocumentStore {
     private func copyMetadata(from source: String, existing: FileStatus, to descriptor: Int32, path: String) throws {
         // The owner first: a chown clears set-user-ID and set-group-ID. Those bits are taken as
         // they are now: a write by someone without CAP_FSETID cleared them when it was made (see
-        // DocumentFileSystem.dropSetIDBits).
-        // Always: the stage's group is its folder's where that folder is set-group-ID (or mounted
-        // grpid), not the daemon's, and would give the document's readers to that group.
+        // DocumentFileSystem.dropSetIDBits). Always, for the daemon's own documents too: a stage
+        // made in a set-group-ID folder (or one mounted grpid) has that folder's group.
         if canChangeOwner { fchown(descriptor, existing.userID, existing.groupID) }
         fchmod(descriptor, existing.permissions)
         assignIdentity(identityToCarry(from: existing, at: source), to: descriptor)
