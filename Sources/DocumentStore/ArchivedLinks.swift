@@ -31,14 +31,14 @@ enum ArchivedLinks {
     }
 
     static func count(of path: String) -> UInt64 {
-        DirectoryStore.withAttributeTarget(path) { count(at: $0) } ?? 0
+        (try? AttributeTarget.at(path) { count(at: $0) }) ?? 0
     }
 
     static func set(_ path: String, to count: UInt64) {
-        _ = DirectoryStore.withAttributeTarget(path) { NumberAttribute.write(count, at: $0, name: attributeName, exclusive: false) }
+        _ = try? AttributeTarget.at(path) { NumberAttribute.write(count, at: $0, name: attributeName, exclusive: false) }
     }
 
     static func adjust(_ path: String, by change: Int64) {
-        _ = DirectoryStore.withAttributeTarget(path) { adjust(at: $0, by: change) }
+        _ = try? AttributeTarget.at(path) { adjust(at: $0, by: change) }
     }
 }

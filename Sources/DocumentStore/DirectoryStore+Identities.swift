@@ -16,12 +16,6 @@ extension DirectoryStore {
         return status
     }
 
-    /// Calls `body` with the item at `full` for extended attribute calls, resolved beneath the store
-    /// as every path is (see `ConfinedTree`).
-    static func withAttributeTarget<T>(_ full: String, _ body: (AttributeTarget) -> T) -> T? {
-        try? FileSystemPath.at(full) { directory, name in body(AttributeTarget(name, in: directory)) }
-    }
-
     /// The number the item at `target` is known by.
     func identity(of status: FileStatus, at target: AttributeTarget) -> UInt64 {
         guard let identities, let attribute = identities.attributeName else { return status.inode }
@@ -66,14 +60,14 @@ extension DirectoryStore {
         // The version archive's names are no names in the mount.
         let otherNames = existing.linkCount > 1 ? max(1, ArchivedLinks.storeNames(of: existing, archived: ArchivedLinks.count(of: full))) - 1 : 0
         guard existing.kind == .directory || otherNames == 0 else { return identities.fresh() }
-        return Self.withAttributeTarget(full) { target -> UInt64? in
+        return (try? AttributeTarget.at(full) { target -> UInt64? in
             if let kept = NumberAttribute.read(at: target, name: attribute) { return kept }
             guard identities.ownsNumber(existing.inode) else { return identities.fresh() }
             // The item keeps its number in the attribute too, so a lookup between here and the
             // install does not find its number carried, unclaimed, and give it a fresh one.
             _ = NumberAttribute.write(existing.inode, at: target, name: attribute, exclusive: true)
             return identities.recordCarried(existing.inode) ? existing.inode : identities.fresh()
-        } ?? nil
+        }) ?? nil
     }
 
     /// Gives the file open as `descriptor` the number `identity`.
@@ -99,7 +93,7 @@ extension DirectoryStore {
         else { return }
         if originalStatus.kind == .regular || originalStatus.kind == .directory {
             if let carried = identityToCarry(from: originalStatus, at: original), let attribute = identities?.attributeName {
-                _ = Self.withAttributeTarget(replacement) { NumberAttribute.write(carried, at: $0, name: attribute, exclusive: false) }
+                _ = try? AttributeTarget.at(replacement) { NumberAttribute.write(carried, at: $0, name: attribute, exclusive: false) }
             }
         }
         guard originalStatus.kind == .directory, let names = try? FileIO.directoryEntries(replacement) else { return }

@@ -15,6 +15,13 @@ public struct AttributeTarget {
         self.name = name
     }
 
+    /// Calls `body` with the item at `path`, resolved beneath the store as every path is (see
+    /// `ConfinedTree`).
+    @discardableResult
+    public static func at<T>(_ path: String, _ body: (AttributeTarget) throws -> T) throws -> T {
+        try FileSystemPath.at(path) { directory, name in try body(AttributeTarget(name, in: directory)) }
+    }
+
     /// getxattr: the value's length, or -1 with errno set.
     public func read(_ attribute: UnsafePointer<CChar>, into value: UnsafeMutableRawPointer?, size: Int) -> Int {
         docfs_getxattrat(directory, name, attribute, value, size)

@@ -104,14 +104,8 @@ public enum Paths {
 
     // MARK: Extended attributes
 
-    /// The item at `path` for extended attribute calls, resolved beneath the store as every path is.
-    @discardableResult
-    private static func withAttributeTarget<T>(_ path: String, _ body: (AttributeTarget) throws -> T) throws -> T {
-        try FileSystemPath.at(path) { directory, name in try body(AttributeTarget(name, in: directory)) }
-    }
-
     public static func extendedAttribute(_ path: String, name: String) throws -> [UInt8] {
-        try withAttributeTarget(path) { target in
+        try AttributeTarget.at(path) { target in
             try FileSystemPath.withCString(name) { attribute in
                 try ExtendedAttributeRead.bytes("getxattr", path: path) { target.read(attribute, into: $0, size: $1) }
             }
@@ -119,7 +113,7 @@ public enum Paths {
     }
 
     public static func setExtendedAttribute(_ path: String, name: String, value: UnsafeRawBufferPointer, flags: Int32) throws {
-        try withAttributeTarget(path) { target in
+        try AttributeTarget.at(path) { target in
             try FileSystemPath.withCString(name) { attribute in
                 try retryingOnInterrupt("setxattr", path: path) { target.write(attribute, from: value.baseAddress, size: value.count, flags: flags) }
             }
@@ -127,13 +121,13 @@ public enum Paths {
     }
 
     public static func extendedAttributeNames(_ path: String) throws -> [String] {
-        try withAttributeTarget(path) { target in
+        try AttributeTarget.at(path) { target in
             ExtendedAttributeRead.names(try ExtendedAttributeRead.bytes("listxattr", path: path) { target.list(into: $0, size: $1) })
         }
     }
 
     public static func removeExtendedAttribute(_ path: String, name: String) throws {
-        try withAttributeTarget(path) { target in
+        try AttributeTarget.at(path) { target in
             try FileSystemPath.withCString(name) { attribute in
                 try retryingOnInterrupt("removexattr", path: path) { target.remove(attribute) }
             }
