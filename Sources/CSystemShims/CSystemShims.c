@@ -313,19 +313,19 @@ int docfs_requester(uid_t *uid, gid_t *gid) {
     return 1;
 }
 
-/* The folders one request resolved beneath a confined tree (see ConfinedTree.resolve): a request
-   names the same folder in several calls (a save, an rm: the document's folder six to eight
-   times), and each call opened it again with openat2 and closed it. Kept for the request only,
-   and per thread, so nothing is shared and nothing outlives the request. A descriptor handed out
-   is in use until released: a clear (a rename, a folder removed) only stops handing it out, and
-   it is closed once released, so a call that nests another never loses its folder.
-   A folder is handed out only within a millisecond of being opened beneath its tree, not for the
-   whole request: a folder moved beside the mount while a request waits (a validator can take
-   seconds) is resolved again, and found gone, as each call found it before, instead of being
-   written through wherever it went. A rename or a folder removed on any thread, and a tree opened
-   or released, advance one process-wide generation: every thread's folders from an earlier one
-   are resolved again (a package moved into the versions archive by one request is not written
-   into by another). */
+/* The folders a thread resolved beneath a confined tree (see ConfinedTree.resolve): a save or an
+   rm names the document's folder six to eight times, in three to seven requests, and each time it
+   was opened again with openat2 and closed. Kept per thread, so nothing is shared. A descriptor
+   handed out is in use until released: a clear (a rename, a folder removed) only stops handing it
+   out, and it is closed once released, so a call that nests another never loses its folder.
+   A folder is handed out only within a millisecond of being opened beneath its tree, in the
+   request that opened it or the thread's next ones: a folder moved beside the mount while a
+   request waits (a validator can take seconds) is resolved again, and found gone, as each call
+   found it before, instead of being written through wherever it went. A folder renamed or removed
+   on any thread, and a tree opened or released, advance one process-wide generation: every
+   thread's folders from an earlier one are resolved again (a package moved into the versions
+   archive by one request is not written into by another). A thread's expired folders close as its
+   next request ends, and all of them as it exits. */
 #define DOCFS_FOLDER_SLOTS 4
 #define DOCFS_FOLDER_PATH 256
 #define DOCFS_FOLDER_LIFETIME_NS 1000000LL
@@ -354,6 +354,16 @@ static void folder_cache_forget(void) {
     }
 }
 
+/* Drops this thread's folders past their millisecond (those in use once released). */
+static void folder_cache_expire(void) {
+    long long now = folder_cache_now();
+    for (int index = folder_cache_used - 1; index >= 0; index--) {
+        if (now - folder_cache[index].opened <= DOCFS_FOLDER_LIFETIME_NS) continue;
+        if (folder_cache[index].users > 0) folder_cache[index].doomed = 1;
+        else folder_cache_drop(index);
+    }
+}
+
 void docfs_folder_cache_clear(void) {
     __atomic_add_fetch(&folder_generation, 1, __ATOMIC_SEQ_CST);
     folder_cache_forget();
@@ -364,8 +374,19 @@ unsigned long docfs_folder_cache_generation(void) { return __atomic_load_n(&fold
 void docfs_folder_cache_begin(void) { folder_cache_depth++; }
 
 void docfs_folder_cache_end(void) {
-    if (folder_cache_depth > 0 && --folder_cache_depth == 0) folder_cache_forget();
+    if (folder_cache_depth > 0 && --folder_cache_depth == 0) folder_cache_expire();
 }
+
+static pthread_key_t folder_cache_exit_key;
+static pthread_once_t folder_cache_exit_once = PTHREAD_ONCE_INIT;
+
+/* A thread's folders outlive its requests: closed as it exits (a mount's workers end with it). */
+static void folder_cache_thread_exit(void *unused) {
+    (void)unused;
+    folder_cache_forget();
+}
+
+static void folder_cache_make_exit_key(void) { pthread_key_create(&folder_cache_exit_key, folder_cache_thread_exit); }
 
 int docfs_folder_cache_find(int tree, const char *path, size_t length) {
     if (folder_cache_depth == 0) return -1;
@@ -394,6 +415,10 @@ int docfs_folder_cache_add(int tree, const char *path, size_t length, int fd, un
         }
         if (unused < 0) return 0;
         folder_cache_drop(unused);
+    }
+    if (folder_cache_used == 0) {
+        pthread_once(&folder_cache_exit_once, folder_cache_make_exit_key);
+        pthread_setspecific(folder_cache_exit_key, (void *)1);
     }
     struct docfs_folder_slot *slot = &folder_cache[folder_cache_used++];
     slot->tree = tree;

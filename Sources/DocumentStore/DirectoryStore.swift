@@ -334,14 +334,15 @@ public final class DirectoryStore: DocumentStore {
         }
         if durable { try FileIO.synchronize(staging.descriptor.rawValue, dataOnly: true, path: staging.path) }
         if let existing, existing.kind == .regular, existing.size == 0, !durable,
-           (try? FileIO.exchange(staging.path, destination)) != nil {
+           (try? FileIO.exchange(staging.path, destination, movesFolder: false)) != nil {
             // Over an empty draft (a file just created), swap and drop the draft: a rename over an
             // existing file makes ext4 (auto_da_alloc) start writing the new data back before the
             // rename returns, a third of a small file's commit. That heuristic guards the old
             // content against a crash; an empty draft has none to guard.
             try? Paths.removeFile(staging.path)
         } else {
-            try FileIO.rename(staging.path, destination)
+            // A stage is a file: it replaces a file or nothing (a folder there fails EISDIR).
+            try FileIO.rename(staging.path, destination, movesFolder: false)
         }
         if durable { try FileIO.synchronizeDirectory(containing: destination) }
         return try staging.status()

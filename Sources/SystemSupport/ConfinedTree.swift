@@ -57,12 +57,12 @@ public final class ConfinedTree: Sendable {
     public func release() { ConfinedTrees.unregister(self) }
 
     /// Runs `body` (one request's work, on the calling thread) keeping each folder it resolves
-    /// beneath a tree, handed out again only within a millisecond of its opening: a save or an rm
-    /// names the document's folder six to eight times within that, and each time it was opened
-    /// again (`openat2`) and closed. Nothing is kept across requests or past the millisecond: a
-    /// folder moved beside the mount while the request waits (on a validator, say) is resolved
-    /// again and found gone, as before. A rename, a folder removed or a tree opened or released,
-    /// on any thread, makes every thread resolve its folders again.
+    /// beneath a tree, handed out again, in this request or the thread's next ones, only within a
+    /// millisecond of its opening: a save or an rm names the document's folder six to eight times
+    /// within that, and each time it was opened again (`openat2`) and closed. Nothing is handed out
+    /// past the millisecond: a folder moved beside the mount while a request waits (on a
+    /// validator, say) is resolved again and found gone, as before. A folder renamed or removed,
+    /// or a tree opened or released, on any thread, makes every thread resolve its folders again.
     public static func keepingFoldersResolved<T>(_ body: () throws -> T) rethrows -> T {
         docfs_folder_cache_begin()
         defer { docfs_folder_cache_end() }

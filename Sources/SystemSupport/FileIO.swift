@@ -245,14 +245,22 @@ public enum FileIO {
     }
 
     /// `renameat2(RENAME_EXCHANGE)`: both names stay, their items swap, in one atomic step.
-    public static func exchange(_ first: String, _ second: String) throws {
-        try rename(first, second, flags: 2)
+    /// `movesFolder`: as for `rename`.
+    public static func exchange(_ first: String, _ second: String, movesFolder: Bool? = nil) throws {
+        try rename(first, second, flags: 2, movesFolder: movesFolder)
     }
 
-    public static func rename(_ source: String, _ destination: String, flags: UInt32 = 0) throws {
-        // A folder moved: the folders this request resolved are resolved again.
-        defer { docfs_folder_cache_clear() }
+    /// `movesFolder`: whether the item moved may be a folder; false where the caller knows it is a
+    /// file, nil to look. Only a folder moved makes every thread resolve its folders again (a file
+    /// never replaces a folder), so a save by rename leaves them resolved.
+    public static func rename(_ source: String, _ destination: String, flags: UInt32 = 0, movesFolder: Bool? = nil) throws {
+        var folderMoved = movesFolder ?? true
+        defer { if folderMoved { docfs_folder_cache_clear() } }
         try FileSystemPath.at(source) { sourceDirectory, sourceName in
+            // An exchange moves both items, either of which may be a folder.
+            if movesFolder == nil, flags & 2 == 0, let moved = try? FileStatus.of(name: sourceName, in: sourceDirectory, path: source) {
+                folderMoved = moved.kind == .directory
+            }
             try FileSystemPath.at(destination) { destinationDirectory, destinationName in
                 try retryingOnInterrupt("rename", path: destination) {
                     docfs_renameat2(sourceDirectory, sourceName, destinationDirectory, destinationName, flags)
