@@ -3,9 +3,10 @@ import Glibc
 import SystemSupport
 import Testing
 
-/// `ConfinedTree.keepingFoldersResolved`: within one request, a folder resolved beneath a tree is
-/// used again instead of being opened once a call (issue 37: a save in a subfolder made 99 system
-/// calls, 72 with it). What it keeps must never outlive what it stands for.
+/// `ConfinedTree.keepingFoldersResolved`: within a millisecond, a folder resolved beneath a tree is
+/// used again by a thread's calls and requests instead of being opened once a call (issue 37: a
+/// save in a subfolder made 99 system calls, 72 with it). What it keeps must never outlive what it
+/// stands for.
 @Suite struct RequestFolderCacheTests {
     private func tree(with files: [String]) throws -> (ConfinedTree, String) {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-cache-\(UUID().uuidString.prefix(8))").path
@@ -62,14 +63,88 @@ import Testing
         }
     }
 
-    @Test func aFolderIsKeptWithinARequestOnly() throws {
+    @Test func aFolderIsUsedAgainByTheNextCall() throws {
         let (tree, folder) = try tree(with: ["a/x"])
         defer { tree.release(); try? FileManager.default.removeItem(atPath: folder) }
-        func folderDescriptor() throws -> Int32 { try FileSystemPath.at(folder + "/a/x") { directory, _ in directory } }
         try ConfinedTree.keepingFoldersResolved {
-            let first = try folderDescriptor()
+            let first = try folderDescriptor(folder + "/a/x")
             #expect(fcntl(first, F_GETFD) >= 0, "still open after the call, for the rest of the request")
-            #expect(try folderDescriptor() == first, "and used again")
+            #expect(try folderDescriptor(folder + "/a/x") == first, "and used again")
         }
+    }
+
+    /// A thread's folders serve its next requests too (a save is three to seven requests), and
+    /// stop at a folder renamed between them.
+    @Test func aFolderRenamedBetweenRequestsIsResolvedAgain() throws {
+        let (tree, folder) = try tree(with: ["a/x"])
+        defer { tree.release(); try? FileManager.default.removeItem(atPath: folder) }
+        try ConfinedTree.keepingFoldersResolved { () throws in #expect(try FileIO.readFile(folder + "/a/x") == Data("a/x".utf8)) }
+        try FileIO.rename(folder + "/a", folder + "/moved")
+        try FileManager.default.createDirectory(atPath: folder + "/a", withIntermediateDirectories: false)
+        try Data("new".utf8).write(to: URL(fileURLWithPath: folder + "/a/x"))
+        try ConfinedTree.keepingFoldersResolved { () throws in #expect(try FileIO.readFile(folder + "/a/x") == Data("new".utf8)) }
+    }
+
+    /// A file renamed moves no folder: the folders kept stay kept (a save by rename resolved its
+    /// folder again in every later request, on every thread). A folder is kept for a millisecond,
+    /// so a machine slow enough to let one pass between the calls gets further tries.
+    @Test func aFileRenamedLeavesFoldersResolved() throws {
+        let (tree, folder) = try tree(with: ["a/x"])
+        defer { tree.release(); try? FileManager.default.removeItem(atPath: folder) }
+        var keptAcrossRenames = 0
+        for _ in 0..<50 where keptAcrossRenames == 0 {
+            try ConfinedTree.keepingFoldersResolved {
+                // Marked (every folder opens close-on-exec), since a folder dropped and opened
+                // again may get the same number.
+                let before = try folderDescriptor(folder + "/a/x")
+                #expect(fcntl(before, F_SETFD, 0) == 0)
+                try FileIO.rename(folder + "/a/x", folder + "/a/y")
+                try FileIO.rename(folder + "/a/y", folder + "/a/x")
+                let after = try folderDescriptor(folder + "/a/x")
+                if after == before && fcntl(after, F_GETFD) == 0 { keptAcrossRenames += 1 }
+                _ = fcntl(after, F_SETFD, FD_CLOEXEC)
+            }
+        }
+        #expect(keptAcrossRenames > 0, "every rename of a file dropped the folders kept")
+    }
+
+    /// What a thread keeps past its requests closes when it exits (a mount's workers end with it).
+    @Test func aThreadsFoldersCloseAsItExits() throws {
+        let (tree, folder) = try tree(with: ["a/x"])
+        defer { tree.release(); try? FileManager.default.removeItem(atPath: folder) }
+        let kept = OneValue()
+        try joinThread {
+            ConfinedTree.keepingFoldersResolved {
+                if let descriptor = try? folderDescriptor(folder + "/a/x") { kept.value = (descriptor, Self.target(of: descriptor)) }
+            }
+        }
+        let (descriptor, target) = try #require(kept.value)
+        #expect(target == folder + "/a")
+        #expect(Self.target(of: descriptor) != target, "the exited thread's folder is still open")
+    }
+
+    private func folderDescriptor(_ path: String) throws -> Int32 { try FileSystemPath.at(path) { directory, _ in directory } }
+
+    private static func target(of descriptor: Int32) -> String? {
+        try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)")
+    }
+
+    private final class OneValue: @unchecked Sendable {
+        var value: (Int32, String?)?
+    }
+
+    /// Runs `body` on a thread of its own and returns once that thread has ended (its thread-exit
+    /// work done), which a `Thread` cannot wait for.
+    private func joinThread(_ body: @escaping @Sendable () -> Void) throws {
+        final class Box { let body: @Sendable () -> Void; init(_ body: @escaping @Sendable () -> Void) { self.body = body } }
+        var thread = pthread_t()
+        let box = Unmanaged.passRetained(Box(body)).toOpaque()
+        let created = pthread_create(&thread, nil, { argument in
+            guard let argument else { return nil }
+            Unmanaged<Box>.fromOpaque(argument).takeRetainedValue().body()
+            return nil
+        }, box)
+        try #require(created == 0)
+        pthread_join(thread, nil)
     }
 }
