@@ -242,7 +242,10 @@ open class FileWrapper: @unchecked Sendable {
 
     /// Call with `lock` held.
     private func readChild(named name: String, of source: Source) -> FileWrapper? {
-        guard let child = try? FileWrapper(url: URL(fileURLWithPath: source.path + "/" + name), options: source.options) else { return nil }
+        // A URL marked as no directory: one left unmarked is looked up by Foundation (a stat of the
+        // whole path from /, beside the store's confinement) only to learn what `read` learns again.
+        let url = URL(fileURLWithPath: source.path + "/" + name, isDirectory: false)
+        guard let child = try? FileWrapper(url: url, options: source.options) else { return nil }
         child.parents.append(WeakParent(wrapper: self))
         return child
     }
@@ -326,7 +329,8 @@ open class FileWrapper: @unchecked Sendable {
                 let names: [String]
                 do { names = try FileIO.directoryEntries(path) } catch { throw CocoaError.reading(error, url: url) }
                 for name in names {
-                    children[Self.uniqueKey(for: name, in: children)] = try FileWrapper(url: url.appendingPathComponent(name), options: options)
+                    let childURL = url.appendingPathComponent(name, isDirectory: false)
+                    children[Self.uniqueKey(for: name, in: children)] = try FileWrapper(url: childURL, options: options)
                 }
                 newChildren = children
             }

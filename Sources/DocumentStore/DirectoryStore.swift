@@ -302,7 +302,7 @@ public final class DirectoryStore: DocumentStore {
         // "/." so the magic link is followed to the folder: its own status would be a link's.
         let tree = ConfinedTree(descriptor: folder, path: "/proc/self/fd/\(folder.rawValue)/.")
         defer { tree.release() }
-        let wrapper = try FileWrapper(url: URL(fileURLWithPath: tree.path))
+        let wrapper = try FileWrapper(url: URL(fileURLWithPath: tree.path, isDirectory: true))
         wrapper.filename = StorePath.lastComponent(path)
         wrapper.preferredFilename = wrapper.filename
         return try body(wrapper, status)
