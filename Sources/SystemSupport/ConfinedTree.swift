@@ -53,7 +53,8 @@ public final class ConfinedTree: Sendable {
     }
 
     /// Leaves the process's table of trees (which holds each tree, so a tree never ends by
-    /// itself): paths below it are resolved as any path again, and its descriptor closes with it.
+    /// itself): paths below it are resolved as any path again, and its descriptor closes once no
+    /// thread holds the table as it was (each lets it go at its next path call, or as it ends).
     public func release() { ConfinedTrees.unregister(self) }
 
     /// Runs `body` (one request's work, on the calling thread) keeping each folder it resolves
@@ -141,12 +142,40 @@ public final class ConfinedTree: Sendable {
     }
 }
 
-/// The open trees, longest path first.
+/// The open trees, longest path first. Asked on every path-based system call, by every thread, and
+/// changed only as trees open and close: each thread asks its own copy, taken again only when a
+/// tree opened or closed since (one atomic load on the way, no lock shared by the threads).
 enum ConfinedTrees {
     private static let trees = OrderedMutex<[ConfinedTree]>(.innermost, [])
     /// How many trees are open: paths outside every tree (nearly all in a process without one)
-    /// skip the lock.
+    /// skip the rest.
     private static let count = Atomic<Int>(0)
+    /// Advanced, holding `trees`' lock, each time a tree opens or closes.
+    private static let generation = Atomic<UInt64>(1)
+
+    /// One thread's copy of `trees`, as of `generation`. A tree closed since stays in a copy (its
+    /// descriptor open) until that thread's next path call, or its end.
+    private final class ThreadCopy {
+        var generation: UInt64 = 0
+        var trees: [ConfinedTree] = []
+    }
+
+    private static let copyKey: pthread_key_t = {
+        var key = pthread_key_t()
+        // A thread's copy goes as the thread ends.
+        pthread_key_create(&key) { copy in
+            guard let copy else { return }
+            Unmanaged<ThreadCopy>.fromOpaque(copy).release()
+        }
+        return key
+    }()
+
+    private static var threadCopy: ThreadCopy {
+        if let existing = pthread_getspecific(copyKey) { return Unmanaged<ThreadCopy>.fromOpaque(existing).takeUnretainedValue() }
+        let made = ThreadCopy()
+        pthread_setspecific(copyKey, Unmanaged.passRetained(made).toOpaque())
+        return made
+    }
 
     static func register(_ tree: ConfinedTree) {
         // A released tree's descriptor number may come back as this one's.
@@ -155,6 +184,7 @@ enum ConfinedTrees {
             trees.append(tree)
             trees.sort { $0.pathBytes.count > $1.pathBytes.count }
             count.store(trees.count, ordering: .releasing)
+            generation.add(1, ordering: .releasing)
         }
     }
 
@@ -163,18 +193,21 @@ enum ConfinedTrees {
         trees.withLock { trees in
             trees.removeAll { $0 === tree }
             count.store(trees.count, ordering: .releasing)
+            generation.add(1, ordering: .releasing)
         }
     }
 
     /// The tree strictly containing `path`, and the part of the path below it.
     static func containing(_ path: String) -> (ConfinedTree, [UInt8])? {
         guard count.load(ordering: .acquiring) > 0, path.utf8.first == UInt8(ascii: "/") else { return nil }
+        let copy = threadCopy
+        if copy.generation != generation.load(ordering: .acquiring) {
+            (copy.trees, copy.generation) = trees.withLock { ($0, generation.load(ordering: .relaxed)) }
+        }
         let bytes = FileSystemPath.bytes(of: path)
-        let found = trees.withLock { trees in
-            trees.first { tree in
-                let root = tree.pathBytes
-                return bytes.count > root.count + 1 && bytes[root.count] == UInt8(ascii: "/") && bytes.starts(with: root)
-            }
+        let found = copy.trees.first { tree in
+            let root = tree.pathBytes
+            return bytes.count > root.count + 1 && bytes[root.count] == UInt8(ascii: "/") && bytes.starts(with: root)
         }
         guard let found else { return nil }
         return (found, Array(bytes[(found.pathBytes.count + 1)...]))
