@@ -271,12 +271,16 @@ extension DocumentFileSystem {
     /// Makes a change inside a package through the package's commit (validated unless the package
     /// is a draft); returns false when `path` is not inside a package.
     /// The name is resolved again once folder renames are held off (`packageLayout`).
-    func changeInPackage(parent: Inode, name: FileName, _ change: (String) -> PackageChange) throws(FUSEError) -> Bool {
+    /// `publish`: the change's step in the store and the node table's with it (see `publishing`).
+    func changeInPackage(
+        parent: Inode, name: FileName, publishing publish: Publication = { try $0() }, _ change: (String) -> PackageChange
+    ) throws(FUSEError) -> Bool {
         try packageLayout.reading { () throws(FUSEError) -> Bool in
             guard let member = classifier.packageMember(of: try childPath(parent: parent, name: name)) else { return false }
             try packages.withPackage(member.root) { () throws(FUSEError) in
-                _ = try packages.commit(change(member.member), root: member.root, claim: member.claim)
+                _ = try packages.commit(change(member.member), root: member.root, claim: member.claim, publishing: publish)
             }
+            TestHook.packageChangeMade.pause()
             rewatchPackage(member.root)
             return true
         }
@@ -316,10 +320,8 @@ extension DocumentFileSystem {
     func unlink(parent: Inode, name: FileName, context: RequestContext) throws(FUSEError) {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
-        if try changeInPackage(parent: parent, name: name, { .removeFile($0) }) {
-            namespace.writing { nodes.detach(parent: parent, name: name) }
-            return
-        }
+        let detachMember = publishing { [nodes] in nodes.detach(parent: parent, name: name) }
+        if try changeInPackage(parent: parent, name: name, publishing: detachMember, { .removeFile($0) }) { return }
         try changingNames { () throws(FUSEError) in
             let retained = fileToRetain(parent: parent, name: name, path: path)
             // `rm` of a document can be undone: its last version stays among its versions.
@@ -347,15 +349,12 @@ extension DocumentFileSystem {
     func removeDirectory(parent: Inode, name: FileName, context: RequestContext) throws(FUSEError) {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
-        if try changeInPackage(parent: parent, name: name, { .removeDirectory($0) }) {
-            namespace.writing { nodes.detach(parent: parent, name: name) }
-            return
-        }
+        let detach = publishing { [nodes] in nodes.detach(parent: parent, name: name) }
+        if try changeInPackage(parent: parent, name: name, publishing: detach, { .removeDirectory($0) }) { return }
         try changingNames { () throws(FUSEError) in
             var removed = try? store.status(of: path)
             let folder = try? store.status(of: StorePath.split(path)?.parent ?? "")
             let unreachable = removed == nil ? 0 : store.unreachableBits(of: path)
-            let detach = publishing { [nodes] in nodes.detach(parent: parent, name: name) }
             // A package's history goes among the removed documents'; a folder they were in shows
             // there as it was (see `VersionsView`), less whom the folders above it kept out then.
             let package = classifier.claim(forPath: path, isDirectory: true) != nil
@@ -452,15 +451,18 @@ extension DocumentFileSystem {
             try validateRenames(of: source, as: destination, exchange: exchange, state: renameState(of: source, destination))
             // Taken before the commit replaces it; kept once the names move.
             let replaced = exchange ? nil : replacedFile(parent: newParent, name: newName, path: destination, status: try? store.status(of: destination))
-            try packages.withPackage(sourcePackage.root) { () throws(FUSEError) in
-                _ = try packages.commit(
-                    .rename(sourcePackage.member, to: destinationPackage.member, flags: flags), root: sourcePackage.root, claim: sourcePackage.claim)
-            }
-            rewatchPackage(sourcePackage.root)
-            namespace.writing {
+            // The names move in the store's step, under the namespace, so no lookup sees one without the other.
+            let renameNodes = publishing { [self] in
                 replaced?.retain(nodes.existingChild(parent: newParent, name: newName).flatMap { nodes.existingNode($0) })
                 moveNames(parent: parent, name: name, newParent: newParent, newName: newName, exchange: exchange)
             }
+            try packages.withPackage(sourcePackage.root) { () throws(FUSEError) in
+                _ = try packages.commit(
+                    .rename(sourcePackage.member, to: destinationPackage.member, flags: flags), root: sourcePackage.root, claim: sourcePackage.claim,
+                    publishing: renameNodes)
+            }
+            TestHook.packageChangeMade.pause()
+            rewatchPackage(sourcePackage.root)
         } else {
             // A file moving under a name that a document type claims becomes that document: its
             // content must decode as one (sed -i, vim, `os.replace` all save this way). Judged

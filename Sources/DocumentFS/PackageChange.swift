@@ -37,8 +37,10 @@ enum PackageChange {
         }
     }
 
-    /// Applies the change to the package whose root is the store path `base`.
-    func apply(in base: String, store: any DocumentStore) throws {
+    /// Applies the change to the package whose root is the store path `base`. `publish` (see
+    /// `Publication`) runs once the change is made: with the store's own step for a rename or a
+    /// removal, so the names the caller moves with it change in the same step; after it otherwise.
+    func apply(in base: String, store: any DocumentStore, publishing publish: Publication = { try $0() }) throws {
         func at(_ member: String) -> String { base + "/" + member }
         switch self {
         case .replaceFile(let member, let staging): try store.install(staging, at: at(member), durable: false)
@@ -46,10 +48,11 @@ enum PackageChange {
         case .makeSpecialFile(let member, let mode, let device, let owner): try store.makeSpecialFile(at(member), mode: mode, device: device, owner: owner)
         case .makeDirectory(let member, let mode, let owner): try store.makeDirectory(at(member), mode: mode, owner: owner)
         case .makeSymbolicLink(let member, let target, let owner): try store.makeSymbolicLink(at(member), target: target, owner: owner)
-        case .rename(let source, let destination, let flags): try store.rename(at(source), to: at(destination), flags: flags)
-        case .removeFile(let member): try store.removeFile(at(member))
-        case .removeDirectory(let member): try store.removeDirectory(at(member))
+        case .rename(let source, let destination, let flags): return try store.rename(at(source), to: at(destination), flags: flags, publishing: publish)
+        case .removeFile(let member): return try store.removeFile(at(member), publishing: publish)
+        case .removeDirectory(let member): return try store.removeDirectory(at(member), publishing: publish)
         }
+        try publish {}
     }
 }
 

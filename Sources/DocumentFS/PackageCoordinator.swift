@@ -106,17 +106,24 @@ final class PackageCoordinator: Sendable {
     }
 
     /// Commits `change` to the package at `root`: in place when it can be (`commitInPlace`), unless
-    /// the caller tried that already. Call with the package's lock held.
-    func commit(_ change: PackageChange, root: String, claim: DocumentClaim, durable: Bool = false, inPlaceTried: Bool = false) throws(FUSEError) -> Outcome {
+    /// the caller tried that already. `publish` runs once, with the store's step that makes the
+    /// change (see `PackageChange.apply`): the caller's names move with it. Call with the
+    /// package's lock held.
+    func commit(
+        _ change: PackageChange, root: String, claim: DocumentClaim, durable: Bool = false, inPlaceTried: Bool = false,
+        publishing publish: Publication = { try $0() }
+    ) throws(FUSEError) -> Outcome {
         let state = state(of: root, claim: claim)
         if case .draft = state {
-            try apply(change, in: root)
+            try apply(change, in: root, publishing: publish)
             _ = self.state(of: root, claim: claim)
             return .asApplied
         }
         if change.isRemoval {
             do {
-                try pipeline.commit(replacing: versions(replacedBy: change, root: root), saving: [root], package: root) { try change.apply(in: root, store: store) }
+                try pipeline.commit(replacing: versions(replacedBy: change, root: root), saving: [root], package: root) {
+                    try change.apply(in: root, store: store, publishing: publish)
+                }
             } catch {
                 throw FUSEError(error)
             }
@@ -126,7 +133,7 @@ final class PackageCoordinator: Sendable {
             return .asApplied
         }
 
-        if case .valid = state, !inPlaceTried, let outcome = try commitInPlace(change, root: root, claim: claim, durable: durable) {
+        if case .valid = state, !inPlaceTried, let outcome = try commitInPlace(change, root: root, claim: claim, durable: durable, publishing: publish) {
             if case .refusedByStore(let reason) = outcome {
                 DocumentMetrics.refused(.store)
                 logger.error("refused a change to \(change.member) in \(root): \(reason)")
@@ -158,10 +165,10 @@ final class PackageCoordinator: Sendable {
         do {
             try pipeline.commit(replacing: versions(replacedBy: change, root: root), saving: savedPaths(change, root: root), package: root) {
                 if result === file {
-                    try store.replaceDirectory(at: root, with: clone)
+                    try store.replaceDirectory(at: root, with: clone, publishing: publish)
                     if durable { try store.synchronize(root) }
                 } else {
-                    try store.persist(result, at: root, durable: durable)
+                    try store.persist(result, at: root, durable: durable, publishing: publish)
                     store.removePrivateItem(clone)
                     try? PackageMarker.mark(root, in: store)
                 }
@@ -189,8 +196,11 @@ final class PackageCoordinator: Sendable {
     /// stage is consumed only when this returns an outcome. Returns nil to leave the change to
     /// `commit` (its clone path): for a draft, a member that is not where it was, a name taken, a
     /// package the type rewrites, or one that would not decode (`commit` judges it again and keeps
-    /// the refused package whole in the quarantine). Call with the package's lock held.
-    func commitInPlace(_ change: PackageChange, root: String, claim: DocumentClaim, durable: Bool) throws(FUSEError) -> Outcome? {
+    /// the refused package whole in the quarantine). `publish` as for `commit`, and only when this
+    /// returns an outcome. Call with the package's lock held.
+    func commitInPlace(
+        _ change: PackageChange, root: String, claim: DocumentClaim, durable: Bool, publishing publish: Publication = { try $0() }
+    ) throws(FUSEError) -> Outcome? {
         guard case .valid = state(of: root, claim: claim), let package = try? store.fileWrapper(at: root) else { return nil }
         // The folder holding a member, and the member's name, in the lazily read package.
         func place(_ member: String) -> (folder: FileWrapper, name: String)? {
@@ -238,12 +248,13 @@ final class PackageCoordinator: Sendable {
                 switch (change, result === package) {
                 case (.replaceFile(let member, let staging), true):
                     try store.install(staging, at: root + "/" + member, durable: durable)
+                    try publish {}
                 case (.replaceFile(_, let staging), false):
-                    try store.persist(result, at: root, durable: durable)
+                    try store.persist(result, at: root, durable: durable, publishing: publish)
                     store.discard(staging)
                     try? PackageMarker.mark(root, in: store)
                 default:
-                    try change.apply(in: root, store: store)
+                    try change.apply(in: root, store: store, publishing: publish)
                 }
             }
         } catch let refusal as StoreRefusal {
@@ -300,8 +311,8 @@ final class PackageCoordinator: Sendable {
         return state
     }
 
-    private func apply(_ change: PackageChange, in root: String) throws(FUSEError) {
-        do { try change.apply(in: root, store: store) } catch { throw FUSEError(error) }
+    private func apply(_ change: PackageChange, in root: String, publishing publish: Publication) throws(FUSEError) {
+        do { try change.apply(in: root, store: store, publishing: publish) } catch { throw FUSEError(error) }
     }
 
     /// A package moved or removed: forget what was known of its old path.

@@ -361,7 +361,7 @@ public final class DirectoryStore: DocumentStore {
         try FileIO.synchronize(descriptor, path: full)
     }
 
-    public func persist(_ wrapper: FileWrapper, at path: String, durable: Bool) throws -> FileStatus {
+    public func persist(_ wrapper: FileWrapper, at path: String, durable: Bool, publishing publish: Publication) throws -> FileStatus {
         let destination = absolute(path)
         let existing = try? FileStatus.of(path: destination)
         let temporary = temporaryDirectory + "/" + uniqueName("persist")
@@ -379,7 +379,7 @@ public final class DirectoryStore: DocumentStore {
                 carryIdentities(from: destination, to: temporary)
             }
             if durable { try synchronizeTree(temporary) }
-            try FileIO.replaceItem(at: destination, with: temporary)
+            try FileIO.replaceItem(at: destination, with: temporary, publishing: publish)
             if durable { try FileIO.synchronizeDirectory(containing: destination) }
         } catch {
             try? FileIO.removeItem(temporary)
@@ -507,8 +507,8 @@ public final class DirectoryStore: DocumentStore {
         try? Paths.setTimes(destination, &times)
     }
 
-    public func replaceDirectory(at path: String, with prepared: String) throws {
-        try FileIO.replaceItem(at: absolute(path), with: absolute(prepared))
+    public func replaceDirectory(at path: String, with prepared: String, publishing publish: Publication) throws {
+        try FileIO.replaceItem(at: absolute(path), with: absolute(prepared), publishing: publish)
     }
 
     public func removePrivateItem(_ item: String) {

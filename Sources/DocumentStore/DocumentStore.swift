@@ -56,9 +56,10 @@ public protocol DocumentStore: AnyObject, Sendable {
     @discardableResult
     func install(_ staging: StagingFile, at path: String, durable: Bool) throws -> FileStatus
     /// Writes a wrapper (file or package) atomically at `path`, reusing unchanged files of the item
-    /// it replaces. Returns the new item's status. `durable` as for `install`.
+    /// it replaces. Returns the new item's status. `durable` as for `install`; `publish` as for
+    /// `rename` (a package's change that moves or removes names inside it shows whole).
     @discardableResult
-    func persist(_ wrapper: FileWrapper, at path: String, durable: Bool) throws -> FileStatus
+    func persist(_ wrapper: FileWrapper, at path: String, durable: Bool, publishing publish: Publication) throws -> FileStatus
     /// Makes the item stored at `path` and the directory entry naming it durable.
     func synchronize(_ path: String) throws
     /// Makes the folder at `path` durable: its entries, not the items they name (fsync of a folder).
@@ -74,8 +75,9 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// made anew, files hard-linked, links copied, so the copy costs one entry per item and no data.
     /// Returns its store path (inside the private area), usable with every call here.
     func cloneDirectory(_ path: String) throws -> String
-    /// Replaces the directory at `path` with the prepared one at `prepared`, in one atomic step.
-    func replaceDirectory(at path: String, with prepared: String) throws
+    /// Replaces the directory at `path` with the prepared one at `prepared`, in one atomic step;
+    /// `publish` as for `rename`.
+    func replaceDirectory(at path: String, with prepared: String, publishing publish: Publication) throws
     /// Moves any item (a refused package change, say) into the quarantine with a note.
     func quarantineItem(_ item: String, for path: String, reason: String, owner: Ownership?) throws -> String
     /// Removes a private item (an abandoned clone).
@@ -233,6 +235,13 @@ public struct RemovedDocument: Sendable {
 public typealias Publication = (_ apply: () throws -> Void) throws -> Void
 
 extension DocumentStore {
+    @discardableResult
+    public func persist(_ wrapper: FileWrapper, at path: String, durable: Bool) throws -> FileStatus {
+        try persist(wrapper, at: path, durable: durable, publishing: { try $0() })
+    }
+    public func replaceDirectory(at path: String, with prepared: String) throws {
+        try replaceDirectory(at: path, with: prepared, publishing: { try $0() })
+    }
     public func removeDirectory(_ path: String) throws { try removeDirectory(path, publishing: { try $0() }) }
     public func removeFile(_ path: String) throws { try removeFile(path, publishing: { try $0() }) }
     public func rename(_ source: String, to destination: String, flags: UInt32) throws {

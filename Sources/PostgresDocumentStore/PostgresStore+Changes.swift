@@ -99,8 +99,8 @@ extension PostgresStore {
         return KnownItem(id: base.id, version: 0, contentVersion: 0, size: size, contentKey: ContentKey(chunks: chunks))
     }
 
-    public func persist(_ wrapper: FileWrapper, at path: String, durable: Bool) throws -> FileStatus {
-        if Self.isPrivate(path) { return try mirror.persist(wrapper, at: path, durable: false) }
+    public func persist(_ wrapper: FileWrapper, at path: String, durable: Bool, publishing publish: Publication) throws -> FileStatus {
+        if Self.isPrivate(path) { return try mirror.persist(wrapper, at: path, durable: false, publishing: publish) }
         let base = state.withLock { state in state.base(forDocument: path) ?? state[path] }
         let prepared = DirectoryStore.privateAreaName + "/tmp/persist-\(UInt64.random(in: 0...UInt64.max))"
         // The wrapper's unchanged files are linked or copied from the mirror: no eviction meanwhile.
@@ -116,7 +116,7 @@ extension PostgresStore {
                     try value.withUnsafeBytes { try mirror.setExtendedAttribute(prepared, name: name, value: $0, flags: 0) }
                 }
             }
-            try replace(path, with: prepared, base: base)
+            try replace(path, with: prepared, base: base, publishing: publish)
         } catch {
             mirror.removePrivateItem(prepared)
             throw error
@@ -125,58 +125,62 @@ extension PostgresStore {
         return try mirror.status(of: path)
     }
 
-    public func replaceDirectory(at path: String, with prepared: String) throws {
-        if Self.isPrivate(path) { return try mirror.replaceDirectory(at: path, with: prepared) }
+    public func replaceDirectory(at path: String, with prepared: String, publishing publish: Publication) throws {
+        if Self.isPrivate(path) { return try mirror.replaceDirectory(at: path, with: prepared, publishing: publish) }
         let base = state.withLock { state in state.bases[PathKey(prepared)].map { $0.base } ?? state[path] }
-        try replace(path, with: prepared, base: base)
+        try replace(path, with: prepared, base: base, publishing: publish)
         evictIfNeeded()
     }
 
     /// Puts the prepared private item (a file or a folder tree) in the place of `path`: in the
-    /// database in one transaction, then in the mirror in one rename.
-    private func replace(_ path: String, with prepared: String, base: KnownItem?) throws {
+    /// database in one transaction, then in the mirror in one rename, published (`publish`) as one
+    /// step.
+    private func replace(_ path: String, with prepared: String, base: KnownItem?, publishing publish: Publication) throws {
         let (parentPath, name) = try split(path)
         let wishes = takeVersionWishes(touching: [path])
-        try change(path, { db -> ([(String, KnownItem)], [KeptVersion]) in
-            let parent = try knownItem(parentPath, operation: "replace")
-            let stored = try queries.lockedItem(db, parent: parent.id, name: name)
-            try checkConflict(path, stored: stored, base: base)
-            let kept = try keepWishedVersions(db, wishes)
-            let status = try mirror.status(of: prepared)
-            var published: [(String, KnownItem)]
-            if status.kind == .directory {
-                let root: KnownItem
-                if let stored, let replaced = try queries.replaceFolder(db, id: stored.id, status: status) {
-                    root = replaced
+        var committed: (published: [(String, KnownItem)], kept: [KeptVersion]) = ([], [])
+        try publishingAfterCommit(path, folders: [parentPath], publish, {
+            committed = try change(path, { db -> ([(String, KnownItem)], [KeptVersion]) in
+                let parent = try knownItem(parentPath, operation: "replace")
+                let stored = try queries.lockedItem(db, parent: parent.id, name: name)
+                try checkConflict(path, stored: stored, base: base)
+                let kept = try keepWishedVersions(db, wishes)
+                let status = try mirror.status(of: prepared)
+                var published: [(String, KnownItem)]
+                if status.kind == .directory {
+                    let root: KnownItem
+                    if let stored, let replaced = try queries.replaceFolder(db, id: stored.id, status: status) {
+                        root = replaced
+                    } else {
+                        if let stored { try db.execute("DELETE FROM docfs_items WHERE id = $1", [.integer(stored.id)]) }
+                        root = try queries.insert(db, parent: parent.id, name: name, status: status)
+                    }
+                    publishExtendedAttributes(db, of: prepared, id: root.id)
+                    published = [(path, root)]
+                    published += try publishChildren(db, of: prepared, parentID: root.id, as: path)
                 } else {
-                    if let stored { try db.execute("DELETE FROM docfs_items WHERE id = $1", [.integer(stored.id)]) }
-                    root = try queries.insert(db, parent: parent.id, name: name, status: status)
+                    let chunks = try queries.upload(db, descriptor: try mirror.openForReading(prepared), size: status.size, path: prepared)
+                    let item: KnownItem
+                    if let stored, !stored.isFolder, let updated = try queries.updateContent(db, id: stored.id, status: status, chunks: chunks) {
+                        // The same row, so the document keeps its number in every mount.
+                        item = updated
+                    } else {
+                        if let stored { try db.execute("DELETE FROM docfs_items WHERE id = $1", [.integer(stored.id)]) }
+                        item = try queries.insert(db, parent: parent.id, name: name, status: status, chunks: chunks)
+                    }
+                    publishExtendedAttributes(db, of: prepared, id: item.id)
+                    published = [(path, item)]
                 }
-                publishExtendedAttributes(db, of: prepared, id: root.id)
-                published = [(path, root)]
-                published += try publishChildren(db, of: prepared, parentID: root.id, as: path)
-            } else {
-                let chunks = try queries.upload(db, descriptor: try mirror.openForReading(prepared), size: status.size, path: prepared)
-                let item: KnownItem
-                if let stored, !stored.isFolder, let updated = try queries.updateContent(db, id: stored.id, status: status, chunks: chunks) {
-                    // The same row, so the document keeps its number in every mount.
-                    item = updated
-                } else {
-                    if let stored { try db.execute("DELETE FROM docfs_items WHERE id = $1", [.integer(stored.id)]) }
-                    item = try queries.insert(db, parent: parent.id, name: name, status: status, chunks: chunks)
-                }
-                publishExtendedAttributes(db, of: prepared, id: item.id)
-                published = [(path, item)]
-            }
-            queries.recordChange(db, folders: [parent.id])
-            return (published, kept)
-        }, then: { published, kept in
-            keepLocally(kept)
+                queries.recordChange(db, folders: [parent.id])
+                return (published, kept)
+            })
+        }, apply: {
+            keepLocally(committed.kept)
             try mirror.replaceDirectory(at: path, with: prepared)
             forgetBase(prepared)
             state.withLock { state in
                 state.removeSubtree(path)
-                for (itemPath, item) in published { state.set(itemPath, item) }
+                for (itemPath, item) in committed.published { state.set(itemPath, item) }
             }
         })
     }

@@ -273,14 +273,18 @@ public enum FileIO {
     /// `rename(2)` where it can; where it cannot (a directory over anything, anything over a
     /// directory) the two are swapped with `RENAME_EXCHANGE` and the old item, now at `temporary`,
     /// removed. A crash in between leaves the complete old item at `temporary`, never a torn one.
-    public static func replaceItem(at destination: String, with temporary: String) throws {
+    /// `publishing` gets the one step that changes `destination` (and runs it, with whatever must
+    /// change with it); the old item is removed after it.
+    public static func replaceItem(
+        at destination: String, with temporary: String, publishing: (_ step: () throws -> Void) throws -> Void = { try $0() }
+    ) throws {
         let existing = try? FileStatus.of(path: destination)
         let incoming = try FileStatus.of(path: temporary)
         if let existing, existing.kind == .directory || incoming.kind == .directory {
-            try exchange(temporary, destination)
+            try publishing { try exchange(temporary, destination) }
             try removeItem(temporary)
         } else {
-            try rename(temporary, destination)
+            try publishing { try rename(temporary, destination, movesFolder: incoming.kind == .directory) }
         }
     }
 
