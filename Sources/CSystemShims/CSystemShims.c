@@ -334,7 +334,8 @@ static unsigned long folder_generation;
 
 static long long folder_cache_now(void) {
     struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
+    /* The boot clock, which counts a suspend: a folder opened before one is not fresh after it. */
+    clock_gettime(CLOCK_BOOTTIME, &now);
     return (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
 }
 static __thread int folder_cache_depth;

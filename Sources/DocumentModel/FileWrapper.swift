@@ -409,7 +409,9 @@ open class FileWrapper: @unchecked Sendable {
             else { return false }
             let written = FileWrapperWriter.names(of: children)
             guard Set(names.map(PathKey.init)) == Set(written.map { PathKey($0.name) }) else { return false }
-            return written.allSatisfy { _, name, child in child.matchesContents(of: url.appendingPathComponent(name)) }
+            return written.allSatisfy { _, name, child in
+                child.matchesContents(of: url.appendingPathComponent(name, isDirectory: child.isDirectory))
+            }
         }
     }
 

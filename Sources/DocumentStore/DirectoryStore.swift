@@ -339,7 +339,13 @@ public final class DirectoryStore: DocumentStore {
             // existing file makes ext4 (auto_da_alloc) start writing the new data back before the
             // rename returns, a third of a small file's commit. That heuristic guards the old
             // content against a crash; an empty draft has none to guard.
-            try? Paths.removeFile(staging.path)
+            do {
+                try Paths.removeFile(staging.path)
+            } catch let error as SystemCallError where error.errno == EISDIR {
+                // A folder put there beside the mount since it was looked at went with the exchange:
+                // the folders resolved before are resolved again.
+                ConfinedTree.resolveFoldersAgain()
+            } catch {}
         } else {
             // A stage is a file: it replaces a file or nothing (a folder there fails EISDIR).
             try FileIO.rename(staging.path, destination, movesFolder: false)

@@ -54,7 +54,8 @@ public final class ConfinedTree: Sendable {
 
     /// Leaves the process's table of trees (which holds each tree, so a tree never ends by
     /// itself): paths below it are resolved as any path again, and its descriptor closes once no
-    /// thread holds the table as it was (each lets it go at its next path call, or as it ends).
+    /// thread holds the table as it was (each lets it go at its next call on an absolute path while
+    /// a tree is open, or as it ends: an idle worker may hold it until then).
     public func release() { ConfinedTrees.unregister(self) }
 
     /// Runs `body` (one request's work, on the calling thread) keeping each folder it resolves
@@ -69,6 +70,10 @@ public final class ConfinedTree: Sendable {
         defer { docfs_folder_cache_end() }
         return try body()
     }
+
+    /// Makes every thread resolve its folders again: a folder moved where the caller could not say
+    /// beforehand that none would (see `FileIO.rename`'s `movesFolder`).
+    public static func resolveFoldersAgain() { docfs_folder_cache_clear() }
 
     /// The tree's own status, from its descriptor (the directory opened, wherever it is now).
     public func status() throws -> FileStatus { try FileStatus.of(descriptor: descriptor.rawValue, path: path) }
@@ -85,7 +90,7 @@ public final class ConfinedTree: Sendable {
                 guard let base = characters.baseAddress else { throw SystemCallError(errno: EINVAL, operation: "resolve", path: fullPath) }
                 guard let slash else { return try body(descriptor.rawValue, base) }
                 base[slash] = 0
-                // Within a request, a folder resolved once is used again (see docfs_folder_cache_find).
+                // Within a millisecond, a folder resolved once is used again (see docfs_folder_cache_find).
                 var parent = docfs_folder_cache_find(descriptor.rawValue, base, slash)
                 if parent < 0 {
                     // Read first: a rename elsewhere while the folder opens makes it stale at once.
@@ -154,7 +159,7 @@ enum ConfinedTrees {
     private static let generation = Atomic<UInt64>(1)
 
     /// One thread's copy of `trees`, as of `generation`. A tree closed since stays in a copy (its
-    /// descriptor open) until that thread's next path call, or its end.
+    /// descriptor open) until that thread takes a new one, or ends.
     private final class ThreadCopy {
         var generation: UInt64 = 0
         var trees: [ConfinedTree] = []

@@ -86,9 +86,9 @@ int docfs_openat(int dirfd, const char *path, int flags, mode_t mode);
 /// Returns the descriptor, or -1 with errno (ELOOP for a link on the way, EXDEV for an escape).
 int docfs_open_beneath(int dirfd, const char *path, int flags);
 
-/* Folders resolved beneath a confined tree, kept while the calling thread serves one request
-   (begin/end nest); a rename, a folder removal or a change of the trees on any thread (clear)
-   makes every thread resolve them again. find returns a descriptor the cache keeps (or -1); add,
+/* Folders resolved beneath a confined tree, kept per thread and handed out only while it serves
+   a request (begin/end nest), within a millisecond of their opening; a folder renamed or removed,
+   or a change of the trees, on any thread (clear) makes every thread resolve them again. find returns a descriptor the cache keeps (or -1); add,
    given the generation read before the folder was opened, returns 1 when the cache took the
    descriptor, 0 when the caller still owns it. Either way a descriptor the cache holds is in use
    until released. */
