@@ -408,7 +408,6 @@ extension DocumentFileSystem {
     func rename(parent: Inode, name: FileName, newParent: Inode, newName: FileName, flags: UInt32, context: RequestContext) throws(FUSEError) {
         try requireWritable()
         let exchange = flags & renameExchange != 0
-        let movesFolders = try movesFolders(parent: parent, name: name, newParent: newParent, newName: newName, exchange: exchange)
         let move = { () throws(FUSEError) in
             try self.rename(parent: parent, name: name, newParent: newParent, newName: newName, flags: flags, exchange: exchange)
         }
@@ -418,7 +417,14 @@ extension DocumentFileSystem {
         let moving = Set([nodes.existingChild(parent: parent, name: name)] + (exchange ? [nodes.existingChild(parent: newParent, name: newName)] : []))
             .compactMap { $0 }.sorted().compactMap { nodes.node($0) }
         try holdingWritesStill(moving[...]) { () throws(FUSEError) in
-            if movesFolders { try packageLayout.writing(move) } else { try packageLayout.reading(move) }
+            // Whether a folder moves is asked holding the shared lock, so an item swapped for a
+            // folder beside the mount before then is moved holding the exclusive one.
+            let moved = try packageLayout.reading { () throws(FUSEError) -> Bool in
+                guard try !movesFolders(parent: parent, name: name, newParent: newParent, newName: newName, exchange: exchange) else { return false }
+                try move()
+                return true
+            }
+            if !moved { try packageLayout.writing(move) }
         }
     }
 
