@@ -88,10 +88,10 @@ int docfs_open_beneath(int dirfd, const char *path, int flags);
 
 /* Folders resolved beneath a confined tree, kept per thread and handed out only while it serves
    a request (begin/end nest), within a millisecond of their opening; a folder renamed or removed,
-   or a change of the trees, on any thread (clear) makes every thread resolve them again. find returns a descriptor the cache keeps (or -1); add,
-   given the generation read before the folder was opened, returns 1 when the cache took the
-   descriptor, 0 when the caller still owns it. Either way a descriptor the cache holds is in use
-   until released. */
+   or a change of the trees, on any thread (clear) makes every thread resolve them again. find
+   returns a descriptor the cache keeps (or -1); add, given the generation read before the folder
+   was opened, returns 1 when the cache took the descriptor, 0 when the caller still owns it.
+   Either way a descriptor the cache holds is in use until released. */
 void docfs_folder_cache_begin(void);
 void docfs_folder_cache_end(void);
 void docfs_folder_cache_clear(void);
