@@ -385,7 +385,7 @@ public final class DirectoryStore: DocumentStore {
                 carryIdentities(from: destination, to: temporary)
             }
             if durable { try synchronizeTree(temporary) }
-            try FileIO.replaceItem(at: destination, with: temporary, publishing: publish)
+            try replace(destination, with: temporary, publishing: publish)
             if durable { try FileIO.synchronizeDirectory(containing: destination) }
         } catch {
             try? FileIO.removeItem(temporary)
@@ -514,7 +514,22 @@ public final class DirectoryStore: DocumentStore {
     }
 
     public func replaceDirectory(at path: String, with prepared: String, publishing publish: Publication) throws {
-        try FileIO.replaceItem(at: absolute(path), with: absolute(prepared), publishing: publish)
+        try replace(absolute(path), with: absolute(prepared), publishing: publish)
+    }
+
+    /// Puts the private item at `prepared` (absolute) in the place of `destination` (absolute) as
+    /// `publish`'s step. The item it replaced is removed after the step, outside what lookups wait
+    /// for; left over by a failure, it goes with the private area's cleanup at the next mount.
+    private func replace(_ destination: String, with prepared: String, publishing publish: Publication) throws {
+        var swapped = false
+        try publish { swapped = try FileIO.swapIn(prepared, at: destination) }
+        if swapped { try? FileIO.removeItem(prepared) }
+    }
+
+    /// The step of `replaceDirectory` alone (a shared store's mirror publishes it with its own
+    /// bookkeeping): true when it swapped, leaving the replaced item at `prepared`.
+    public func swapIn(_ prepared: String, at path: String) throws -> Bool {
+        try FileIO.swapIn(absolute(prepared), at: absolute(path))
     }
 
     public func removePrivateItem(_ item: String) {

@@ -133,8 +133,9 @@ extension PostgresStore {
     }
 
     /// Puts the prepared private item (a file or a folder tree) in the place of `path`: in the
-    /// database in one transaction, then in the mirror in one rename, published (`publish`) as one
-    /// step.
+    /// database in one transaction, then in the mirror in one rename or exchange, published
+    /// (`publish`) as one step. What the step leaves at `prepared` (the item replaced, or the new
+    /// one when the mirror could not follow) is removed after it, outside what lookups wait for.
     private func replace(_ path: String, with prepared: String, base: KnownItem?, publishing publish: Publication) throws {
         let (parentPath, name) = try split(path)
         let wishes = takeVersionWishes(touching: [path])
@@ -174,15 +175,17 @@ extension PostgresStore {
                 queries.recordChange(db, folders: [parent.id])
                 return (published, kept)
             })
-        }, apply: {
+            // From the mirror as it still is; other mounts' changes there wait (`foldersPublishing`).
             keepLocally(committed.kept)
-            try mirror.replaceDirectory(at: path, with: prepared)
-            forgetBase(prepared)
+        }, apply: {
+            _ = try mirror.swapIn(prepared, at: path)
             state.withLock { state in
                 state.removeSubtree(path)
                 for (itemPath, item) in committed.published { state.set(itemPath, item) }
             }
         })
+        forgetBase(prepared)
+        mirror.removePrivateItem(prepared)
     }
 
     /// Inserts the items under the private folder `source` as children of `parentID`.

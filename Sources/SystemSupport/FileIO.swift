@@ -273,19 +273,21 @@ public enum FileIO {
     /// `rename(2)` where it can; where it cannot (a directory over anything, anything over a
     /// directory) the two are swapped with `RENAME_EXCHANGE` and the old item, now at `temporary`,
     /// removed. A crash in between leaves the complete old item at `temporary`, never a torn one.
-    /// `publishing` gets the one step that changes `destination` (and runs it, with whatever must
-    /// change with it); the old item is removed after it.
-    public static func replaceItem(
-        at destination: String, with temporary: String, publishing: (_ step: () throws -> Void) throws -> Void = { try $0() }
-    ) throws {
+    public static func replaceItem(at destination: String, with temporary: String) throws {
+        if try swapIn(temporary, at: destination) { try removeItem(temporary) }
+    }
+
+    /// `replaceItem`'s one step that changes `destination`: true when it swapped, leaving the old
+    /// item at `temporary` for the caller to remove.
+    public static func swapIn(_ temporary: String, at destination: String) throws -> Bool {
         let existing = try? FileStatus.of(path: destination)
         let incoming = try FileStatus.of(path: temporary)
         if let existing, existing.kind == .directory || incoming.kind == .directory {
-            try publishing { try exchange(temporary, destination) }
-            try removeItem(temporary)
-        } else {
-            try publishing { try rename(temporary, destination, movesFolder: incoming.kind == .directory) }
+            try exchange(temporary, destination)
+            return true
         }
+        try rename(temporary, destination, movesFolder: incoming.kind == .directory)
+        return false
     }
 
     /// A name beside `path` that no other writer uses: hidden, tagged, and unique per process and call.
