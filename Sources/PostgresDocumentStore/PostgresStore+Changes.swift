@@ -139,6 +139,9 @@ extension PostgresStore {
     private func replace(_ path: String, with prepared: String, base: KnownItem?, publishing publish: Publication) throws {
         let (parentPath, name) = try split(path)
         let wishes = takeVersionWishes(touching: [path])
+        // The files a package's clone carried over (linked: the same file), by their paths before
+        // and after. Each gets a new row below, and a write open on one is rebased onto it.
+        let carried = carriedFiles(from: path, to: prepared)
         var committed: (published: [(String, KnownItem)], kept: [KeptVersion]) = ([], [])
         try publishingAfterCommit(path, folders: [parentPath], publish, {
             committed = try change(path, { db -> ([(String, KnownItem)], [KeptVersion]) in
@@ -180,12 +183,43 @@ extension PostgresStore {
         }, apply: {
             _ = try mirror.swapIn(prepared, at: path)
             state.withLock { state in
+                let carriedRows = Dictionary(carried.compactMap { old, new in state[old].map { ($0.id, new) } }, uniquingKeysWith: { first, _ in first })
                 state.removeSubtree(path)
                 for (itemPath, item) in committed.published { state.set(itemPath, item) }
+                // A write begun on a file the change only carried is a write to the same document:
+                // its base is the file's new row, not a change by another mount.
+                for (key, entry) in state.bases {
+                    guard let id = entry.base?.id, let moved = carriedRows[id], let item = state[moved] else { continue }
+                    state.bases[key] = (moved, item)
+                }
             }
         })
         forgetBase(prepared)
         mirror.removePrivateItem(prepared)
+    }
+
+    /// The regular files below the folder `path` in the mirror that the folder `prepared` holds too
+    /// (hard links, as a clone makes them): (path now, path once `prepared` takes `path`'s place).
+    /// Nothing for a file.
+    private func carriedFiles(from path: String, to prepared: String) -> [(String, String)] {
+        func files(under folder: String) -> [UInt64: String] {
+            var found: [UInt64: String] = [:]
+            for entry in (try? mirror.list(folder)) ?? [] {
+                let child = StorePath.join(folder, entry.name)
+                guard let status = try? mirror.status(of: child) else { continue }
+                switch status.kind {
+                case .directory: found.merge(files(under: child)) { first, _ in first }
+                case .regular: found[status.inode] = child
+                default: break
+                }
+            }
+            return found
+        }
+        guard (try? mirror.status(of: prepared))?.kind == .directory, (try? mirror.status(of: path))?.kind == .directory else { return [] }
+        let before = files(under: path)
+        return files(under: prepared).compactMap { inode, after in
+            before[inode].map { ($0, path + String(after.dropFirst(prepared.count))) }
+        }
     }
 
     /// Inserts the items under the private folder `source` as children of `parentID`.
