@@ -891,14 +891,7 @@ final class PostgresStoreTests {
         defer { try? FileManager.default.removeItem(atPath: hooks) }
         let mount = try MountedStore(postgres: location, launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
         defer { mount.unmount() }
-        let made = try mount.python("""
-            import os, sys
-            package = os.path.join(sys.argv[1], 'P.textbundle')
-            os.makedirs(os.path.join(package, 'assets'))
-            for name, text in (('info.json', '{"version": 2}'), ('text.md', 'text\\n'), ('assets/one.txt', 'one\\n')):
-                with open(os.path.join(package, name), 'w') as file: file.write(text)
-            """, arguments: [mount.mountPoint])
-        #expect(made.succeeded, "\(made.error)")
+        try makeTextBundle(in: mount)
         try PackageConcurrencyTests.checkOpenMemberWhileItMovesOrGoes(in: mount, hooks: hooks, change: change)
     }
 
@@ -908,12 +901,10 @@ final class PostgresStoreTests {
     @Test func aWriteOpenAcrossAnotherMembersMoveIsStored() throws {
         let mount = try MountedStore(postgres: location)
         defer { mount.unmount() }
+        try makeTextBundle(in: mount)
         let result = try mount.python("""
             import os, subprocess, sys
             package = os.path.join(sys.argv[1], 'P.textbundle')
-            os.makedirs(os.path.join(package, 'assets'))
-            for name, text in (('info.json', '{"version": 2}'), ('text.md', 'text\\n'), ('assets/one.txt', 'one\\n')):
-                with open(os.path.join(package, name), 'w') as file: file.write(text)
             writer = os.open(os.path.join(package, 'text.md'), os.O_WRONLY | os.O_TRUNC)
             os.write(writer, b'edited\\n')
             print('mv', subprocess.run(['timeout', '30', 'mv', os.path.join(package, 'assets', 'one.txt'), os.path.join(package, 'assets', 'two.txt')]).returncode)
@@ -924,6 +915,19 @@ final class PostgresStoreTests {
             print(open(os.path.join(package, 'text.md')).read(), end='')
             """, arguments: [mount.mountPoint])
         #expect(result.output == "mv 0\nclose ok\nedited\n", "\(result.output)\(result.error)\(mount.log.suffix(1500))")
+    }
+
+    /// `P.textbundle` with `info.json`, `text.md` ("text") and `assets/one.txt` ("one"), made
+    /// through `mount`.
+    private func makeTextBundle(in mount: MountedStore) throws {
+        let made = try mount.python("""
+            import os, sys
+            package = os.path.join(sys.argv[1], 'P.textbundle')
+            os.makedirs(os.path.join(package, 'assets'))
+            for name, text in (('info.json', '{"version": 2}'), ('text.md', 'text\\n'), ('assets/one.txt', 'one\\n')):
+                with open(os.path.join(package, name), 'w') as file: file.write(text)
+            """, arguments: [mount.mountPoint])
+        #expect(made.succeeded, "\(made.error)")
     }
 
     private func hex(_ text: String) -> String { text.utf8.map { String(format: "%02x", $0) }.joined() }
