@@ -163,7 +163,9 @@ final class PackageCoordinator: Sendable {
             throw .ioError
         }
         do {
-            try pipeline.commit(replacing: versions(replacedBy: change, root: root), saving: savedPaths(change, root: root), package: root) {
+            try pipeline.commit(
+                replacing: versions(replacedBy: change, root: root), saving: savedPaths(change, root: root), package: packageToPrepare(after: change, root: root)
+            ) {
                 if result === file {
                     try store.replaceDirectory(at: root, with: clone, publishing: publish)
                     if durable { try store.synchronize(root) }
@@ -244,7 +246,9 @@ final class PackageCoordinator: Sendable {
         // A change other than a write that the type rewrites takes `commit`'s clone.
         if result !== package && !change.isReplaceFile { return nil }
         do {
-            try pipeline.commit(replacing: versions(replacedBy: change, root: root), saving: savedPaths(change, root: root), package: root) {
+            try pipeline.commit(
+                replacing: versions(replacedBy: change, root: root), saving: savedPaths(change, root: root), package: packageToPrepare(after: change, root: root)
+            ) {
                 switch (change, result === package) {
                 case (.replaceFile(let member, let staging), true):
                     try store.install(staging, at: root + "/" + member, durable: durable)
@@ -264,6 +268,18 @@ final class PackageCoordinator: Sendable {
         }
         if let status = try? store.status(of: root) { decodedVersions.withLock { $0[PathKey(root)] = status.version } }
         return result === package ? .asApplied : .reencoded
+    }
+
+    /// The package whose next version a commit of `change` makes ahead (`prepareVersion`): none
+    /// after a change that only adds an item. Writes into what it made come next, and keep no
+    /// version (a first write over an empty file replaces nothing), so a version made after it was
+    /// made again before anything used it: a save by rename inside a package made three and used
+    /// one.
+    private func packageToPrepare(after change: PackageChange, root: String) -> String? {
+        switch change {
+        case .createFile, .makeDirectory, .makeSpecialFile, .makeSymbolicLink: nil
+        case .replaceFile, .rename, .removeFile, .removeDirectory: root
+        }
     }
 
     /// What a saved change records as saved: the package, and the member a write replaced (whose
