@@ -64,26 +64,10 @@ import Testing
         }
     }
 
-    /// Tried until a try is clean, as below: a loaded machine may let the millisecond pass between
-    /// the two calls, or another test open or close a tree.
     @Test func aFolderIsUsedAgainByTheNextCall() throws {
         let (tree, folder) = try tree(with: ["a/x"])
         defer { tree.release(); try? FileManager.default.removeItem(atPath: folder) }
-        var usedAgain = false
-        let deadline = Date().addingTimeInterval(10)
-        while !usedAgain && Date() < deadline {
-            try ConfinedTree.keepingFoldersResolved {
-                let generation = docfs_folder_cache_generation()
-                let first = try folderDescriptor(folder + "/a/x")
-                #expect(fcntl(first, F_GETFD) >= 0, "still open after the call, for the rest of the request")
-                // Marked, since a folder dropped and opened again may get the same number.
-                #expect(fcntl(first, F_SETFD, 0) == 0)
-                let second = try folderDescriptor(folder + "/a/x")
-                usedAgain = docfs_folder_cache_generation() == generation && second == first && fcntl(second, F_GETFD) == 0
-                _ = fcntl(second, F_SETFD, FD_CLOEXEC)
-            }
-        }
-        #expect(usedAgain, "a folder resolved a moment ago was opened again")
+        #expect(try folderHandedOutAgain(folder + "/a/x", after: {}), "a folder resolved a moment ago was opened again")
     }
 
     /// A thread's folders serve its next requests too (a save is three to seven requests), and
@@ -99,30 +83,39 @@ import Testing
     }
 
     /// A file renamed moves no folder: the folders kept stay kept (a save by rename resolved its
-    /// folder again in every later request, on every thread). Tried until one try is clean: one
-    /// in which no other test opened or closed a tree (which makes every thread resolve its folders
-    /// again) and the machine let no millisecond pass between the calls.
+    /// folder again in every later request, on every thread).
     @Test func aFileRenamedLeavesFoldersResolved() throws {
         let (tree, folder) = try tree(with: ["a/x"])
         defer { tree.release(); try? FileManager.default.removeItem(atPath: folder) }
-        var keptAcrossRenames = false
+        let kept = try folderHandedOutAgain(folder + "/a/x") {
+            try FileIO.rename(folder + "/a/x", folder + "/a/y")
+            try FileIO.rename(folder + "/a/y", folder + "/a/x")
+        }
+        #expect(kept, "every rename of a file dropped the folders kept")
+    }
+
+    /// Whether the folder holding `path`, resolved once, is handed out again when `path` is
+    /// resolved after `between`, within one request. Tried until a try is clean (10 s at most): one
+    /// in which no other test opened or closed a tree (which makes every thread resolve its folders
+    /// again) and the machine let no millisecond pass between the calls.
+    private func folderHandedOutAgain(_ path: String, after between: () throws -> Void) throws -> Bool {
         let deadline = Date().addingTimeInterval(10)
-        while !keptAcrossRenames && Date() < deadline {
-            try ConfinedTree.keepingFoldersResolved {
+        while Date() < deadline {
+            let handedOut = try ConfinedTree.keepingFoldersResolved { () throws -> Bool in
                 let generation = docfs_folder_cache_generation()
+                let first = try folderDescriptor(path)
+                #expect(fcntl(first, F_GETFD) >= 0, "still open after the call, for the rest of the request")
                 // Marked (every folder opens close-on-exec), since a folder dropped and opened
                 // again may get the same number.
-                let before = try folderDescriptor(folder + "/a/x")
-                #expect(fcntl(before, F_SETFD, 0) == 0)
-                try FileIO.rename(folder + "/a/x", folder + "/a/y")
-                try FileIO.rename(folder + "/a/y", folder + "/a/x")
-                let after = try folderDescriptor(folder + "/a/x")
-                let clean = docfs_folder_cache_generation() == generation
-                if clean && after == before && fcntl(after, F_GETFD) == 0 { keptAcrossRenames = true }
-                _ = fcntl(after, F_SETFD, FD_CLOEXEC)
+                #expect(fcntl(first, F_SETFD, 0) == 0)
+                try between()
+                let second = try folderDescriptor(path)
+                defer { _ = fcntl(second, F_SETFD, FD_CLOEXEC) }
+                return docfs_folder_cache_generation() == generation && second == first && fcntl(second, F_GETFD) == 0
             }
+            if handedOut { return true }
         }
-        #expect(keptAcrossRenames, "every rename of a file dropped the folders kept")
+        return false
     }
 
     /// What a thread keeps past its requests closes when it exits (a mount's workers end with it).
