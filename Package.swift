@@ -42,7 +42,7 @@ let package = Package(
         // Small C helpers for libc calls Swift cannot import (variadic or GNU-only).
         .target(name: "CSystemShims"),
         .systemLibrary(name: "CFUSE", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
-        .target(name: "FUSE", dependencies: ["CFUSE", "SystemSupport", .product(name: "CoreMetrics", package: "swift-metrics")]),
+        .target(name: "FUSE", dependencies: ["CFUSE", "SystemSupport", "CSystemShims", .product(name: "CoreMetrics", package: "swift-metrics")]),
         .target(name: "DocumentStore", dependencies: [
             "DocumentModel", "SystemSupport", "CSystemShims", "CCrypto", .product(name: "CoreMetrics", package: "swift-metrics"),
         ]),

@@ -23,6 +23,7 @@
 #include <linux/limits.h>
 #include <stdint.h>
 #include <sys/xattr.h>
+#include <sys/socket.h>
 
 int docfs_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned int flags) {
     return (int)syscall(SYS_renameat2, olddirfd, oldpath, newdirfd, newpath, flags);
@@ -456,6 +457,44 @@ int docfs_malloc_trim(void) {
 
 int docfs_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
+}
+
+int docfs_is_socket_paired_with_self(int descriptor) {
+    int domain = 0, type = 0;
+    socklen_t length = sizeof domain;
+    if (getsockopt(descriptor, SOL_SOCKET, SO_DOMAIN, &domain, &length) != 0 || domain != AF_UNIX) return 0;
+    length = sizeof type;
+    if (getsockopt(descriptor, SOL_SOCKET, SO_TYPE, &type, &length) != 0 || type != SOCK_STREAM) return 0;
+    struct ucred peer;
+    length = sizeof peer;
+    return getsockopt(descriptor, SOL_SOCKET, SO_PEERCRED, &peer, &length) == 0 && peer.pid == getpid();
+}
+
+int docfs_release_after_every_descriptor(int descriptor) {
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) != 0) return -1;
+    char byte = 0;
+    struct iovec payload = { .iov_base = &byte, .iov_len = 1 };
+    union { struct cmsghdr header; char space[CMSG_SPACE(sizeof(int))]; } control;
+    memset(&control, 0, sizeof control);
+    struct msghdr message = {
+        .msg_iov = &payload, .msg_iovlen = 1, .msg_control = control.space, .msg_controllen = sizeof control.space,
+    };
+    struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(header), &descriptor, sizeof(int));
+    ssize_t sent = sendmsg(pair[0], &message, MSG_NOSIGNAL);
+    int failure = errno;
+    close(pair[0]);
+    if (sent != 1) {
+        close(pair[1]);
+        errno = failure;
+        return -1;
+    }
+    close(descriptor);
+    return pair[1];
 }
 
 int docfs_spawn_actions_close_from(posix_spawn_file_actions_t *actions, int from) {

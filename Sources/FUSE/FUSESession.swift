@@ -57,6 +57,8 @@ public final class FUSESession: @unchecked Sendable {
             box.release()
             throw MountError.mountFailed(mountPoint: mountPoint)
         }
+        let autoUnmount = options.contains { $0.split(separator: ",").contains("auto_unmount") }
+        let openBeforeMount = autoUnmount ? AutoUnmountSocket.openDescriptors() : []
         // The mount point's own bytes: its encoding's would be a look-alike path, or none.
         guard FileSystemPath.withCString(mountPoint, { fuse_session_mount(created, $0) }) == 0 else {
             fuse_remove_signal_handlers(created)
@@ -64,6 +66,7 @@ public final class FUSESession: @unchecked Sendable {
             box.release()
             throw MountError.mountFailed(mountPoint: mountPoint)
         }
+        if autoUnmount { AutoUnmountSocket.releaseLast(openedSince: openBeforeMount) }
         self.session = created
         self.box = box
         self.mountPoint = mountPoint

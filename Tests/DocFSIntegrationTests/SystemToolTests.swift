@@ -130,18 +130,28 @@ struct SystemToolTests {
         #expect(MountedStore.waitUntil { (try? String(contentsOfFile: second + "/a.json", encoding: .utf8)) == "[1]\n" })
     }
 
+    /// fusermount3 unmounts a dead daemon's mount only if, when the daemon's socket to it closes,
+    /// the mount's connection is already gone. Each round pins the daemon and fusermount3 to one
+    /// CPU and makes fusermount3 real-time, so it runs the moment the socket closes: with the
+    /// socket let go before /dev/fuse (as libfuse leaves it), it found the connection still there
+    /// and left a dead mount in 3 of 5 rounds.
     @Test func autoUnmountReturnsAndTheMountGoesWithTheDaemon() throws {
         let place = try Place()
         let docfs = try #require(Self.installed)
-        let mount = try place.run([docfs, place.store, place.mountPoint, "-o", "auto_unmount"])
-        #expect(mount.succeeded && place.isMounted, "\(mount.error)")
-        #expect(try place.run(["pkill", "-KILL", "-f", "[d]ocfs mount \(place.store)"]).succeeded)
-        var gone = false
-        for _ in 0..<100 where !gone {
-            usleep(50_000)
-            gone = !place.isMounted
+        for round in 1...8 {
+            let mount = try place.run([docfs, place.store, place.mountPoint, "-o", "auto_unmount"])
+            try #require(mount.succeeded && place.isMounted, "\(mount.error)")
+            let daemon = try place.run(["pgrep", "-f", "[d]ocfs mount \(place.store)"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+            let watcher = try place.run(["pgrep", "-f", "^fusermount3 .* \(place.mountPoint)$"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+            try #require(Int32(daemon) != nil && Int32(watcher) != nil, "daemon '\(daemon)', fusermount3 '\(watcher)'")
+            #expect(try place.run(["taskset", "-a", "-p", "-c", "0", daemon]).succeeded)
+            #expect(try place.run(["taskset", "-p", "-c", "0", watcher]).succeeded)
+            #expect(try place.run(["chrt", "-f", "-p", "50", watcher]).succeeded)
+            #expect(try place.run(["kill", "-KILL", daemon]).succeeded)
+            let gone = MountedStore.waitUntil(seconds: 10) { !place.isMounted }
+            #expect(gone, "round \(round): fusermount3's auto_unmount removed the mount")
+            guard gone else { break }
         }
-        #expect(gone, "fusermount3's auto_unmount removed the mount")
     }
 
     @Test func readinessReachesSystemdsNotifySocket() throws {

@@ -61,6 +61,17 @@ pid_t docfs_spawn_validator_as(const char *path, char *const argv[], char *const
 void docfs_set_requester(int known, uid_t uid, gid_t gid);
 int docfs_requester(uid_t *uid, gid_t *gid);
 
+/// 1 when `descriptor` is a Unix stream socket whose peer this process made (an end of a
+/// socketpair(2) of its own), else 0.
+int docfs_is_socket_paired_with_self(int descriptor);
+
+/// Keeps the file open on `descriptor` until the process has given up every descriptor it holds
+/// (at exit, or a crash): the file travels, with `descriptor` closed, in an unread message on a
+/// close-on-exec socket pair the process keeps one end of, and is let go only when that end is,
+/// after the files its descriptors named. Returns that end (to be left open), or -1 with errno and
+/// `descriptor` untouched.
+int docfs_release_after_every_descriptor(int descriptor);
+
 /// pidfd_open(2): a descriptor that polls readable when process `pid` exits; -1 with errno where the
 /// kernel lacks it.
 int docfs_pidfd_open(pid_t pid);
