@@ -130,6 +130,13 @@ struct MirrorState {
         return ContentFingerprint(newest: items.map(\.contentVersion).max() ?? 0, items: items.count)
     }
 
+    /// What is known below the folder `path` (not `path` itself), by path.
+    func items(below path: String) -> [(path: String, item: KnownItem)] {
+        keys(under: path).compactMap { key in
+            FileSystemPath.same(key.path, path) ? nil : known[key].map { (key.path, $0) }
+        }
+    }
+
     /// The regular files at or under `path` whose content is not in the mirror.
     func unfetched(under path: String) -> [String] {
         keys(under: path).filter { known[$0]?.isFetched == false }.map(\.path)

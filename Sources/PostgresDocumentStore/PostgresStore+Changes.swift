@@ -142,6 +142,7 @@ extension PostgresStore {
         // The files a package's clone carried over (linked: the same file), by their paths before
         // and after. Each gets a new row below, and a write open on one is rebased onto it.
         let carried = carriedFiles(from: path, to: prepared)
+        let keptRows = rowsToKeep(below: path, preparedAt: prepared, carried: carried)
         var committed: (published: [(String, KnownItem)], kept: [KeptVersion]) = ([], [])
         try publishingAfterCommit(path, folders: [parentPath], publish, {
             committed = try change(path, { db -> ([(String, KnownItem)], [KeptVersion]) in
@@ -153,15 +154,18 @@ extension PostgresStore {
                 var published: [(String, KnownItem)]
                 if status.kind == .directory {
                     let root: KnownItem
-                    if let stored, let replaced = try queries.replaceFolder(db, id: stored.id, status: status) {
+                    var keeping = KeptRows()
+                    if let stored, stored.isFolder, let replaced = try queries.replaceFolder(db, id: stored.id, status: status) {
                         root = replaced
+                        keeping = keptRows
+                        try keeping.clearWay(db, queries, root: root.id)
                     } else {
                         if let stored { try db.execute("DELETE FROM docfs_items WHERE id = $1", [.integer(stored.id)]) }
                         root = try queries.insert(db, parent: parent.id, name: name, status: status)
                     }
                     publishExtendedAttributes(db, of: prepared, id: root.id)
                     published = [(path, root)]
-                    published += try publishChildren(db, of: prepared, parentID: root.id, as: path)
+                    published += try publishChildren(db, of: prepared, parentID: root.id, as: path, keeping: keeping)
                 } else {
                     let chunks = try queries.upload(db, descriptor: try mirror.openForReading(prepared), size: status.size, path: prepared)
                     let item: KnownItem
@@ -177,6 +181,8 @@ extension PostgresStore {
                 }
                 queries.recordChange(db, folders: [parent.id])
                 return (published, kept)
+            }, refused: { cause in
+                StoreQueries.isStaleBase(cause) ? self.conflict(path, "holds a file another mount changed since this change began") : nil
             })
             // From the mirror as it still is; other mounts' changes there wait (`foldersPublishing`).
             keepLocally(committed.kept)
@@ -218,30 +224,50 @@ extension PostgresStore {
         guard (try? mirror.status(of: prepared))?.kind == .directory, (try? mirror.status(of: path))?.kind == .directory else { return [] }
         let before = files(under: path)
         return files(under: prepared).compactMap { inode, after in
-            before[inode].map { ($0, path + String(after.dropFirst(prepared.count))) }
+            before[inode].map { ($0, StorePath.replacingFolder(prepared, with: path, in: after)) }
         }
     }
 
-    /// Inserts the items under the private folder `source` as children of `parentID`.
-    private func publishChildren(_ db: PostgresConnection, of source: String, parentID: Int64, as path: String) throws -> [(String, KnownItem)] {
+    /// Inserts the items under the private folder `source` as children of `parentID`, but for the
+    /// rows `keeping` keeps: a file the change carried is moved where it now is (its content and
+    /// attributes are the row's), a folder still at its place gets the new attributes.
+    private func publishChildren(
+        _ db: PostgresConnection, of source: String, parentID: Int64, as path: String, keeping kept: KeptRows
+    ) throws -> [(String, KnownItem)] {
         var published: [(String, KnownItem)] = []
         for entry in try mirror.list(source) {
             let child = source + "/" + entry.name.string
+            let itemPath = StorePath.join(path, entry.name)
             let status = try mirror.status(of: child)
-            let item: KnownItem
+            if status.kind == .regular, let file = kept.files[PathKey(itemPath)] {
+                queries.moveKeptFileLater(db, id: file.item.id, contentVersion: file.item.contentVersion, to: (parentID, entry.name.bytes))
+                published.append((itemPath, file.item))
+                continue
+            }
+            var item: KnownItem
             switch status.kind {
             case .regular:
                 let chunks = try queries.upload(db, descriptor: try mirror.openForReading(child), size: status.size, path: child)
                 item = try queries.insert(db, parent: parentID, name: entry.name, status: status, chunks: chunks)
             case .symbolicLink:
                 item = try queries.insert(db, parent: parentID, name: entry.name, status: status, target: try mirror.symbolicLinkTarget(child))
-            case .directory, .other:
+            case .directory:
+                if let folder = kept.folders[PathKey(itemPath)] {
+                    guard let version = try queries.updateAttributes(db, id: folder.id, status: status) else {
+                        throw conflict(itemPath, "was removed by another mount since this change began")
+                    }
+                    item = folder
+                    item.version = version
+                    try db.execute("DELETE FROM docfs_xattrs WHERE item = $1", [.integer(folder.id)])
+                } else {
+                    item = try queries.insert(db, parent: parentID, name: entry.name, status: status)
+                }
+            case .other:
                 item = try queries.insert(db, parent: parentID, name: entry.name, status: status)
             }
             publishExtendedAttributes(db, of: child, id: item.id)
-            let itemPath = StorePath.join(path, entry.name)
             published.append((itemPath, item))
-            if status.kind == .directory { published += try publishChildren(db, of: child, parentID: item.id, as: itemPath) }
+            if status.kind == .directory { published += try publishChildren(db, of: child, parentID: item.id, as: itemPath, keeping: kept) }
         }
         return published
     }

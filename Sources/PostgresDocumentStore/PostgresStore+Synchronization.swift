@@ -237,10 +237,16 @@ extension PostgresStore {
                     // A package replaced whole: built beside the old one and swapped in at once.
                     let prepared = DirectoryStore.privateAreaName + "/tmp/synchronize-\(child.id)-\(child.contentVersion)"
                     mirror.removePrivateItem(prepared)
-                    state.withLock { $0.removeSubtree(childPath) }
+                    // The content the mirror holds of files the new version keeps (the same row,
+                    // the same content, moved or not), by row: linked in, not fetched again.
+                    let held = state.withLock { state in
+                        let files = state.items(below: childPath).filter { !$0.item.isFolder && $0.item.isFetched }
+                        state.removeSubtree(childPath)
+                        return Dictionary(files.map { ($0.item.id, $0) }, uniquingKeysWith: { first, _ in first })
+                    }
                     let packageTree = complete ? tree : try subtree(child.id)
                     do {
-                        try fetch(child, at: prepared, record: childPath, packageTree, complete: true, subtree: subtree)
+                        try fetch(child, at: prepared, record: childPath, packageTree, complete: true, subtree: subtree, linking: held)
                         try mirror.replaceDirectory(at: childPath, with: prepared)
                     } catch {
                         mirror.removePrivateItem(prepared)
@@ -278,27 +284,38 @@ extension PostgresStore {
     }
 
     /// Creates the item (a folder with everything in it) in the mirror at `at`, known as `record`.
+    /// A file of `linking` (the mirror's files whose content it holds, by row) at the same content
+    /// version is linked from there; any other file is a placeholder until it is opened.
     private func fetch(
-        _ item: StoredItem, at path: String, record: String, _ tree: ItemTree, complete: Bool, subtree: (Int64) throws -> ItemTree
+        _ item: StoredItem, at path: String, record: String, _ tree: ItemTree, complete: Bool, subtree: (Int64) throws -> ItemTree,
+        linking held: [Int64: (path: String, item: KnownItem)] = [:]
     ) throws {
         let owner = Ownership(userID: item.userID, groupID: item.groupID)
+        var known = KnownItem(item)
         if item.isDirectory {
             try mirror.makeDirectory(path, mode: mode_t(item.mode & 0o7777), owner: owner)
-            state.withLock { $0.set(record, KnownItem(item)) }
+            state.withLock { $0.set(record, known) }
             let folderTree = complete ? tree : try subtree(item.id)
             for child in folderTree.childItems(of: item.id) {
                 guard let name = acceptedName(of: child, at: record) else { continue }
-                try fetch(child, at: StorePath.join(path, name), record: StorePath.join(record, name), folderTree, complete: true, subtree: subtree)
+                try fetch(
+                    child, at: StorePath.join(path, name), record: StorePath.join(record, name), folderTree, complete: true, subtree: subtree,
+                    linking: held)
             }
         } else if item.isRegular {
-            try placePlaceholder(at: path, size: item.size)
+            if let file = held[item.id], file.item.contentVersion == item.contentVersion, (try? mirror.makeHardLink(path, to: file.path)) != nil {
+                known.isFetched = true
+                known.lastUse = file.item.lastUse
+            } else {
+                try placePlaceholder(at: path, size: item.size)
+            }
         } else if item.isSymbolicLink {
             try mirror.makeSymbolicLink(path, target: item.target ?? "", owner: owner)
         } else {
             try mirror.makeSpecialFile(path, mode: mode_t(item.mode), device: dev_t(item.device), owner: owner)
         }
         try applyAttributes(item, at: path)
-        state.withLock { $0.set(record, KnownItem(item)) }
+        state.withLock { $0.set(record, known) }
     }
 
     /// The name a row may be mirrored under in the folder at `path` (see `StoredItem.mirroredName`);

@@ -228,12 +228,33 @@ struct StoreQueries: Sendable {
     static func isStaleBase(_ error: PostgresError) -> Bool { error.sqlState == "22012" }
 
     /// A new version of a folder replaced whole (a package commit), its attributes from `status`.
+    /// The rows below it are the caller's to change (see `removeRows` and `moveKeptFileLater`).
     func replaceFolder(_ db: PostgresConnection, id: Int64, status: FileStatus) throws -> KnownItem? {
-        try db.execute("DELETE FROM docfs_items WHERE parent = $1", [.integer(id)])
         guard let version = try updateAttributes(db, id: id, status: status, newContent: true) else { return nil }
         try db.execute("DELETE FROM docfs_xattrs WHERE item = $1", [.integer(id)])
         return KnownItem(id: id, version: version, contentVersion: version, isFolder: true)
     }
+
+    /// Removes every row below the folders `folders` (and so everything below those rows) but
+    /// those in `keeping`.
+    func removeRows(_ db: PostgresConnection, below folders: [Int64], keeping: [Int64]) throws {
+        func list(_ ids: [Int64]) -> PostgresValue { .text("{" + ids.map(String.init).joined(separator: ",") + "}") }
+        try db.execute(
+            "DELETE FROM docfs_items WHERE parent = ANY($1::text::bigint[]) AND NOT (id = ANY($2::text::bigint[]))",
+            [list(folders), list(keeping)])
+    }
+
+    /// Moves the file `id` to `to` (where it is already, to check it alone), held for the next
+    /// round trip, which fails with division_by_zero (`isStaleBase`) where the file's content is no
+    /// longer `contentVersion`: another mount saved it since this mount knew it.
+    func moveKeptFileLater(_ db: PostgresConnection, id: Int64, contentVersion: Int64, to: (parent: Int64, name: [UInt8])) {
+        db.executeLater(
+            Self.exactlyOneRow("UPDATE docfs_items SET parent = $2, name = $3 WHERE id = $1 AND content_version = $4 RETURNING id"),
+            [.integer(id), .integer(to.parent), .bytes(to.name), .integer(contentVersion)], prepared: true)
+    }
+
+    /// A name no file can have (it holds a NUL byte) for the row `id` while a change moves it.
+    static func parkedName(_ id: Int64) -> [UInt8] { [0] + Array("parked-\(id)".utf8) }
 
     /// `updateAttributes` of an attribute change, held for the next round trip (its COMMIT):
     /// `version` is filled in from the answer. A row that is gone (another mount removed the item,

@@ -917,6 +917,37 @@ final class PostgresStoreTests {
         #expect(result.output == "mv 0\nclose ok\nedited\n", "\(result.output)\(result.error)\(mount.log.suffix(1500))")
     }
 
+    /// A change inside a package that goes through its clone (`mv` asks for RENAME_NOREPLACE)
+    /// keeps the members' rows: each keeps its number (the moved one too, as a rename on one disk
+    /// does) in this mount, in another and after a remount, and the other mount keeps the content
+    /// it had fetched. Before, every member got a new row: a new number, its content uploaded again
+    /// and fetched again.
+    @Test func aPackageMemberMovedThroughTheCloneKeepsEveryNumber() throws {
+        let first = try MountedStore(postgres: location)
+        let second = try MountedStore(postgres: location)
+        defer { first.unmount(); second.unmount() }
+        try makeTextBundle(in: first)
+        #expect(try first.shell("head -c 1048576 /dev/urandom > \(first.inMount("P.textbundle/assets/image.bin"))").succeeded)
+        let members = ["info.json", "text.md", "assets", "assets/one.txt", "assets/image.bin"]
+        func numbers(_ mount: MountedStore, _ names: [String]) -> [UInt64?] {
+            names.map { try? FileStatus(path: mount.inMount("P.textbundle/" + $0)).inode }
+        }
+        let before = numbers(first, members)
+        #expect(!before.contains(nil))
+        #expect(within(Self.arrival) { numbers(second, members) == before } != nil)
+        for member in ["info.json", "text.md", "assets/one.txt", "assets/image.bin"] { _ = contents(second.inMount("P.textbundle/" + member)) }
+        let fetched = mirroredBytes(second)
+        #expect(fetched >= 1_048_576)
+        #expect(try first.run(["mv", first.inMount("P.textbundle/assets/one.txt"), first.inMount("P.textbundle/assets/two.txt")]).succeeded)
+        let moved = ["info.json", "text.md", "assets", "assets/two.txt", "assets/image.bin"]
+        #expect(numbers(first, moved) == before)
+        #expect(within(Self.arrival) { numbers(second, moved) == before } != nil, "\(numbers(second, moved)) against \(before)")
+        #expect(mirroredBytes(second) == fetched, "the other mount dropped the content it held")
+        #expect(contents(second.inMount("P.textbundle/assets/two.txt")) == "one\n")
+        try first.remount()
+        #expect(numbers(first, moved) == before)
+    }
+
     /// `P.textbundle` with `info.json`, `text.md` ("text") and `assets/one.txt` ("one"), made
     /// through `mount`.
     private func makeTextBundle(in mount: MountedStore) throws {
