@@ -948,6 +948,36 @@ final class PostgresStoreTests {
         #expect(numbers(first, moved) == before)
     }
 
+    /// A save of one member through another mount while a change to the package through its clone
+    /// waits at its COMMIT (a test hook) and holds the member's row: both stand, as on one disk.
+    /// Before, the change made every member's row again, and the save, which waited for the old
+    /// row, was not stored: both mounts kept the old text.
+    @Test func aMemberSavedThroughAnotherMountWhileThePackageChangesKeepsBoth() throws {
+        let hooks = try MountedStore.makeHookFolder()
+        defer { try? FileManager.default.removeItem(atPath: hooks) }
+        let held = try MountedStore(postgres: location, launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
+        let other = try MountedStore(postgres: location)
+        defer { held.unmount(); other.unmount() }
+        try makeTextBundle(in: held)
+        #expect(within(Self.arrival) { contents(other.inMount("P.textbundle/text.md")) == "text\n" } != nil)
+        #expect(FileManager.default.createFile(atPath: hooks + "/commit-before-send", contents: nil))
+        let move = try ChildProcess(
+            ["timeout", "60", "mv", held.inMount("P.textbundle/assets/one.txt"), held.inMount("P.textbundle/assets/two.txt")], capture: true)
+        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/commit-before-send.reached") })
+        let commit = MountedStore.ReachedHook(hooks, "commit-before-send")
+        defer { commit.release() }
+        let save = try ChildProcess(["timeout", "60", "sh", "-c", "printf 'saved\\n' > \"$1\"", "sh", other.inMount("P.textbundle/text.md")], capture: true)
+        #expect(MountedStore.waitUntil { (try? cluster.query("SELECT count(*) FROM pg_locks WHERE NOT granted")) == "1" })
+        commit.release()
+        #expect(move.wait() == 0, "\(String(decoding: move.error, as: UTF8.self))\(held.log.suffix(1500))")
+        #expect(save.wait() == 0, "\(String(decoding: save.error, as: UTF8.self))\(other.log.suffix(1500))")
+        for mount in [held, other] {
+            #expect(within(Self.arrival) {
+                contents(mount.inMount("P.textbundle/text.md")) == "saved\n" && contents(mount.inMount("P.textbundle/assets/two.txt")) == "one\n"
+            } != nil)
+        }
+    }
+
     /// `P.textbundle` with `info.json`, `text.md` ("text") and `assets/one.txt` ("one"), made
     /// through `mount`.
     private func makeTextBundle(in mount: MountedStore) throws {
