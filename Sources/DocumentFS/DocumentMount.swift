@@ -41,6 +41,9 @@ public final class DocumentMount: Sendable {
     @discardableResult
     public func serve(at mountPoint: String, ready: () -> Void = {}) throws -> Int32 {
         let session = try FUSESession(operations: MountOperations(documents: fileSystem), mountPoint: mountPoint, options: mountOptions)
+        if session.autoUnmountMayLeaveTheMount {
+            fileSystem.logger.warning("auto_unmount: the socket to fusermount3 was not found among this process's descriptors; if this daemon is killed, its mount may stay behind (fusermount3 -uz \(mountPoint) removes it)")
+        }
         fileSystem.notifier.attach(session)
         defer { fileSystem.notifier.attach(nil) }
         fileSystem.startWatching()

@@ -25,7 +25,6 @@ enum AutoUnmountSocket {
     /// After a mount: finds the socket libfuse kept for fusermount3 (the one Unix stream socket
     /// opened since `before` whose peer this process made) and has it let go last. False when
     /// there is no such socket, or more than one.
-    @discardableResult
     static func releaseLast(openedSince before: Set<Int32>) -> Bool {
         let candidates = openDescriptors().subtracting(before).filter { docfs_is_socket_paired_with_self($0) == 1 }
         guard candidates.count == 1, let socket = candidates.first else { return false }

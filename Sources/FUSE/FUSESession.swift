@@ -28,6 +28,9 @@ public final class FUSESession: @unchecked Sendable {
     private let box: Unmanaged<OperationsBox>
     public let mountPoint: String
     private var mounted = true
+    /// `auto_unmount` was asked and its socket to fusermount3 was not found (see
+    /// `AutoUnmountSocket`): a daemon killed may leave its mount behind, now and then.
+    public let autoUnmountMayLeaveTheMount: Bool
 
     /// Mounts `operations` at `mountPoint`. `options` are `-o` mount options (`ro`, `allow_other`,
     /// `default_permissions`, `fsname=…`, `subtype=…`).
@@ -66,7 +69,7 @@ public final class FUSESession: @unchecked Sendable {
             box.release()
             throw MountError.mountFailed(mountPoint: mountPoint)
         }
-        if autoUnmount { AutoUnmountSocket.releaseLast(openedSince: openBeforeMount) }
+        autoUnmountMayLeaveTheMount = autoUnmount && !AutoUnmountSocket.releaseLast(openedSince: openBeforeMount)
         self.session = created
         self.box = box
         self.mountPoint = mountPoint
