@@ -162,6 +162,7 @@ final class PackageCoordinator: Sendable {
             if kept == nil { store.removePrivateItem(clone) }
             throw .ioError
         }
+        TestHook.packageCloneJudged.pause()
         do {
             try pipeline.commit(
                 replacing: versions(replacedBy: change, root: root), saving: savedPaths(change, root: root), package: packageToPrepare(after: change, root: root)

@@ -104,7 +104,11 @@ extension PostgresStore {
         let base = state.withLock { state in state.base(forDocument: path) ?? state[path] }
         let prepared = DirectoryStore.privateAreaName + "/tmp/persist-\(UInt64.random(in: 0...UInt64.max))"
         // The wrapper's unchanged files are linked or copied from the mirror: no eviction meanwhile.
-        _ = try applying.reading { try mirror.persist(wrapper, at: prepared, durable: false) }
+        try applying.reading {
+            _ = try mirror.persist(wrapper, at: prepared, durable: false)
+            let linked = linkedFiles(from: path, into: prepared)
+            state.withLock { $0.linkedFiles[PathKey(prepared)] = linked }
+        }
         do {
             // A file keeps the permissions, owner and extended attributes of the one it replaces.
             if let current = try? mirror.status(of: path), current.kind == .regular, wrapper.isRegularFile {
@@ -118,6 +122,7 @@ extension PostgresStore {
             }
             try replace(path, with: prepared, base: base, publishing: publish)
         } catch {
+            forgetBase(prepared)
             mirror.removePrivateItem(prepared)
             throw error
         }
@@ -139,10 +144,9 @@ extension PostgresStore {
     private func replace(_ path: String, with prepared: String, base: KnownItem?, publishing publish: Publication) throws {
         let (parentPath, name) = try split(path)
         let wishes = takeVersionWishes(touching: [path])
-        // The files a package's clone carried over (linked: the same file), by their paths before
-        // and after. Each gets a new row below, and a write open on one is rebased onto it.
-        let carried = carriedFiles(from: path, to: prepared)
-        let keptRows = rowsToKeep(below: path, preparedAt: prepared, carried: carried)
+        // The rows `prepared` keeps: the files it carried over keep theirs, and a write open on
+        // one stays based on it wherever it goes.
+        let keptRows = rowsToKeep(below: path, preparedAt: prepared)
         var committed: (published: [(String, KnownItem)], kept: [KeptVersion]) = ([], [])
         try publishingAfterCommit(path, folders: [parentPath], publish, {
             committed = try change(path, { db -> ([(String, KnownItem)], [KeptVersion]) in
@@ -182,14 +186,14 @@ extension PostgresStore {
                 queries.recordChange(db, folders: [parent.id])
                 return (published, kept)
             }, refused: { cause in
-                StoreQueries.isStaleBase(cause) ? self.conflict(path, "holds a file another mount changed since this change began") : nil
+                StoreQueries.isStaleBase(cause) ? self.conflict(path, "holds a file another mount changed, moved or removed since this change began") : nil
             })
             // From the mirror as it still is; other mounts' changes there wait (`foldersPublishing`).
             keepLocally(committed.kept)
         }, apply: {
             _ = try mirror.swapIn(prepared, at: path)
             state.withLock { state in
-                let carriedRows = Dictionary(carried.compactMap { old, new in state[old].map { ($0.id, new) } }, uniquingKeysWith: { first, _ in first })
+                let carriedRows = Dictionary(keptRows.files.map { ($0.value.item.id, $0.key.path) }, uniquingKeysWith: { first, _ in first })
                 state.removeSubtree(path)
                 for (itemPath, item) in committed.published { state.set(itemPath, item) }
                 // A write begun on a file the change only carried is a write to the same document:
@@ -204,30 +208,6 @@ extension PostgresStore {
         mirror.removePrivateItem(prepared)
     }
 
-    /// The regular files below the folder `path` in the mirror that the folder `prepared` holds too
-    /// (hard links, as a clone makes them): (path now, path once `prepared` takes `path`'s place).
-    /// Nothing for a file.
-    private func carriedFiles(from path: String, to prepared: String) -> [(String, String)] {
-        func files(under folder: String) -> [UInt64: String] {
-            var found: [UInt64: String] = [:]
-            for entry in (try? mirror.list(folder)) ?? [] {
-                let child = StorePath.join(folder, entry.name)
-                guard let status = try? mirror.status(of: child) else { continue }
-                switch status.kind {
-                case .directory: found.merge(files(under: child)) { first, _ in first }
-                case .regular: found[status.inode] = child
-                default: break
-                }
-            }
-            return found
-        }
-        guard (try? mirror.status(of: prepared))?.kind == .directory, (try? mirror.status(of: path))?.kind == .directory else { return [] }
-        let before = files(under: path)
-        return files(under: prepared).compactMap { inode, after in
-            before[inode].map { ($0, StorePath.replacingFolder(prepared, with: path, in: after)) }
-        }
-    }
-
     /// Inserts the items under the private folder `source` as children of `parentID`, but for the
     /// rows `keeping` keeps: a file the change carried is moved where it now is (its content and
     /// attributes are the row's), a folder still at its place gets the new attributes.
@@ -240,7 +220,7 @@ extension PostgresStore {
             let itemPath = StorePath.join(path, entry.name)
             let status = try mirror.status(of: child)
             if status.kind == .regular, let file = kept.files[PathKey(itemPath)] {
-                queries.moveKeptFileLater(db, id: file.item.id, contentVersion: file.item.contentVersion, to: (parentID, entry.name.bytes))
+                queries.moveKeptFileLater(db, item: file.item, to: (parentID, entry.name.bytes))
                 published.append((itemPath, file.item))
                 continue
             }

@@ -250,7 +250,12 @@ extension PostgresStore {
                         try mirror.replaceDirectory(at: childPath, with: prepared)
                     } catch {
                         mirror.removePrivateItem(prepared)
-                        state.withLock { $0.needsFullSynchronization = true }
+                        // What `fetch` recorded is the new version's, and the mirror still holds
+                        // the old one: known as nothing, it is all compared and fetched again.
+                        state.withLock { state in
+                            state.removeSubtree(childPath)
+                            state.needsFullSynchronization = true
+                        }
                         throw error
                     }
                     descend = false

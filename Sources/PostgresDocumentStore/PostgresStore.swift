@@ -315,9 +315,15 @@ public final class PostgresStore: DocumentStore {
     /// The clone links the mirror's files, so their content is fetched first: a placeholder linked
     /// into a clone would be committed as the package's content.
     public func cloneDirectory(_ path: String) throws -> String {
-        let clone = try withContent(path) { try mirror.cloneDirectory(path) }
-        state.withLock { $0.bases[PathKey(clone)] = (path, $0[path]) }
-        return clone
+        try withContent(path) {
+            let clone = try mirror.cloneDirectory(path)
+            let linked = linkedFiles(from: path, into: clone)
+            state.withLock { state in
+                state.bases[PathKey(clone)] = (path, state[path])
+                state.linkedFiles[PathKey(clone)] = linked
+            }
+            return clone
+        }
     }
 
     public func quarantine(_ staging: StagingFile, for path: String, reason: String, owner: Ownership?) throws -> String {
@@ -347,7 +353,10 @@ public final class PostgresStore: DocumentStore {
     public func releaseSpace(of staging: StagingFile) { mirror.releaseSpace(of: staging) }
 
     func forgetBase(_ path: String) {
-        state.withLock { _ = $0.bases.removeValue(forKey: PathKey(path)) }
+        state.withLock { state in
+            state.bases[PathKey(path)] = nil
+            state.linkedFiles[PathKey(path)] = nil
+        }
     }
 
     /// A commit is durable once its transaction is: the database syncs it. The mirror can be

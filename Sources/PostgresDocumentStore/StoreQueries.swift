@@ -244,13 +244,13 @@ struct StoreQueries: Sendable {
             [list(folders), list(keeping)])
     }
 
-    /// Moves the file `id` to `to` (where it is already, to check it alone), held for the next
-    /// round trip, which fails with division_by_zero (`isStaleBase`) where the file's content is no
-    /// longer `contentVersion`: another mount saved it since this mount knew it.
-    func moveKeptFileLater(_ db: PostgresConnection, id: Int64, contentVersion: Int64, to: (parent: Int64, name: [UInt8])) {
+    /// Moves the file `item` to `to`, held for the next round trip, which fails with division_by_zero
+    /// (`isStaleBase`) where the row is no longer at `item`'s version: another mount changed it
+    /// (content or attributes) or removed it since this mount knew it.
+    func moveKeptFileLater(_ db: PostgresConnection, item: KnownItem, to: (parent: Int64, name: [UInt8])) {
         db.executeLater(
-            Self.exactlyOneRow("UPDATE docfs_items SET parent = $2, name = $3 WHERE id = $1 AND content_version = $4 RETURNING id"),
-            [.integer(id), .integer(to.parent), .bytes(to.name), .integer(contentVersion)], prepared: true)
+            Self.exactlyOneRow("UPDATE docfs_items SET parent = $2, name = $3 WHERE id = $1 AND version = $4 AND content_version = $5 RETURNING id"),
+            [.integer(item.id), .integer(to.parent), .bytes(to.name), .integer(item.version), .integer(item.contentVersion)], prepared: true)
     }
 
     /// A name no file can have (it holds a NUL byte) for the row `id` while a change moves it.

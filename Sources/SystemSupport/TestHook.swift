@@ -30,6 +30,8 @@ public enum TestHook: String, Sendable {
     case commitAfterJudge = "commit-after-judge"
     /// The last writable handle of a file is released and its stage not yet settled.
     case releaseBeforeSettle = "release-before-settle"
+    /// A change to a package has made its clone, changed it and judged it, and not committed it.
+    case packageCloneJudged = "package-clone-judged"
     /// A rename or removal inside a package is made and its request not answered yet.
     case packageChangeMade = "package-change-made"
     /// The mount is gone from the kernel and the daemon has not yet let go of its store.

@@ -978,6 +978,36 @@ final class PostgresStoreTests {
         }
     }
 
+    /// A member saved through another mount, and applied here, while this mount's change to the
+    /// package through its clone waits between judging the clone and committing it (a test hook):
+    /// the change is refused as a conflict, and the save stands in both mounts. Before, the change
+    /// took the clone's old copy of the member for a file of its own and stored it over the save.
+    @Test func aMemberSavedElsewhereWhileThisMountChangesThePackageIsNotUndone() throws {
+        let hooks = try MountedStore.makeHookFolder()
+        defer { try? FileManager.default.removeItem(atPath: hooks) }
+        let held = try MountedStore(postgres: location, launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
+        let other = try MountedStore(postgres: location)
+        defer { held.unmount(); other.unmount() }
+        try makeTextBundle(in: held)
+        #expect(within(Self.arrival) { contents(other.inMount("P.textbundle/text.md")) == "text\n" } != nil)
+        #expect(FileManager.default.createFile(atPath: hooks + "/package-clone-judged", contents: nil))
+        let move = try ChildProcess(
+            ["timeout", "60", "mv", held.inMount("P.textbundle/assets/one.txt"), held.inMount("P.textbundle/assets/two.txt")], capture: true)
+        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/package-clone-judged.reached") })
+        let judged = MountedStore.ReachedHook(hooks, "package-clone-judged")
+        defer { judged.release() }
+        #expect(try other.save("P.textbundle/text.md", Data("saved\n".utf8)) == "ok")
+        #expect(within(Self.arrival) { contents(held.inMount("P.textbundle/text.md")) == "saved\n" } != nil)
+        judged.release()
+        #expect(move.wait() != 0, "the change went on over a save it had not seen")
+        for mount in [held, other] {
+            #expect(within(Self.arrival) {
+                contents(mount.inMount("P.textbundle/text.md")) == "saved\n" && contents(mount.inMount("P.textbundle/assets/one.txt")) == "one\n"
+            } != nil, "\(contents(mount.inMount("P.textbundle/text.md")) ?? "none")")
+        }
+        #expect(held.log.contains("another mount changed"), "\(held.log.suffix(1500))")
+    }
+
     /// `P.textbundle` with `info.json`, `text.md` ("text") and `assets/one.txt` ("one"), made
     /// through `mount`.
     private func makeTextBundle(in mount: MountedStore) throws {
