@@ -24,6 +24,9 @@ extension PostgresStore {
         // change is then made again the longer way, which goes on without the version.
         let ownVersion = wished.count == 1 && FileSystemPath.same(wished[0].path, path) ? wished[0] : nil
         var versionAlong = ownVersion != nil
+        // Who saves, written with the content: the save's record (`recordSave`, after the commit)
+        // then finds it done, where it took a transaction of its own.
+        let saver = keepsVersions ? SaveRecord.now(by: Requester.current?.userID ?? geteuid(), unreachable: unreachableBits(of: path)) : nil
         let attempt = { () throws -> Void in
             let along = AnsweredVersion()
             _ = try self.change(path, { db -> (AnsweredItem, [KeptVersion], chunks: [UInt8]) in
@@ -37,7 +40,7 @@ extension PostgresStore {
                         self.queries.keepVersionLater(db, of: base.id, document: ownVersion.path, now: StoredItem.nanoseconds(self.currentTimes()), into: along)
                     }
                     let chunks = try self.queries.upload(db, descriptor: staging.descriptor, size: status.size, path: staging.path)
-                    self.queries.updateContentLater(db, base: base, parent: parent.id, name: name, status: status, chunks: chunks, into: answered)
+                    self.queries.updateContentLater(db, base: base, parent: parent.id, name: name, status: status, chunks: chunks, saver: saver, into: answered)
                     self.queries.recordChange(db, folders: [parent.id])
                     return (answered, [], chunks)
                 }
@@ -46,7 +49,7 @@ extension PostgresStore {
                 try self.checkConflict(path, stored: stored, base: base)
                 let kept = try self.keepWishedVersions(db, stored.map { !$0.isFolder && $0.size == 0 } == true ? wishes.filter { !FileSystemPath.same($0.path, path) } : wishes)
                 let chunks = try self.queries.upload(db, descriptor: staging.descriptor, size: status.size, path: staging.path)
-                if let stored, let updated = try self.queries.updateContent(db, id: stored.id, status: status, chunks: chunks, version: locked?.nextVersion) {
+                if let stored, let updated = try self.queries.updateContent(db, id: stored.id, status: status, chunks: chunks, saver: saver, version: locked?.nextVersion) {
                     answered.known = updated
                 } else {
                     var new = status
@@ -67,6 +70,7 @@ extension PostgresStore {
                 installed = try self.mirror.install(staging, at: path, durable: false)
                 self.forgetBase(staging.path)
                 if let item { self.state.withLock { $0.set(path, item) } }
+                if let saver, let user = saver.userID { self.saversRecordedAlong.withLock { $0[PathKey(path)] = user } }
             })
         }
         do {

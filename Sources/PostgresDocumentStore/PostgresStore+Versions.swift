@@ -30,7 +30,10 @@ extension PostgresStore {
     /// names no saver, and one that lands after a newer save changes nothing (see `recordSave` of
     /// `StoreQueries`).
     public func recordSave(of path: String, by user: uid_t) {
-        guard keepsVersions, !Self.isPrivate(path), let item = state.withLock({ $0[path] }) else { return }
+        guard keepsVersions, !Self.isPrivate(path) else { return }
+        // Written with the content, by the requester the install ran for: a transaction less.
+        if saversRecordedAlong.withLock({ $0.removeValue(forKey: PathKey(path)) }) == user { return }
+        guard let item = state.withLock({ $0[path] }) else { return }
         // Who the folders keep out, read now: a `chmod` of a folder just after the save must not
         // open the version this save becomes.
         let record = SaveRecord.now(by: user, unreachable: unreachableBits(of: path))

@@ -325,10 +325,7 @@ extension StoreQueries {
     func recordSave(_ db: PostgresConnection, of id: Int64, contentVersion: Int64, _ record: SaveRecord) throws {
         try db.execute(
             "UPDATE docfs_items SET saved_ns = $3, saved_by = $4, saved_unreachable = $5 WHERE id = $1 AND content_version = $2",
-            [
-                .integer(id), .integer(contentVersion), .integer(StoredItem.nanoseconds(record.time)), record.userID.map { .integer(Int64($0)) } ?? .null,
-                .integer(Int64(record.unreachable)),
-            ], prepared: true)
+            [.integer(id), .integer(contentVersion)] + Self.saverParameters(record), prepared: true)
     }
 
     /// Sets the reach of the version `id` (`SaveRecord.unreachable`), unless its row has one.

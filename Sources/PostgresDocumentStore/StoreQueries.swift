@@ -1,3 +1,4 @@
+import DocumentStore
 import Foundation
 import Glibc
 import SystemSupport
@@ -141,32 +142,41 @@ struct StoreQueries: Sendable {
     /// Sets a file's content (and its times from `status`); a new content version. With `version`
     /// (reserved by `lockedItem` for this locked row), the statement is held for the next round
     /// trip, usually the COMMIT.
-    func updateContent(_ db: PostgresConnection, id: Int64, status: FileStatus, chunks: [UInt8], version: Int64? = nil) throws -> KnownItem? {
+    /// `saver`: who saves it, and when (see `PostgresStore.recordSave`); nil leaves the new content
+    /// version with none.
+    func updateContent(_ db: PostgresConnection, id: Int64, status: FileStatus, chunks: [UInt8], saver: SaveRecord? = nil, version: Int64? = nil) throws -> KnownItem? {
         if let version {
             db.executeLater(
                 """
-                UPDATE docfs_items SET size = $2, chunks = $3, atime_ns = $4, mtime_ns = $5, saved_ns = NULL, saved_by = NULL, saved_unreachable = NULL,
+                UPDATE docfs_items SET size = $2, chunks = $3, atime_ns = $4, mtime_ns = $5, saved_ns = $7, saved_by = $8, saved_unreachable = $9,
                     version = $6, content_version = $6
                 WHERE id = $1
                 """,
                 [
                     .integer(id), .integer(status.size), .bytes(chunks), .integer(StoredItem.nanoseconds(status.accessTime)),
                     .integer(StoredItem.nanoseconds(status.modificationTime)), .integer(version),
-                ], prepared: true)
+                ] + Self.saverParameters(saver), prepared: true)
             return KnownItem(id: id, version: version, contentVersion: version, size: status.size, contentKey: ContentKey(chunks: chunks))
         }
         let rows = try db.execute(
             """
-            UPDATE docfs_items SET size = $2, chunks = $3, atime_ns = $4, mtime_ns = $5, saved_ns = NULL, saved_by = NULL, saved_unreachable = NULL,
+            UPDATE docfs_items SET size = $2, chunks = $3, atime_ns = $4, mtime_ns = $5, saved_ns = $6, saved_by = $7, saved_unreachable = $8,
                 version = nextval('docfs_versions'), content_version = currval('docfs_versions')
             WHERE id = $1 RETURNING version
             """,
             [
                 .integer(id), .integer(status.size), .bytes(chunks), .integer(StoredItem.nanoseconds(status.accessTime)),
                 .integer(StoredItem.nanoseconds(status.modificationTime)),
-            ], prepared: true)
+            ] + Self.saverParameters(saver), prepared: true)
         guard rows.count > 0, let version = rows.integer(0, 0) else { return nil }
         return KnownItem(id: id, version: version, contentVersion: version, size: status.size, contentKey: ContentKey(chunks: chunks))
+    }
+
+    /// `saved_ns`, `saved_by` and `saved_unreachable` of a content version saved by `saver` (all
+    /// NULL for none), as `recordSave` writes them.
+    static func saverParameters(_ saver: SaveRecord?) -> [PostgresValue] {
+        guard let saver else { return [.null, .null, .null] }
+        return [.integer(StoredItem.nanoseconds(saver.time)), saver.userID.map { .integer(Int64($0)) } ?? .null, .integer(Int64(saver.unreachable))]
     }
 
     /// `updateContent` of the file the mount knows as `base`, held for the next round trip (the
@@ -175,12 +185,13 @@ struct StoreQueries: Sendable {
     /// own). Otherwise that round trip fails with division_by_zero (`StoreQueries.isStaleBase`).
     /// `item` is filled in from the answer.
     func updateContentLater(
-        _ db: PostgresConnection, base: KnownItem, parent: Int64, name: FileName, status: FileStatus, chunks: [UInt8], into item: AnsweredItem
+        _ db: PostgresConnection, base: KnownItem, parent: Int64, name: FileName, status: FileStatus, chunks: [UInt8], saver: SaveRecord?,
+        into item: AnsweredItem
     ) {
         db.executeLater(
             Self.exactlyOneRow(
                 """
-                UPDATE docfs_items SET size = $2, chunks = $3, atime_ns = $4, mtime_ns = $5, saved_ns = NULL, saved_by = NULL, saved_unreachable = NULL,
+                UPDATE docfs_items SET size = $2, chunks = $3, atime_ns = $4, mtime_ns = $5, saved_ns = $9, saved_by = $10, saved_unreachable = $11,
                     version = nextval('docfs_versions'), content_version = currval('docfs_versions')
                 WHERE id = $1 AND content_version = $6 AND parent = $7 AND name = $8
                 RETURNING version
@@ -188,7 +199,7 @@ struct StoreQueries: Sendable {
             [
                 .integer(base.id), .integer(status.size), .bytes(chunks), .integer(StoredItem.nanoseconds(status.accessTime)),
                 .integer(StoredItem.nanoseconds(status.modificationTime)), .integer(base.contentVersion), .integer(parent), .bytes(name.bytes),
-            ], prepared: true
+            ] + Self.saverParameters(saver), prepared: true
         ) { rows in
             guard let version = rows.integer(0, 0) else { return }
             item.known = KnownItem(id: base.id, version: version, contentVersion: version, size: status.size, contentKey: ContentKey(chunks: chunks))

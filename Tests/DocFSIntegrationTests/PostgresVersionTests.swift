@@ -38,7 +38,7 @@ final class PostgresVersionTests {
         // Rows sharing chunks: the versions added rows, and no chunk beyond the three contents'.
         #expect(count("SELECT count(*) FROM docfs_document_versions") == 2)
         #expect(count("SELECT count(*) FROM docfs_chunks") - max(chunksBefore, 0) == 3)
-        // Who saved each: root, through the first mount (the first save's saver is recorded off its path).
+        // Who saved each: root, through the first mount (written with each content version).
         let listed = try second.run([MountedStore.binary, "versions", "--json", second.inMount("notes.json")])
         let entries = try JSONSerialization.jsonObject(with: Data(listed.output.utf8)) as? [[String: Any]] ?? []
         #expect(entries.count == 2 && entries.last?["savedBy"] as? Int == 0, "\(listed.output)\(listed.error)")
