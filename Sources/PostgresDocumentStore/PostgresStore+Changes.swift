@@ -70,7 +70,9 @@ extension PostgresStore {
                 installed = try self.mirror.install(staging, at: path, durable: false)
                 self.forgetBase(staging.path)
                 if let item { self.state.withLock { $0.set(path, item) } }
-                if let saver, let user = saver.userID { self.saversRecordedAlong.withLock { $0[PathKey(path)] = user } }
+                if let saver, let user = saver.userID, let item {
+                    self.saversRecordedAlong.withLock { $0[PathKey(path)] = (user, item.contentVersion) }
+                }
             })
         }
         do {
@@ -242,7 +244,7 @@ extension PostgresStore {
                     }
                     item = folder
                     item.version = version
-                    try db.execute("DELETE FROM docfs_xattrs WHERE item = $1", [.integer(folder.id)])
+                    db.executeLater("DELETE FROM docfs_xattrs WHERE item = $1", [.integer(folder.id)], prepared: true)
                 } else {
                     item = try queries.insert(db, parent: parentID, name: entry.name, status: status)
                 }

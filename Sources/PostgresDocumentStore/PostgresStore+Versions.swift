@@ -26,14 +26,16 @@ extension PostgresStore {
 
     public func keepsWholeVersion(ofPackage path: String) -> Bool { mirror.keepsWholeVersion(ofPackage: path) }
 
-    /// Records the saver in the item's row, off the save's path: a version kept before it lands
-    /// names no saver, and one that lands after a newer save changes nothing (see `recordSave` of
-    /// `StoreQueries`).
+    /// Records the saver in the item's row. A save of a file (`install`) wrote it with the content,
+    /// for the requester it ran for: nothing is left to do. Otherwise (a package's change, a saver
+    /// named by a library's caller) it is written off the save's path: a version kept before it
+    /// lands names no saver, and one that lands after a newer save changes nothing (see
+    /// `recordSave` of `StoreQueries`).
     public func recordSave(of path: String, by user: uid_t) {
         guard keepsVersions, !Self.isPrivate(path) else { return }
-        // Written with the content, by the requester the install ran for: a transaction less.
-        if saversRecordedAlong.withLock({ $0.removeValue(forKey: PathKey(path)) }) == user { return }
+        let along = saversRecordedAlong.withLock { $0.removeValue(forKey: PathKey(path)) }
         guard let item = state.withLock({ $0[path] }) else { return }
+        if let along, along.user == user, along.contentVersion == item.contentVersion { return }
         // Who the folders keep out, read now: a `chmod` of a folder just after the save must not
         // open the version this save becomes.
         let record = SaveRecord.now(by: user, unreachable: unreachableBits(of: path))

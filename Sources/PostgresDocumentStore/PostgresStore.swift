@@ -64,9 +64,10 @@ public final class PostgresStore: DocumentStore {
     let versionsInUse = OrderedMutex<[PathKey: Int]>(.leaf, [:])
     /// Where savers are recorded, off the save's path (see `recordSave`).
     let saveRecords = DispatchQueue(label: "docfs-save-records")
-    /// The saver each path's last install wrote into its row, in its own transaction (see
-    /// `recordSave`): taken by the record of that save, which then has nothing left to write.
-    let saversRecordedAlong = OrderedMutex<[PathKey: uid_t]>(.leaf, [:])
+    /// The saver each path's last install wrote into its row, in its own transaction, and the
+    /// content version it wrote it for (see `recordSave`): taken by the record of that save, which
+    /// then has nothing left to write.
+    let saversRecordedAlong = OrderedMutex<[PathKey: (user: uid_t, contentVersion: Int64)]>(.leaf, [:])
 
     /// Connects, migrates the schema, creates the store `location.storeName` if it is new, and
     /// brings the mirror in `cacheDirectory` up to date with the database: every name and
