@@ -984,16 +984,9 @@ final class PostgresStoreTests {
     @Test func aMemberSavedThroughAnotherMountWhileThePackageChangesKeepsBoth() throws {
         let hooks = try MountedStore.makeHookFolder()
         defer { try? FileManager.default.removeItem(atPath: hooks) }
-        let held = try MountedStore(postgres: location, launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
-        let other = try MountedStore(postgres: location)
+        let (held, other) = try (MountedStore(postgres: location, launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"]), MountedStore(postgres: location))
         defer { held.unmount(); other.unmount() }
-        try makeTextBundle(in: held)
-        #expect(within(Self.arrival) { contents(other.inMount("P.textbundle/text.md")) == "text\n" } != nil)
-        #expect(FileManager.default.createFile(atPath: hooks + "/commit-before-send", contents: nil))
-        let move = try ChildProcess(
-            ["timeout", "60", "mv", held.inMount("P.textbundle/assets/one.txt"), held.inMount("P.textbundle/assets/two.txt")], capture: true)
-        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/commit-before-send.reached") })
-        let commit = MountedStore.ReachedHook(hooks, "commit-before-send")
+        let (move, commit) = try moveInTheBundle(held, heldAt: "commit-before-send", hooks: hooks, seenBy: other)
         defer { commit.release() }
         let save = try ChildProcess(["timeout", "60", "sh", "-c", "printf 'saved\\n' > \"$1\"", "sh", other.inMount("P.textbundle/text.md")], capture: true)
         #expect(MountedStore.waitUntil { (try? cluster.query("SELECT count(*) FROM pg_locks WHERE NOT granted")) == "1" })
@@ -1014,16 +1007,9 @@ final class PostgresStoreTests {
     @Test func aMemberSavedElsewhereWhileThisMountChangesThePackageIsNotUndone() throws {
         let hooks = try MountedStore.makeHookFolder()
         defer { try? FileManager.default.removeItem(atPath: hooks) }
-        let held = try MountedStore(postgres: location, launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
-        let other = try MountedStore(postgres: location)
+        let (held, other) = try (MountedStore(postgres: location, launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"]), MountedStore(postgres: location))
         defer { held.unmount(); other.unmount() }
-        try makeTextBundle(in: held)
-        #expect(within(Self.arrival) { contents(other.inMount("P.textbundle/text.md")) == "text\n" } != nil)
-        #expect(FileManager.default.createFile(atPath: hooks + "/package-clone-judged", contents: nil))
-        let move = try ChildProcess(
-            ["timeout", "60", "mv", held.inMount("P.textbundle/assets/one.txt"), held.inMount("P.textbundle/assets/two.txt")], capture: true)
-        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/package-clone-judged.reached") })
-        let judged = MountedStore.ReachedHook(hooks, "package-clone-judged")
+        let (move, judged) = try moveInTheBundle(held, heldAt: "package-clone-judged", hooks: hooks, seenBy: other)
         defer { judged.release() }
         #expect(try other.save("P.textbundle/text.md", Data("saved\n".utf8)) == "ok")
         #expect(within(Self.arrival) { contents(held.inMount("P.textbundle/text.md")) == "saved\n" } != nil)
@@ -1035,6 +1021,21 @@ final class PostgresStoreTests {
             } != nil, "\(contents(mount.inMount("P.textbundle/text.md")) ?? "none")")
         }
         #expect(held.log.contains("another mount changed"), "\(held.log.suffix(1500))")
+    }
+
+    /// Makes the TextBundle through `held` (started with test hooks in `hooks`), waits until
+    /// `other` has it, and starts `mv assets/one.txt assets/two.txt` in it through `held`, which
+    /// this returns held at the hook `point`.
+    private func moveInTheBundle(
+        _ held: MountedStore, heldAt point: String, hooks: String, seenBy other: MountedStore
+    ) throws -> (ChildProcess, MountedStore.ReachedHook) {
+        try makeTextBundle(in: held)
+        #expect(within(Self.arrival) { contents(other.inMount("P.textbundle/text.md")) == "text\n" } != nil)
+        #expect(FileManager.default.createFile(atPath: hooks + "/" + point, contents: nil))
+        let move = try ChildProcess(
+            ["timeout", "60", "mv", held.inMount("P.textbundle/assets/one.txt"), held.inMount("P.textbundle/assets/two.txt")], capture: true)
+        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/" + point + ".reached") })
+        return (move, MountedStore.ReachedHook(hooks, point))
     }
 
     /// `P.textbundle` with `info.json`, `text.md` ("text") and `assets/one.txt` ("one"), made
