@@ -14,9 +14,9 @@ struct MirrorState {
     private var clock: UInt64 = 0
     /// The stored version each write in progress began from, by staging file or clone path.
     var bases: [PathKey: (document: String, base: KnownItem?)] = [:]
-    /// The files each package's clone (or folder a type's encoding built) linked when it was made,
-    /// by its path and the files' inodes (see `PostgresStore.linkedFiles`).
-    var linkedFiles: [PathKey: [UInt64: LinkedFile]] = [:]
+    /// What each package's clone (or folder a type's encoding built) took over when it was made,
+    /// by its path and the items' inodes in it (see `PostgresStore.linkedItems`).
+    var linkedItems: [PathKey: [UInt64: LinkedItem]] = [:]
     /// How many local changes the mirror has taken: what another mount's changes were read
     /// against is stale once it moved (see `catchUp`).
     var localChanges: UInt64 = 0

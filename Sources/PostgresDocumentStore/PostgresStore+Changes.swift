@@ -112,8 +112,8 @@ extension PostgresStore {
         // The wrapper's unchanged files are linked or copied from the mirror: no eviction meanwhile.
         try applying.reading {
             _ = try mirror.persist(wrapper, at: prepared, durable: false)
-            let linked = linkedFiles(from: path, into: prepared)
-            state.withLock { $0.linkedFiles[PathKey(prepared)] = linked }
+            let linked = linkedItems(from: path, into: prepared)
+            state.withLock { $0.linkedItems[PathKey(prepared)] = linked }
         }
         do {
             // A file keeps the permissions, owner and extended attributes of the one it replaces.
@@ -199,7 +199,7 @@ extension PostgresStore {
         }, apply: {
             _ = try mirror.swapIn(prepared, at: path)
             state.withLock { state in
-                let carriedRows = Dictionary(keptRows.files.map { ($0.value.item.id, $0.key.path) }, uniquingKeysWith: { first, _ in first })
+                let carriedRows = Dictionary(keptRows.items.map { ($0.value.item.id, $0.key.path) }, uniquingKeysWith: { first, _ in first })
                 state.removeSubtree(path)
                 for (itemPath, item) in committed.published { state.set(itemPath, item) }
                 // A write begun on a file the change only carried is a write to the same document:
@@ -215,8 +215,8 @@ extension PostgresStore {
     }
 
     /// Inserts the items under the private folder `source` as children of `parentID`, but for the
-    /// rows `keeping` keeps: a file the change carried is moved where it now is (its content and
-    /// attributes are the row's), a folder still at its place gets the new attributes.
+    /// rows `keeping` keeps, each moved where it now is: a file the change carried keeps its
+    /// content and attributes, a folder gets the new attributes.
     private func publishChildren(
         _ db: PostgresConnection, of source: String, parentID: Int64, as path: String, keeping kept: KeptRows
     ) throws -> [(String, KnownItem)] {
@@ -225,9 +225,10 @@ extension PostgresStore {
             let child = source + "/" + entry.name.string
             let itemPath = StorePath.join(path, entry.name)
             let status = try mirror.status(of: child)
-            if status.kind == .regular, let file = kept.files[PathKey(itemPath)] {
-                queries.moveKeptFileLater(db, item: file.item, to: (parentID, entry.name.bytes))
-                published.append((itemPath, file.item))
+            let keeping = kept.items[PathKey(itemPath)].flatMap { $0.item.isFolder == (status.kind == .directory) ? $0.item : nil }
+            if status.kind == .regular, let file = keeping {
+                queries.moveKeptItemLater(db, item: file, to: (parentID, entry.name.bytes))
+                published.append((itemPath, file))
                 continue
             }
             var item: KnownItem
@@ -238,8 +239,8 @@ extension PostgresStore {
             case .symbolicLink:
                 item = try queries.insert(db, parent: parentID, name: entry.name, status: status, target: try mirror.symbolicLinkTarget(child))
             case .directory:
-                if let folder = kept.folders[PathKey(itemPath)] {
-                    guard let version = try queries.updateAttributes(db, id: folder.id, status: status) else {
+                if let folder = keeping {
+                    guard let version = try queries.moveFolder(db, id: folder.id, to: (parentID, entry.name.bytes), status: status) else {
                         throw conflict(itemPath, "was removed by another mount since this change began")
                     }
                     item = folder

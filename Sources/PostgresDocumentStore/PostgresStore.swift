@@ -321,10 +321,10 @@ public final class PostgresStore: DocumentStore {
     public func cloneDirectory(_ path: String) throws -> String {
         try withContent(path) {
             let clone = try mirror.cloneDirectory(path)
-            let linked = linkedFiles(from: path, into: clone)
+            let linked = linkedItems(from: path, into: clone)
             state.withLock { state in
                 state.bases[PathKey(clone)] = (path, state[path])
-                state.linkedFiles[PathKey(clone)] = linked
+                state.linkedItems[PathKey(clone)] = linked
             }
             return clone
         }
@@ -359,7 +359,7 @@ public final class PostgresStore: DocumentStore {
     func forgetBase(_ path: String) {
         state.withLock { state in
             state.bases[PathKey(path)] = nil
-            state.linkedFiles[PathKey(path)] = nil
+            state.linkedItems[PathKey(path)] = nil
         }
     }
 

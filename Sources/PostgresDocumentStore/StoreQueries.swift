@@ -255,13 +255,31 @@ struct StoreQueries: Sendable {
             [list(folders), list(keeping)])
     }
 
-    /// Moves the file `item` to `to`, held for the next round trip, which fails with division_by_zero
-    /// (`isStaleBase`) where the row is no longer at `item`'s version: another mount changed it
-    /// (content or attributes) or removed it since this mount knew it.
-    func moveKeptFileLater(_ db: PostgresConnection, item: KnownItem, to: (parent: Int64, name: [UInt8])) {
+    /// Moves the item `item` to `to`, held for the next round trip, which fails with division_by_zero
+    /// (`isStaleBase`) where the row is gone (another mount removed it since this mount knew it) or,
+    /// for a file, no longer at `item`'s version (another mount changed its content or attributes).
+    func moveKeptItemLater(_ db: PostgresConnection, item: KnownItem, to: (parent: Int64, name: [UInt8])) {
+        let check = item.isFolder ? "" : " AND version = $4 AND content_version = $5"
         db.executeLater(
-            Self.exactlyOneRow("UPDATE docfs_items SET parent = $2, name = $3 WHERE id = $1 AND version = $4 AND content_version = $5 RETURNING id"),
-            [.integer(item.id), .integer(to.parent), .bytes(to.name), .integer(item.version), .integer(item.contentVersion)], prepared: true)
+            Self.exactlyOneRow("UPDATE docfs_items SET parent = $2, name = $3 WHERE id = $1\(check) RETURNING id"),
+            [.integer(item.id), .integer(to.parent), .bytes(to.name)] + (item.isFolder ? [] : [.integer(item.version), .integer(item.contentVersion)]),
+            prepared: true)
+    }
+
+    /// Moves the folder `id` to `to` with the attributes of `status`: its new version, or nil where
+    /// the row is gone.
+    func moveFolder(_ db: PostgresConnection, id: Int64, to: (parent: Int64, name: [UInt8]), status: FileStatus) throws -> Int64? {
+        let rows = try db.execute(
+            """
+            UPDATE docfs_items SET parent = $2, name = $3, mode = $4, uid = $5, gid = $6, atime_ns = $7, mtime_ns = $8, version = nextval('docfs_versions')
+            WHERE id = $1 RETURNING version
+            """,
+            [
+                .integer(id), .integer(to.parent), .bytes(to.name), .integer(Int64(status.mode)), .integer(Int64(status.userID)),
+                .integer(Int64(status.groupID)), .integer(StoredItem.nanoseconds(status.accessTime)),
+                .integer(StoredItem.nanoseconds(status.modificationTime)),
+            ], prepared: true)
+        return rows.count > 0 ? rows.integer(0, 0) : nil
     }
 
     /// A name no file can have (it holds a NUL byte) for the row `id` while a change moves it.
