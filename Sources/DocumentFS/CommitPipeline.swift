@@ -86,9 +86,9 @@ struct CommitPipeline: Sendable {
                 logger.warning("could not keep the version of \(item.path) that this change replaces: \(error)")
             }
         }
-        let result = try change()
-        if !saved.isEmpty { DocumentMetrics.saves.increment(by: saved.count) }
         let user = saver ?? Requester.current?.userID ?? geteuid()
+        let result = try saved.isEmpty ? change() : store.recordingSaves(of: saved, by: user, change)
+        if !saved.isEmpty { DocumentMetrics.saves.increment(by: saved.count) }
         for path in saved { store.recordSave(of: path, by: user) }
         // The next save of a package finds its version ready (see `DirectoryStore.prepareVersion`).
         if let package { store.prepareVersion(of: package) }

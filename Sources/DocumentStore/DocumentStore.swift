@@ -175,6 +175,10 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// Marks the item now at `path` as saved by `user` now, which names and attributes the version
     /// it becomes once a later save replaces it.
     func recordSave(of path: String, by user: uid_t)
+    /// Runs `change`, a commit whose saves of `paths` by `user` `recordSave` records afterwards: a
+    /// store that can write who saves in the change itself does so, and its `recordSave` then has
+    /// nothing left to write.
+    func recordingSaves<T>(of paths: [String], by user: uid_t, _ change: () throws -> T) throws -> T
     /// The permission bits of the document at `path` its folders keep from its group and from
     /// others now (`SaveRecord.unreachable`).
     func unreachableBits(of path: String) -> mode_t
@@ -272,6 +276,7 @@ extension DocumentStore {
     public func keepsWholeVersion(ofPackage path: String) -> Bool { true }
     public func keepVersion(of path: String) throws { try keepVersion(of: path, copying: false) }
     public func recordSave(of path: String, by user: uid_t) {}
+    public func recordingSaves<T>(of paths: [String], by user: uid_t, _ change: () throws -> T) throws -> T { try change() }
     public func unreachableBits(of path: String) -> mode_t { 0 }
     public func keepReplacedVersion(of path: String, file: OwnedDescriptor) throws {}
     public func dropPendingVersions(of paths: [String]) {}

@@ -24,9 +24,12 @@ extension PostgresStore {
         // change is then made again the longer way, which goes on without the version.
         let ownVersion = wished.count == 1 && FileSystemPath.same(wished[0].path, path) ? wished[0] : nil
         var versionAlong = ownVersion != nil
-        // Who saves, written with the content: the save's record (`recordSave`, after the commit)
-        // then finds it done, where it took a transaction of its own.
-        let saver = keepsVersions ? SaveRecord.now(by: Requester.current?.userID ?? geteuid(), unreachable: unreachableBits(of: path)) : nil
+        // Who saves, written in this transaction: the file's saver with its content, its package's
+        // in its row. The saves' records (`recordSave`, after the commit) then find them written,
+        // where each took a transaction of its own.
+        let savers = savers(installing: path)
+        let saver = savers.first { FileSystemPath.same($0.path, path) }?.record
+        let packageSavers = savers.filter { !FileSystemPath.same($0.path, path) }.compactMap { save in save.row.map { (save.path, $0, save.record) } }
         let attempt = { () throws -> Void in
             let along = AnsweredVersion()
             _ = try self.change(path, { db -> (AnsweredItem, [KeptVersion], chunks: [UInt8]) in
@@ -41,6 +44,7 @@ extension PostgresStore {
                     }
                     let chunks = try self.queries.upload(db, descriptor: staging.descriptor, size: status.size, path: staging.path)
                     self.queries.updateContentLater(db, base: base, parent: parent.id, name: name, status: status, chunks: chunks, saver: saver, into: answered)
+                    for (_, row, record) in packageSavers { self.queries.recordSaveLater(db, of: row.id, contentVersion: row.contentVersion, record) }
                     self.queries.recordChange(db, folders: [parent.id])
                     return (answered, [], chunks)
                 }
@@ -56,6 +60,7 @@ extension PostgresStore {
                     new.mode = UInt32(S_IFREG) | status.permissions
                     answered.known = try self.queries.insert(db, parent: parent.id, name: name, status: new, chunks: chunks)
                 }
+                for (_, row, record) in packageSavers { self.queries.recordSaveLater(db, of: row.id, contentVersion: row.contentVersion, record) }
                 self.queries.recordChange(db, folders: [parent.id])
                 return (answered, kept, chunks)
             }, refused: { cause in
@@ -70,8 +75,11 @@ extension PostgresStore {
                 installed = try self.mirror.install(staging, at: path, durable: false)
                 self.forgetBase(staging.path)
                 if let item { self.state.withLock { $0.set(path, item) } }
-                if let saver, let user = saver.userID, let item {
-                    self.saversRecordedAlong.withLock { $0[PathKey(path)] = (user, item.contentVersion) }
+                self.saversRecordedAlong.withLock { along in
+                    if let user = saver?.userID, let item { along[PathKey(path)] = (user, item.contentVersion) }
+                    for (package, row, record) in packageSavers {
+                        if let user = record.userID { along[PathKey(package)] = (user, row.contentVersion) }
+                    }
                 }
             })
         }

@@ -26,10 +26,28 @@ extension PostgresStore {
 
     public func keepsWholeVersion(ofPackage path: String) -> Bool { mirror.keepsWholeVersion(ofPackage: path) }
 
-    /// Records the saver in the item's row. A save of a file (`install`) wrote it with the content,
-    /// for the requester it ran for: nothing is left to do. Otherwise (a package's change, a saver
-    /// named by a library's caller) it is written off the save's path: a version kept before it
-    /// lands names no saver, and one that lands after a newer save changes nothing (see
+    /// The saves `change` makes are written by the `install` in it, in its transaction (see
+    /// `savers(installing:)`).
+    public func recordingSaves<T>(of paths: [String], by user: uid_t, _ change: () throws -> T) throws -> T {
+        guard keepsVersions else { return try change() }
+        savesInProgress.withLock { saves in for path in paths { saves[PathKey(path)] = user } }
+        defer { savesInProgress.withLock { saves in for path in paths { saves[PathKey(path)] = nil } } }
+        return try change()
+    }
+
+    /// The saves an install of `path` writes in its transaction: its own (with the content) and
+    /// its package's (a member saved in place), each with the row it goes in, as the mirror knows it.
+    func savers(installing path: String) -> [(path: String, row: KnownItem?, record: SaveRecord)] {
+        let saves = savesInProgress.withLock { saves in saves.filter { StorePath.isWithin(path, $0.key.path) } }
+        return saves.map { saved, user in
+            (saved.path, state.withLock { $0[saved.path] }, SaveRecord.now(by: user, unreachable: unreachableBits(of: saved.path)))
+        }
+    }
+
+    /// Records the saver in the item's row. A save whose install wrote it in its own transaction
+    /// (see `recordingSaves`) has nothing left to do. Otherwise (a change that installs nothing:
+    /// a package replaced whole, a rename over) it is written off the save's path: a version kept
+    /// before it lands names no saver, and one that lands after a newer save changes nothing (see
     /// `recordSave` of `StoreQueries`).
     public func recordSave(of path: String, by user: uid_t) {
         guard keepsVersions, !Self.isPrivate(path) else { return }

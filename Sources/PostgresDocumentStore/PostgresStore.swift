@@ -64,6 +64,8 @@ public final class PostgresStore: DocumentStore {
     let versionsInUse = OrderedMutex<[PathKey: Int]>(.leaf, [:])
     /// Where savers are recorded, off the save's path (see `recordSave`).
     let saveRecords = DispatchQueue(label: "docfs-save-records")
+    /// The saves the commits in progress make, and by whom (see `recordingSaves`).
+    let savesInProgress = OrderedMutex<[PathKey: uid_t]>(.leaf, [:])
     /// The saver each path's last install wrote into its row, in its own transaction, and the
     /// content version it wrote it for (see `recordSave`): taken by the record of that save, which
     /// then has nothing left to write.

@@ -323,10 +323,16 @@ extension StoreQueries {
     /// Records who saved the content version `contentVersion` of the item `id`, and when; nothing if
     /// the item has moved on to another content version since.
     func recordSave(_ db: PostgresConnection, of id: Int64, contentVersion: Int64, _ record: SaveRecord) throws {
-        try db.execute(
-            "UPDATE docfs_items SET saved_ns = $3, saved_by = $4, saved_unreachable = $5 WHERE id = $1 AND content_version = $2",
-            [.integer(id), .integer(contentVersion)] + Self.saverParameters(record), prepared: true)
+        try db.execute(Self.recordSaveStatement, [.integer(id), .integer(contentVersion)] + Self.saverParameters(record), prepared: true)
     }
+
+    /// `recordSave`, held for the next round trip (the COMMIT of the change that makes the save).
+    func recordSaveLater(_ db: PostgresConnection, of id: Int64, contentVersion: Int64, _ record: SaveRecord) {
+        db.executeLater(Self.recordSaveStatement, [.integer(id), .integer(contentVersion)] + Self.saverParameters(record), prepared: true)
+    }
+
+    private static let recordSaveStatement =
+        "UPDATE docfs_items SET saved_ns = $3, saved_by = $4, saved_unreachable = $5 WHERE id = $1 AND content_version = $2"
 
     /// Sets the reach of the version `id` (`SaveRecord.unreachable`), unless its row has one.
     func recordReach(_ db: PostgresConnection, ofVersion id: Int64, _ bits: mode_t) throws {
