@@ -158,8 +158,8 @@ extension PostgresStore {
     private func replace(_ path: String, with prepared: String, base: KnownItem?, publishing publish: Publication) throws {
         let (parentPath, name) = try split(path)
         let wishes = takeVersionWishes(touching: [path])
-        // The rows `prepared` keeps: the files it carried over keep theirs, and a write open on
-        // one stays based on it wherever it goes.
+        // The rows `prepared` keeps: the files and folders it took over keep theirs, and a write
+        // open on a file stays based on it wherever it goes.
         let keptRows = rowsToKeep(below: path, preparedAt: prepared)
         var committed: (published: [(String, KnownItem)], kept: [KeptVersion]) = ([], [])
         try publishingAfterCommit(path, folders: [parentPath], publish, {
@@ -211,7 +211,7 @@ extension PostgresStore {
                 state.removeSubtree(path)
                 for (itemPath, item) in committed.published { state.set(itemPath, item) }
                 // A write begun on a file the change only carried is a write to the same document:
-                // its base is the file's new row, not a change by another mount.
+                // its base is the file's row where it now is, not a change by another mount.
                 for (key, entry) in state.bases {
                     guard let id = entry.base?.id, let moved = carriedRows[id], let item = state[moved] else { continue }
                     state.bases[key] = (moved, item)
