@@ -120,8 +120,11 @@ extension PostgresStore {
         // The wrapper's unchanged files are linked or copied from the mirror: no eviction meanwhile.
         try applying.reading {
             _ = try mirror.persist(wrapper, at: prepared, durable: false)
-            let linked = linkedItems(from: path, into: prepared)
-            state.withLock { $0.linkedItems[PathKey(prepared)] = linked }
+            // A folder's rows can be kept (see `rowsToKeep`); a file has none below it.
+            if wrapper.isDirectory {
+                let linked = linkedItems(from: path, into: prepared)
+                state.withLock { $0.linkedItems[PathKey(prepared)] = linked }
+            }
         }
         do {
             // A file keeps the permissions, owner and extended attributes of the one it replaces.
