@@ -323,15 +323,25 @@ int docfs_requester(uid_t *uid, gid_t *gid) {
    request that opened it or the thread's next ones: a folder moved beside the mount while a
    request waits (a validator can take seconds) is resolved again, and found gone, as each call
    found it before, instead of being written through wherever it went. A folder renamed or removed
-   on any thread, and a tree opened or released, advance one process-wide generation: every
-   thread's folders from an earlier one are resolved again (a package moved into the versions
-   archive by one request is not written into by another). A thread's expired folders close as its
-   next request ends, and all of them as it exits. */
+   on any thread advances a process-wide generation: every thread's folders from an earlier one
+   are resolved again (a package moved into the versions archive by one request is not written
+   into by another). A folder moved within a store's private area (a package's version renamed into
+   the archive at every save) advances only the private generation: it changes what no path of
+   another tree leads to, so only the folders of trees that follow it (the private area's, and
+   those of trees opened on a descriptor, which may be inside it) are resolved again. Slots are
+   keyed by the tree's serial number, never reused, so a tree opened or closed clears nothing. A
+   thread's expired folders close as its next request ends, and all of them as it exits. */
 #define DOCFS_FOLDER_SLOTS 4
 #define DOCFS_FOLDER_PATH 256
 #define DOCFS_FOLDER_LIFETIME_NS 1000000LL
-struct docfs_folder_slot { int tree; int fd; int users; int doomed; long long opened; unsigned long generation; size_t length; char path[DOCFS_FOLDER_PATH]; };
-static unsigned long folder_generation;
+struct docfs_folder_slot {
+    unsigned long tree; int fd; int users; int doomed; int follows_private; long long opened; unsigned long generation;
+    size_t length; char path[DOCFS_FOLDER_PATH];
+};
+/* Advanced by every folder moved or removed. */
+static unsigned long folder_generation_all;
+/* Advanced by every folder moved or removed anywhere but within the private areas only. */
+static unsigned long folder_generation_public;
 
 static long long folder_cache_now(void) {
     struct timespec now;
@@ -348,9 +358,11 @@ static void folder_cache_drop(int index) {
     folder_cache[index] = folder_cache[--folder_cache_used];
 }
 
-/* Drops this thread's folders (those in use once released). */
-static void folder_cache_forget(void) {
+/* Drops this thread's folders, or only those following the private areas (those in use once
+   released). */
+static void folder_cache_forget(int only_following_private) {
     for (int index = folder_cache_used - 1; index >= 0; index--) {
+        if (only_following_private && !folder_cache[index].follows_private) continue;
         if (folder_cache[index].users > 0) folder_cache[index].doomed = 1;
         else folder_cache_drop(index);
     }
@@ -367,11 +379,19 @@ static void folder_cache_expire(void) {
 }
 
 void docfs_folder_cache_clear(void) {
-    __atomic_add_fetch(&folder_generation, 1, __ATOMIC_SEQ_CST);
-    folder_cache_forget();
+    __atomic_add_fetch(&folder_generation_public, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&folder_generation_all, 1, __ATOMIC_SEQ_CST);
+    folder_cache_forget(0);
 }
 
-unsigned long docfs_folder_cache_generation(void) { return __atomic_load_n(&folder_generation, __ATOMIC_SEQ_CST); }
+void docfs_folder_cache_clear_private(void) {
+    __atomic_add_fetch(&folder_generation_all, 1, __ATOMIC_SEQ_CST);
+    folder_cache_forget(1);
+}
+
+unsigned long docfs_folder_cache_generation(int follows_private) {
+    return __atomic_load_n(follows_private ? &folder_generation_all : &folder_generation_public, __ATOMIC_SEQ_CST);
+}
 
 void docfs_folder_cache_begin(void) { folder_cache_depth++; }
 
@@ -385,19 +405,18 @@ static pthread_once_t folder_cache_exit_once = PTHREAD_ONCE_INIT;
 /* A thread's folders outlive its requests: closed as it exits (a mount's workers end with it). */
 static void folder_cache_thread_exit(void *unused) {
     (void)unused;
-    folder_cache_forget();
+    folder_cache_forget(0);
 }
 
 static void folder_cache_make_exit_key(void) { pthread_key_create(&folder_cache_exit_key, folder_cache_thread_exit); }
 
-int docfs_folder_cache_find(int tree, const char *path, size_t length) {
+int docfs_folder_cache_find(unsigned long tree, const char *path, size_t length) {
     if (folder_cache_depth == 0) return -1;
     long long now = folder_cache_now();
-    unsigned long generation = __atomic_load_n(&folder_generation, __ATOMIC_SEQ_CST);
     for (int index = 0; index < folder_cache_used; index++) {
         struct docfs_folder_slot *slot = &folder_cache[index];
         if (slot->doomed || slot->tree != tree || slot->length != length || memcmp(slot->path, path, length) != 0) continue;
-        if (now - slot->opened > DOCFS_FOLDER_LIFETIME_NS || slot->generation != generation) {
+        if (now - slot->opened > DOCFS_FOLDER_LIFETIME_NS || slot->generation != docfs_folder_cache_generation(slot->follows_private)) {
             if (slot->users > 0) slot->doomed = 1;
             else folder_cache_drop(index);
             return -1;
@@ -408,7 +427,7 @@ int docfs_folder_cache_find(int tree, const char *path, size_t length) {
     return -1;
 }
 
-int docfs_folder_cache_add(int tree, const char *path, size_t length, int fd, unsigned long generation) {
+int docfs_folder_cache_add(unsigned long tree, const char *path, size_t length, int fd, unsigned long generation, int follows_private) {
     if (folder_cache_depth == 0 || length >= DOCFS_FOLDER_PATH) return 0;
     if (folder_cache_used == DOCFS_FOLDER_SLOTS) {
         int unused = -1;
@@ -429,6 +448,7 @@ int docfs_folder_cache_add(int tree, const char *path, size_t length, int fd, un
     slot->doomed = 0;
     slot->opened = folder_cache_now();
     slot->generation = generation;
+    slot->follows_private = follows_private;
     slot->length = length;
     memcpy(slot->path, path, length);
     return 1;

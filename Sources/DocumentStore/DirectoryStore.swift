@@ -103,11 +103,11 @@ public final class DirectoryStore: DocumentStore {
         if !readOnly {
             try Self.makePrivateDirectory(privateArea)
         }
-        privateTree = try Self.checkPrivateArea(privateArea, required: !readOnly).map { try ConfinedTree(path: $0) }
+        privateTree = try Self.checkPrivateArea(privateArea, required: !readOnly).map { try ConfinedTree(path: $0, isPrivateArea: true) }
         if !readOnly {
             for directory in [stagingDirectory, temporaryDirectory, quarantineDirectory] { try Self.makePrivateDirectory(directory) }
         }
-        stagingTree = readOnly ? nil : try ConfinedTree(path: stagingDirectory)
+        stagingTree = readOnly ? nil : try ConfinedTree(path: stagingDirectory, isPrivateArea: true)
         let hasPrivateArea = privateTree != nil
         identities = keepsIdentities
             ? ItemIdentities(directory: hasPrivateArea ? privateArea : nil, probe: hasPrivateArea ? privateArea : nil, writable: !readOnly)

@@ -13,7 +13,10 @@ import Synchronization
 ///
 /// A store opens its root and its private area as trees: the private area is then reached through
 /// its own descriptor, so a store writer who renames it away and puts another folder or a link in
-/// its place changes nothing the daemon stages, quarantines or installs.
+/// its place changes nothing the daemon stages, quarantines or installs. A folder moved within the
+/// private area (a package's version renamed into the archive, at every save) changes what no path
+/// of the store's root tree leads to, so it leaves that tree's folders resolved (see
+/// `foldersChanged(at:)`).
 ///
 /// Trees are registered process-wide because the calls that must honour them are everywhere a path
 /// is used (a lazily read `FileWrapper`, a package written by `FileWrapperWriter`); the longest
@@ -24,11 +27,22 @@ public final class ConfinedTree: Sendable {
     /// The bytes `path` stands for, to match paths below it.
     let pathBytes: [UInt8]
     let descriptor: OwnedDescriptor
+    /// What names this tree's folders in the thread's folder cache: unlike a descriptor's number,
+    /// never the same for two trees.
+    let serial: UInt
+    /// A store's private area (or a folder in it), reached by no path of the mount.
+    let isPrivateArea: Bool
+    /// Whether a folder moved within the private areas may change what a path below this tree
+    /// leads to: for the private areas themselves, and for a tree opened on a descriptor (which may
+    /// be a folder inside one).
+    let followsPrivateChanges: Bool
+    private static let serials = Atomic<UInt>(1)
 
     /// Opens the directory at `path` (which must be one; a symbolic link as its last name is
     /// refused) and confines every path below it until this tree is released. A tree inside
     /// another (a store's private area, its staging folder) is opened beneath that one.
-    public init(path: String) throws {
+    /// `isPrivateArea`: the tree is a store's private area, or a folder in it.
+    public init(path: String, isPrivateArea: Bool = false) throws {
         let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
         let raw = try FileSystemPath.at(trimmed) { directory, name in
             try retryingOnInterrupt("open", path: trimmed) {
@@ -38,6 +52,9 @@ public final class ConfinedTree: Sendable {
         self.path = trimmed
         pathBytes = FileSystemPath.bytes(of: trimmed)
         descriptor = OwnedDescriptor(raw)
+        serial = Self.serials.add(1, ordering: .relaxed).oldValue
+        self.isPrivateArea = isPrivateArea
+        followsPrivateChanges = isPrivateArea
         ConfinedTrees.register(self)
     }
 
@@ -49,6 +66,9 @@ public final class ConfinedTree: Sendable {
         self.path = path
         pathBytes = FileSystemPath.bytes(of: path)
         self.descriptor = descriptor
+        serial = Self.serials.add(1, ordering: .relaxed).oldValue
+        isPrivateArea = false
+        followsPrivateChanges = true
         ConfinedTrees.register(self)
     }
 
@@ -63,8 +83,8 @@ public final class ConfinedTree: Sendable {
     /// millisecond of its opening: a save or an rm names the document's folder six to eight times
     /// within that, and each time it was opened again (`openat2`) and closed. Nothing is handed out
     /// past the millisecond: a folder moved beside the mount while a request waits (on a
-    /// validator, say) is resolved again and found gone, as before. A folder renamed or removed,
-    /// or a tree opened or released, on any thread, makes every thread resolve its folders again.
+    /// validator, say) is resolved again and found gone, as before. A folder renamed or removed on
+    /// any thread makes every thread resolve its folders again (see `foldersChanged(at:)`).
     public static func keepingFoldersResolved<T>(_ body: () throws -> T) rethrows -> T {
         docfs_folder_cache_begin()
         defer { docfs_folder_cache_end() }
@@ -74,6 +94,18 @@ public final class ConfinedTree: Sendable {
     /// Makes every thread resolve its folders again: a folder moved where the caller could not say
     /// beforehand that none would (see `FileIO.rename`'s `movesFolder`).
     public static func resolveFoldersAgain() { docfs_folder_cache_clear() }
+
+    /// Makes the threads resolve again the folders that a folder moved or removed at `paths` (its
+    /// old and new paths) may have changed: when every path lies in a private area, only the
+    /// folders of the trees that follow those; otherwise every folder (an exchange between the
+    /// private area and the store changes both).
+    public static func foldersChanged(at paths: String...) {
+        if paths.allSatisfy({ ConfinedTrees.containing($0)?.0.isPrivateArea == true }) {
+            docfs_folder_cache_clear_private()
+        } else {
+            docfs_folder_cache_clear()
+        }
+    }
 
     /// The tree's own status, from its descriptor (the directory opened, wherever it is now).
     public func status() throws -> FileStatus { try FileStatus.of(descriptor: descriptor.rawValue, path: path) }
@@ -91,12 +123,13 @@ public final class ConfinedTree: Sendable {
                 guard let slash else { return try body(descriptor.rawValue, base) }
                 base[slash] = 0
                 // Within a millisecond, a folder resolved once is used again (see docfs_folder_cache_find).
-                var parent = docfs_folder_cache_find(descriptor.rawValue, base, slash)
+                var parent = docfs_folder_cache_find(serial, base, slash)
                 if parent < 0 {
                     // Read first: a rename elsewhere while the folder opens makes it stale at once.
-                    let generation = docfs_folder_cache_generation()
+                    let follows: Int32 = followsPrivateChanges ? 1 : 0
+                    let generation = docfs_folder_cache_generation(follows)
                     parent = try openDirectory(base, length: slash, fullPath: fullPath)
-                    if docfs_folder_cache_add(descriptor.rawValue, base, slash, parent, generation) == 0 {
+                    if docfs_folder_cache_add(serial, base, slash, parent, generation, follows) == 0 {
                         defer { close(parent) }
                         return try body(parent, base + slash + 1)
                     }
@@ -183,8 +216,6 @@ enum ConfinedTrees {
     }
 
     static func register(_ tree: ConfinedTree) {
-        // A released tree's descriptor number may come back as this one's.
-        docfs_folder_cache_clear()
         trees.withLock { trees in
             trees.append(tree)
             trees.sort { $0.pathBytes.count > $1.pathBytes.count }
@@ -194,7 +225,6 @@ enum ConfinedTrees {
     }
 
     static func unregister(_ tree: ConfinedTree) {
-        docfs_folder_cache_clear()
         trees.withLock { trees in
             trees.removeAll { $0 === tree }
             count.store(trees.count, ordering: .releasing)

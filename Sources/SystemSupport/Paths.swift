@@ -38,7 +38,7 @@ public enum Paths {
     }
 
     public static func removeDirectory(_ path: String) throws {
-        defer { docfs_folder_cache_clear() }
+        defer { ConfinedTree.foldersChanged(at: path) }
         try FileSystemPath.at(path) { directory, name in
             try retryingOnInterrupt("rmdir", path: path) { unlinkat(directory, name, AT_REMOVEDIR) }
         }

@@ -94,15 +94,78 @@ import Testing
         #expect(kept, "every rename of a file dropped the folders kept")
     }
 
+    /// A store's private area is a tree of its own: a folder moved within it (a package's version
+    /// renamed into the archive, at every save) leaves the store's folders resolved, which every
+    /// thread opened again after each such rename (10 `openat2` a save in a package).
+    @Test func aFolderMovedInThePrivateAreaLeavesTheStoresFoldersResolved() throws {
+        let (tree, folder) = try tree(with: ["a/x", ".private/m/y"])
+        let privateArea = try ConfinedTree(path: folder + "/.private", isPrivateArea: true)
+        defer { privateArea.release(); tree.release(); try? FileManager.default.removeItem(atPath: folder) }
+        let kept = try folderHandedOutAgain(folder + "/a/x") {
+            try FileIO.rename(folder + "/.private/m", folder + "/.private/n")
+            try FileIO.rename(folder + "/.private/n", folder + "/.private/m")
+        }
+        #expect(kept, "a folder moved in the private area dropped the store's folders")
+    }
+
+    /// ...and the private area's own folders are resolved again, by every thread.
+    @Test func aFolderMovedInThePrivateAreaIsResolvedAgainThere() throws {
+        let (tree, folder) = try tree(with: ["a/x", ".private/m/y"])
+        let privateArea = try ConfinedTree(path: folder + "/.private", isPrivateArea: true)
+        defer { privateArea.release(); tree.release(); try? FileManager.default.removeItem(atPath: folder) }
+        try ConfinedTree.keepingFoldersResolved { () throws in
+            #expect(try FileIO.readFile(folder + "/.private/m/y") == Data(".private/m/y".utf8))
+            let renamed = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                #expect((try? FileIO.rename(folder + "/.private/m", folder + "/.private/moved")) != nil)
+                renamed.signal()
+            }
+            renamed.wait()
+            #expect(throws: SystemCallError.self) { try FileIO.readFile(folder + "/.private/m/y") }
+        }
+    }
+
+    /// A folder exchanged between the private area and the store (a package's clone swapped in)
+    /// changes the store's paths: every folder is resolved again.
+    @Test func aFolderExchangedWithThePrivateAreaIsResolvedAgain() throws {
+        let (tree, folder) = try tree(with: ["a/x", ".private/clone/x"])
+        let privateArea = try ConfinedTree(path: folder + "/.private", isPrivateArea: true)
+        defer { privateArea.release(); tree.release(); try? FileManager.default.removeItem(atPath: folder) }
+        try Data("clone".utf8).write(to: URL(fileURLWithPath: folder + "/.private/clone/x"))
+        try ConfinedTree.keepingFoldersResolved { () throws in
+            #expect(try FileIO.readFile(folder + "/a/x") == Data("a/x".utf8))
+            let exchanged = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                #expect((try? FileIO.exchange(folder + "/.private/clone", folder + "/a")) != nil)
+                exchanged.signal()
+            }
+            exchanged.wait()
+            #expect(try FileIO.readFile(folder + "/a/x") == Data("clone".utf8))
+        }
+    }
+
+    /// A tree opened and released (a package decoded through its folder's descriptor, at every
+    /// judgement) leaves the folders of the others resolved: slots name trees by serial number, which
+    /// no later tree takes.
+    @Test func aTreeOpenedAndReleasedLeavesFoldersResolved() throws {
+        let (tree, folder) = try tree(with: ["a/x", "b/y"])
+        defer { tree.release(); try? FileManager.default.removeItem(atPath: folder) }
+        let kept = try folderHandedOutAgain(folder + "/a/x") {
+            let other = try ConfinedTree(path: folder + "/b")
+            other.release()
+        }
+        #expect(kept, "a tree opened and released dropped the folders of the others")
+    }
+
     /// Whether the folder holding `path`, resolved once, is handed out again when `path` is
     /// resolved after `between`, within one request. Tried until a try is clean (10 s at most): one
-    /// in which no other test opened or closed a tree (which makes every thread resolve its folders
-    /// again) and the machine let no millisecond pass between the calls.
+    /// in which no other test moved a folder (which makes every thread resolve its folders again)
+    /// and the machine let no millisecond pass between the calls.
     private func folderHandedOutAgain(_ path: String, after between: () throws -> Void) throws -> Bool {
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             let handedOut = try ConfinedTree.keepingFoldersResolved { () throws -> Bool in
-                let generation = docfs_folder_cache_generation()
+                let generation = docfs_folder_cache_generation(0)
                 let first = try folderDescriptor(path)
                 #expect(fcntl(first, F_GETFD) >= 0, "still open after the call, for the rest of the request")
                 // Marked (every folder opens close-on-exec), since a folder dropped and opened
@@ -111,7 +174,7 @@ import Testing
                 try between()
                 let second = try folderDescriptor(path)
                 defer { _ = fcntl(second, F_SETFD, FD_CLOEXEC) }
-                return docfs_folder_cache_generation() == generation && second == first && fcntl(second, F_GETFD) == 0
+                return docfs_folder_cache_generation(0) == generation && second == first && fcntl(second, F_GETFD) == 0
             }
             if handedOut { return true }
         }

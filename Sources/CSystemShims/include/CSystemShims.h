@@ -97,18 +97,21 @@ int docfs_openat(int dirfd, const char *path, int flags, mode_t mode);
 /// Returns the descriptor, or -1 with errno (ELOOP for a link on the way, EXDEV for an escape).
 int docfs_open_beneath(int dirfd, const char *path, int flags);
 
-/* Folders resolved beneath a confined tree, kept per thread and handed out only while it serves
-   a request (begin/end nest), within a millisecond of their opening; a folder renamed or removed,
-   or a change of the trees, on any thread (clear) makes every thread resolve them again. find
-   returns a descriptor the cache keeps (or -1); add, given the generation read before the folder
-   was opened, returns 1 when the cache took the descriptor, 0 when the caller still owns it.
-   Either way a descriptor the cache holds is in use until released. */
+/* Folders resolved beneath a confined tree (named by its serial number), kept per thread and
+   handed out only while it serves a request (begin/end nest), within a millisecond of their
+   opening; a folder renamed or removed on any thread (clear) makes every thread resolve them
+   again, and one moved within the private areas only (clear_private) those of the trees that
+   follow them (follows_private). find returns a descriptor the cache keeps (or -1); add, given
+   the generation read before the folder was opened, returns 1 when the cache took the
+   descriptor, 0 when the caller still owns it. Either way a descriptor the cache holds is in use
+   until released. */
 void docfs_folder_cache_begin(void);
 void docfs_folder_cache_end(void);
 void docfs_folder_cache_clear(void);
-unsigned long docfs_folder_cache_generation(void);
-int docfs_folder_cache_find(int tree, const char *path, size_t length);
-int docfs_folder_cache_add(int tree, const char *path, size_t length, int fd, unsigned long generation);
+void docfs_folder_cache_clear_private(void);
+unsigned long docfs_folder_cache_generation(int follows_private);
+int docfs_folder_cache_find(unsigned long tree, const char *path, size_t length);
+int docfs_folder_cache_add(unsigned long tree, const char *path, size_t length, int fd, unsigned long generation, int follows_private);
 void docfs_folder_cache_release(int fd);
 
 /// fanotify_init(2) for watching a store: FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_REPORT_DFID_NAME, so
