@@ -164,8 +164,9 @@ final class PackageCoordinator: Sendable {
         }
         TestHook.packageCloneJudged.pause()
         do {
+            let replaced = versions(replacedBy: change, root: root)
             try pipeline.commit(
-                replacing: versions(replacedBy: change, root: root), saving: savedPaths(change, root: root), package: packageToPrepare(after: change, root: root)
+                replacing: replaced, saving: savedPaths(change, root: root), package: packageToPrepare(after: change, root: root, replacing: replaced)
             ) {
                 if result === file {
                     try store.replaceDirectory(at: root, with: clone, publishing: publish)
@@ -247,8 +248,9 @@ final class PackageCoordinator: Sendable {
         // A change other than a write that the type rewrites takes `commit`'s clone.
         if result !== package && !change.isReplaceFile { return nil }
         do {
+            let replaced = versions(replacedBy: change, root: root)
             try pipeline.commit(
-                replacing: versions(replacedBy: change, root: root), saving: savedPaths(change, root: root), package: packageToPrepare(after: change, root: root)
+                replacing: replaced, saving: savedPaths(change, root: root), package: packageToPrepare(after: change, root: root, replacing: replaced)
             ) {
                 switch (change, result === package) {
                 case (.replaceFile(let member, let staging), true):
@@ -272,14 +274,15 @@ final class PackageCoordinator: Sendable {
     }
 
     /// The package whose next version a commit of `change` makes ahead (`prepareVersion`): none
-    /// after a change that only adds an item. Writes into what it made come next, and keep no
-    /// version (a first write over an empty file replaces nothing), so a version made after it was
-    /// made again before anything used it: a save by rename inside a package made three and used
-    /// one.
-    private func packageToPrepare(after change: PackageChange, root: String) -> String? {
+    /// after a change that only adds an item, or a first write into a file just made (which
+    /// replaces nothing: `replaced` is empty). A version made after those was made again before
+    /// anything used it: a save by rename inside a package made three and used one. The version
+    /// made before the new items came is completed with them when it is used.
+    private func packageToPrepare(after change: PackageChange, root: String, replacing replaced: [CommitPipeline.Replaced]) -> String? {
         switch change {
         case .createFile, .makeDirectory, .makeSpecialFile, .makeSymbolicLink: nil
-        case .replaceFile, .rename, .removeFile, .removeDirectory: root
+        case .replaceFile: replaced.isEmpty ? nil : root
+        case .rename, .removeFile, .removeDirectory: root
         }
     }
 

@@ -7,8 +7,11 @@ import SystemSupport
 /// small save in a package. So after each save the folder of links is made on a thread of its own
 /// (`prepareVersion`), and the next save only checks that it is still exactly what a link copy
 /// would make now — the same names, the same files (inode numbers), the same folder modes, owners,
-/// times and attributes, the same link targets — and renames it into the archive. Anything else
-/// (not ready, or the package changed since, through DocFS or beside it) takes the copy as before.
+/// times and attributes, the same link targets — and renames it into the archive. Items that came
+/// since, and changed nothing else (a file made and first written, a folder made: changes that
+/// prepare nothing, so a save by rename inside the package prepares once), are put in then, as the
+/// copy puts them. Anything else (not ready, or the package changed since, through DocFS or beside
+/// it) takes the copy as before.
 extension DirectoryStore {
     /// The most packages with a prepared version at once; the least recently prepared goes first.
     static let preparedVersionLimit = 64
@@ -46,7 +49,8 @@ extension DirectoryStore {
     }
 
     /// The version prepared for the package at `path`, if it is still exactly the package's
-    /// content: taken (whichever way), so it is used once.
+    /// content, or that content before items came (put in now): taken (whichever way), so it is
+    /// used once.
     func takePreparedVersion(of path: String) -> String? {
         // One is being made (saves come faster than it is made): waited for, it is most of the way.
         if preparationRequests.withLock({ $0.latest[PathKey(path)] != nil }) { preparing.sync {} }
@@ -55,7 +59,8 @@ extension DirectoryStore {
             return prepared.remove(at: index).location
         }
         guard let location else { return nil }
-        if isSameTree(prepared: location, live: absolute(path)) { return location }
+        let live = absolute(path)
+        if let arrivals = arrivals(since: location, live: live), (try? complete(location, with: arrivals, from: live)) != nil { return location }
         Self.removePrepared(location)
         return nil
     }
@@ -81,33 +86,46 @@ extension DirectoryStore {
         for name in (try? FileIO.directoryEntries(preparedDirectory)) ?? [] { Self.removePrepared(preparedDirectory + "/" + name) }
     }
 
-    /// Whether the folder at `prepared` is what a link copy of the folder at `live` makes now.
-    private func isSameTree(prepared: String, live: String) -> Bool {
-        guard let preparedFolder = try? OwnedDescriptor(FileIO.open(prepared, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)),
-              let liveFolder = try? OwnedDescriptor(FileIO.open(live, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
-        else { return false }
-        return isSameTree(prepared: preparedFolder, live: liveFolder, path: live)
+    /// An item of a live package that its prepared version lacks: the folder it is in (names below
+    /// the package), and its name and listed type.
+    private struct Arrival {
+        var folder: [String]
+        var name: String
+        var type: UInt8
     }
 
-    private func isSameTree(prepared: OwnedDescriptor, live: OwnedDescriptor, path: String) -> Bool {
+    /// The items of the folder at `live` that the version prepared at `prepared` lacks, if it is
+    /// otherwise exactly what a link copy of that folder makes now; nil if not.
+    private func arrivals(since prepared: String, live: String) -> [Arrival]? {
+        guard let preparedFolder = try? OwnedDescriptor(FileIO.open(prepared, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)),
+              let liveFolder = try? OwnedDescriptor(FileIO.open(live, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
+        else { return nil }
+        return arrivals(prepared: preparedFolder, live: liveFolder, path: live, folder: [])
+    }
+
+    private func arrivals(prepared: OwnedDescriptor, live: OwnedDescriptor, path: String, folder: [String]) -> [Arrival]? {
         guard let made = try? prepared.status(), let now = try? live.status(),
               made.permissions == now.permissions, made.userID == now.userID, made.groupID == now.groupID,
-              made.modificationTime.tv_sec == now.modificationTime.tv_sec, made.modificationTime.tv_nsec == now.modificationTime.tv_nsec,
               sameAttributes(prepared, live),
               let madeEntries = try? FileIO.listing(of: prepared.rawValue, path: path),
-              let nowEntries = try? FileIO.listing(of: live.rawValue, path: path),
-              madeEntries.count == nowEntries.count
-        else { return false }
+              let nowEntries = try? FileIO.listing(of: live.rawValue, path: path)
+        else { return nil }
         let madeByName = Dictionary(madeEntries.map { (PathKey($0.name), $0) }, uniquingKeysWith: { first, _ in first })
+        var arrived: [Arrival] = []
+        var arrivedHere = 0
         for entry in nowEntries {
-            guard let copy = madeByName[PathKey(entry.name)] else { return false }
-            let same = FileSystemPath.withCString(entry.name) { name -> Bool in
+            guard let copy = madeByName[PathKey(entry.name)] else {
+                arrived.append(Arrival(folder: folder, name: entry.name, type: entry.type))
+                arrivedHere += 1
+                continue
+            }
+            let below = FileSystemPath.withCString(entry.name) { name -> [Arrival]? in
                 var liveStatus = stat()
                 var copyStatus = stat()
                 guard fstatat(live.rawValue, name, &liveStatus, AT_SYMLINK_NOFOLLOW) == 0,
                       fstatat(prepared.rawValue, name, &copyStatus, AT_SYMLINK_NOFOLLOW) == 0,
                       liveStatus.st_mode & S_IFMT == copyStatus.st_mode & S_IFMT
-                else { return false }
+                else { return nil }
                 switch liveStatus.st_mode & S_IFMT {
                 case S_IFDIR:
                     let liveChild = openat(live.rawValue, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -115,20 +133,53 @@ extension DirectoryStore {
                     guard liveChild >= 0, copyChild >= 0 else {
                         if liveChild >= 0 { close(liveChild) }
                         if copyChild >= 0 { close(copyChild) }
-                        return false
+                        return nil
                     }
-                    return isSameTree(prepared: OwnedDescriptor(copyChild), live: OwnedDescriptor(liveChild), path: path + "/" + entry.name)
+                    return arrivals(prepared: OwnedDescriptor(copyChild), live: OwnedDescriptor(liveChild), path: path + "/" + entry.name, folder: folder + [entry.name])
                 case S_IFLNK:
-                    return liveStatus.st_uid == copyStatus.st_uid && liveStatus.st_gid == copyStatus.st_gid
+                    let same = liveStatus.st_uid == copyStatus.st_uid && liveStatus.st_gid == copyStatus.st_gid
                         && Self.linkTarget(name, in: live.rawValue) == Self.linkTarget(name, in: prepared.rawValue)
+                    return same ? [] : nil
                 default:
                     // Files are linked: the same file is the same content, mode, owner and attributes.
-                    return liveStatus.st_ino == copyStatus.st_ino && liveStatus.st_dev == copyStatus.st_dev && copy.inode == entry.inode
+                    let same = liveStatus.st_ino == copyStatus.st_ino && liveStatus.st_dev == copyStatus.st_dev && copy.inode == entry.inode
+                    return same ? [] : nil
                 }
             }
-            if !same { return false }
+            guard let below else { return nil }
+            arrived += below
         }
-        return true
+        // Every item of the version is still here (each name of the folder's now matched one of
+        // its at most once), and the folder's time is the one copied unless something came in.
+        guard madeEntries.count + arrivedHere == nowEntries.count,
+              arrivedHere > 0
+                || (made.modificationTime.tv_sec == now.modificationTime.tv_sec && made.modificationTime.tv_nsec == now.modificationTime.tv_nsec)
+        else { return nil }
+        return arrived
+    }
+
+    /// Puts `arrivals` into the version prepared at `location` of the package at `live` as a link
+    /// copy puts them, and gives the folders they came into their times now.
+    private func complete(_ location: String, with arrivals: [Arrival], from live: String) throws {
+        var open: (below: String, source: OwnedDescriptor, target: OwnedDescriptor)?
+        func finish() throws {
+            guard let open else { return }
+            giveAttributes(of: try open.source.status(path: live + open.below), to: open.target.rawValue, always: false)
+        }
+        for arrival in arrivals {
+            let below = arrival.folder.map { "/" + $0 }.joined()
+            if open == nil || !FileSystemPath.same(open?.below ?? "", below) {
+                try finish()
+                open = (
+                    below,
+                    OwnedDescriptor(try FileIO.open(live + below, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)),
+                    OwnedDescriptor(try FileIO.open(location + below, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
+                )
+            }
+            guard let open else { continue }
+            try linkCopy(entry: arrival.name, type: arrival.type, of: open.source, into: open.target, path: live + below)
+        }
+        try finish()
     }
 
     /// Whether two folders have the same extended attributes (the item's number aside: a copy has none).

@@ -206,36 +206,7 @@ extension DirectoryStore {
     private func linkCopy(of source: OwnedDescriptor, status: FileStatus, into parent: Int32, name: UnsafePointer<CChar>, path: String) throws {
         let folder = OwnedDescriptor(try retryingOnInterrupt("open", path: path) { openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) })
         for entry in try FileIO.listing(of: source.rawValue, path: path) {
-            // The name's own bytes (`FileSystemPath`), not its encoding's: a member whose name is
-            // not UTF-8 would be missed, and the package's version not kept.
-            try FileSystemPath.withCString(entry.name) { entryName in
-                var type = Int32(entry.type)
-                if type == Int32(DT_UNKNOWN) {
-                    // A file system that does not say in its listing (XFS without ftype).
-                    var raw = stat()
-                    try retryingOnInterrupt("stat", path: path) { fstatat(source.rawValue, entryName, &raw, AT_SYMLINK_NOFOLLOW) }
-                    type = raw.st_mode & S_IFMT == S_IFDIR ? Int32(DT_DIR) : raw.st_mode & S_IFMT == S_IFLNK ? Int32(DT_LNK) : Int32(DT_REG)
-                }
-                switch type {
-                case Int32(DT_DIR):
-                    let child = OwnedDescriptor(try retryingOnInterrupt("open", path: path) {
-                        openat(source.rawValue, entryName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                    })
-                    let childStatus = try child.status(path: path)
-                    try retryingOnInterrupt("mkdir", path: path) { mkdirat(folder.rawValue, entryName, childStatus.permissions & 0o777) }
-                    try linkCopy(of: child, status: childStatus, into: folder.rawValue, name: entryName, path: path + "/" + entry.name)
-                case Int32(DT_LNK):
-                    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-                    let length = try retryingOnInterrupt("readlink", path: path) { readlinkat(source.rawValue, entryName, &buffer, buffer.count - 1) }
-                    buffer[length] = 0
-                    try retryingOnInterrupt("symlink", path: path) { symlinkat(buffer, folder.rawValue, entryName) }
-                default:
-                    try retryingOnInterrupt("link", path: path) { linkat(source.rawValue, entryName, folder.rawValue, entryName, 0) }
-                    if type == Int32(DT_REG) {
-                        ArchivedLinks.adjust(at: AttributeTarget(entryName, in: folder.rawValue), by: 1)
-                    }
-                }
-            }
+            try linkCopy(entry: entry.name, type: entry.type, of: source, into: folder, path: path)
         }
         for attribute in (try? source.extendedAttributeNames()) ?? [] where attribute != identities?.attributeName {
             guard let value = try? source.extendedAttribute(attribute) else { continue }
@@ -244,9 +215,45 @@ extension DirectoryStore {
         giveAttributes(of: status, to: folder.rawValue, always: false)
     }
 
+    /// Puts the item `name` (of listed `type`) of the folder open as `source` into `folder`: a
+    /// folder made anew and filled, a file linked, a symbolic link made again. The folder's own
+    /// times are the caller's to give, after its last item.
+    func linkCopy(entry name: String, type listedType: UInt8, of source: OwnedDescriptor, into folder: OwnedDescriptor, path: String) throws {
+        // The name's own bytes (`FileSystemPath`), not its encoding's: a member whose name is
+        // not UTF-8 would be missed, and the package's version not kept.
+        try FileSystemPath.withCString(name) { entryName in
+            var type = Int32(listedType)
+            if type == Int32(DT_UNKNOWN) {
+                // A file system that does not say in its listing (XFS without ftype).
+                var raw = stat()
+                try retryingOnInterrupt("stat", path: path) { fstatat(source.rawValue, entryName, &raw, AT_SYMLINK_NOFOLLOW) }
+                type = raw.st_mode & S_IFMT == S_IFDIR ? Int32(DT_DIR) : raw.st_mode & S_IFMT == S_IFLNK ? Int32(DT_LNK) : Int32(DT_REG)
+            }
+            switch type {
+            case Int32(DT_DIR):
+                let child = OwnedDescriptor(try retryingOnInterrupt("open", path: path) {
+                    openat(source.rawValue, entryName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                })
+                let childStatus = try child.status(path: path)
+                try retryingOnInterrupt("mkdir", path: path) { mkdirat(folder.rawValue, entryName, childStatus.permissions & 0o777) }
+                try linkCopy(of: child, status: childStatus, into: folder.rawValue, name: entryName, path: path + "/" + name)
+            case Int32(DT_LNK):
+                var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+                let length = try retryingOnInterrupt("readlink", path: path) { readlinkat(source.rawValue, entryName, &buffer, buffer.count - 1) }
+                buffer[length] = 0
+                try retryingOnInterrupt("symlink", path: path) { symlinkat(buffer, folder.rawValue, entryName) }
+            default:
+                try retryingOnInterrupt("link", path: path) { linkat(source.rawValue, entryName, folder.rawValue, entryName, 0) }
+                if type == Int32(DT_REG) {
+                    ArchivedLinks.adjust(at: AttributeTarget(entryName, in: folder.rawValue), by: 1)
+                }
+            }
+        }
+    }
+
     /// The owner, mode and times of `status`, on an item the daemon just made. `always`: set the
     /// mode even where the umask cut nothing (a file made 0600).
-    private func giveAttributes(of status: FileStatus, to descriptor: Int32, always: Bool) {
+    func giveAttributes(of status: FileStatus, to descriptor: Int32, always: Bool) {
         if status.userID != geteuid() || status.groupID != getegid() { fchown(descriptor, status.userID, status.groupID) }
         if always || status.permissions & ~0o777 != 0 || status.permissions & daemonUmask != 0 { fchmod(descriptor, status.permissions) }
         var times = [status.accessTime, status.modificationTime]
