@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <sys/xattr.h>
 #include <sys/socket.h>
+#include <sys/vfs.h>
 
 int docfs_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned int flags) {
     return (int)syscall(SYS_renameat2, olddirfd, oldpath, newdirfd, newpath, flags);
@@ -588,4 +589,9 @@ int docfs_fanotify_read(int fanotify_fd, struct docfs_watch_event *events, int c
         metadata = FAN_EVENT_NEXT(metadata, length);
     }
     return count;
+}
+
+long docfs_file_system_type(const char *path) {
+    struct statfs system;
+    return statfs(path, &system) == 0 ? (long)system.f_type : -1;
 }

@@ -60,6 +60,9 @@ public final class DirectoryStore: DocumentStore {
     /// queued is skipped, and a save waits for the one in hand instead of copying again.
     let preparationRequests = OrderedMutex<(next: UInt64, latest: [PathKey: UInt64])>(.leaf, (1, [:]))
     let preparing = DispatchQueue(label: "docfs-package-versions", qos: .utility)
+    /// Whether a folder listing's inode numbers are the items' own (ext4, XFS, Btrfs, tmpfs): then
+    /// a prepared version's files are compared by their listings alone.
+    let listsItsInodes: Bool
 
     public enum OpenError: Error, CustomStringConvertible {
         case notADirectory(String)
@@ -93,6 +96,7 @@ public final class DirectoryStore: DocumentStore {
         } ?? path
         let status = try FileStatus.of(path: resolved)
         guard status.kind == .directory else { throw OpenError.notADirectory(path) }
+        listsItsInodes = Self.listsItsInodes(resolved)
         root = resolved
         rootURL = URL(fileURLWithPath: root, isDirectory: true)
         rootTree = try ConfinedTree(path: root)
@@ -124,6 +128,15 @@ public final class DirectoryStore: DocumentStore {
         } else {
             preparedDirectory = nil
         }
+    }
+
+    /// Whether the file system at `path` is one whose listings give each item's own inode number:
+    /// others (overlayfs across its layers, FUSE file systems) may give other numbers, or one number
+    /// for two items.
+    private static func listsItsInodes(_ path: String) -> Bool {
+        let type = FileSystemPath.withCString(path) { docfs_file_system_type($0) }
+        let ext4 = 0xEF53, xfs = 0x5846_5342, btrfs = 0x9123_683E, tmpfs = 0x0102_1994
+        return [ext4, xfs, btrfs, tmpfs].contains(type)
     }
 
     /// Makes a folder of the private area, or accepts the one there if it is a real folder (never

@@ -167,4 +167,7 @@ void docfs_lock_order_suspend(int suspend);
 /// syslog(3) with a fixed "%s" format, so a message is never read as a format string.
 void docfs_syslog(int priority, const char *message);
 
+/// The f_type of statfs(2) for the file system holding `path` (its magic number), or -1 with errno.
+long docfs_file_system_type(const char *path);
+
 #endif
