@@ -164,9 +164,8 @@ final class PackageCoordinator: Sendable {
         }
         TestHook.packageCloneJudged.pause()
         do {
-            let replaced = versions(replacedBy: change, root: root)
             try pipeline.commit(
-                replacing: replaced, saving: savedPaths(change, root: root), package: packageToPrepare(after: change, root: root, replacing: replaced)
+                replacing: versions(replacedBy: change, root: root), saving: savedPaths(change, root: root), package: packageToPrepare(after: change, root: root)
             ) {
                 if result === file {
                     try store.replaceDirectory(at: root, with: clone, publishing: publish)
@@ -249,8 +248,11 @@ final class PackageCoordinator: Sendable {
         if result !== package && !change.isReplaceFile { return nil }
         do {
             let replaced = versions(replacedBy: change, root: root)
+            // A first write into a member just made, stored as written, adds a file and nothing
+            // else: the version made before it is completed with it (see `packageToPrepare`).
+            let addsOnly = change.isReplaceFile && replaced.isEmpty && result === package
             try pipeline.commit(
-                replacing: replaced, saving: savedPaths(change, root: root), package: packageToPrepare(after: change, root: root, replacing: replaced)
+                replacing: replaced, saving: savedPaths(change, root: root), package: addsOnly ? nil : packageToPrepare(after: change, root: root)
             ) {
                 switch (change, result === package) {
                 case (.replaceFile(let member, let staging), true):
@@ -274,15 +276,14 @@ final class PackageCoordinator: Sendable {
     }
 
     /// The package whose next version a commit of `change` makes ahead (`prepareVersion`): none
-    /// after a change that only adds an item, or a first write into a file just made (which
-    /// replaces nothing: `replaced` is empty). A version made after those was made again before
-    /// anything used it: a save by rename inside a package made three and used one. The version
-    /// made before the new items came is completed with them when it is used.
-    private func packageToPrepare(after change: PackageChange, root: String, replacing replaced: [CommitPipeline.Replaced]) -> String? {
+    /// after a change that only adds an item, nor (`commitInPlace`) after a first write into a file
+    /// just made, which replaces nothing. A version made after those was made again before anything
+    /// used it: a save by rename inside a package made three and used one. The version made before
+    /// the new items came is completed with them when it is used.
+    private func packageToPrepare(after change: PackageChange, root: String) -> String? {
         switch change {
         case .createFile, .makeDirectory, .makeSpecialFile, .makeSymbolicLink: nil
-        case .replaceFile: replaced.isEmpty ? nil : root
-        case .rename, .removeFile, .removeDirectory: root
+        case .replaceFile, .rename, .removeFile, .removeDirectory: root
         }
     }
 

@@ -111,17 +111,16 @@ extension DirectoryStore {
               let nowEntries = try? FileIO.listing(of: live.rawValue, path: path)
         else { return nil }
         let madeByName = Dictionary(madeEntries.map { (PathKey($0.name), $0) }, uniquingKeysWith: { first, _ in first })
-        // Both listed on one file system that lists items' own numbers: a file listed with the same
-        // number in both is the same file (a package of 200 files took 400 calls to say so).
-        let listingsSuffice = listsItsInodes && made.device == now.device
-        var arrived: [Arrival] = []
-        var arrivedHere = 0
+        var arrived = nowEntries.filter { madeByName[PathKey($0.name)] == nil }.map { Arrival(folder: folder, name: $0.name, type: $0.type) }
+        let arrivedHere = arrived.count
+        // Both listed on one file system that lists items' own numbers, in a folder nothing came
+        // into: a file listed with the same number in both is the same file (a package of 200 files
+        // took 400 calls to say so). Where something came, each file is looked at: a listing torn
+        // by a rename beside the mount may show a file under its old name and its new one, and the
+        // old name is then found gone.
+        let listingsSuffice = listsItsInodes && made.device == now.device && arrivedHere == 0
         for entry in nowEntries {
-            guard let copy = madeByName[PathKey(entry.name)] else {
-                arrived.append(Arrival(folder: folder, name: entry.name, type: entry.type))
-                arrivedHere += 1
-                continue
-            }
+            guard let copy = madeByName[PathKey(entry.name)] else { continue }
             if listingsSuffice, entry.type == UInt8(DT_REG), copy.type == UInt8(DT_REG) {
                 guard copy.inode == entry.inode else { return nil }
                 continue

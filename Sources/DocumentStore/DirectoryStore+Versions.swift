@@ -227,7 +227,13 @@ extension DirectoryStore {
                 // A file system that does not say in its listing (XFS without ftype).
                 var raw = stat()
                 try retryingOnInterrupt("stat", path: path) { fstatat(source.rawValue, entryName, &raw, AT_SYMLINK_NOFOLLOW) }
-                type = raw.st_mode & S_IFMT == S_IFDIR ? Int32(DT_DIR) : raw.st_mode & S_IFMT == S_IFLNK ? Int32(DT_LNK) : Int32(DT_REG)
+                switch raw.st_mode & S_IFMT {
+                case S_IFDIR: type = Int32(DT_DIR)
+                case S_IFLNK: type = Int32(DT_LNK)
+                case S_IFREG: type = Int32(DT_REG)
+                // A special file is linked, and not counted: only files' counts are ever lowered.
+                default: type = Int32(DT_FIFO)
+                }
             }
             switch type {
             case Int32(DT_DIR):

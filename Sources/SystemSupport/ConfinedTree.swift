@@ -32,6 +32,9 @@ public final class ConfinedTree: Sendable {
     let serial: UInt
     /// A store's private area (or a folder in it), reached by no path of the mount.
     let isPrivateArea: Bool
+    /// The device and inode numbers of the directory opened (a private area's, to see whether it is
+    /// still at its path).
+    private let opened: (device: UInt64, inode: UInt64)?
     /// Whether a folder moved within the private areas may change what a path below this tree
     /// leads to: for the private areas themselves, and for a tree opened on a descriptor (which may
     /// be a folder inside one).
@@ -55,6 +58,7 @@ public final class ConfinedTree: Sendable {
         serial = Self.serials.add(1, ordering: .relaxed).oldValue
         self.isPrivateArea = isPrivateArea
         followsPrivateChanges = isPrivateArea
+        opened = (try? FileStatus.of(descriptor: raw, path: trimmed)).map { ($0.device, $0.inode) }
         ConfinedTrees.register(self)
     }
 
@@ -69,6 +73,7 @@ public final class ConfinedTree: Sendable {
         serial = Self.serials.add(1, ordering: .relaxed).oldValue
         isPrivateArea = false
         followsPrivateChanges = true
+        opened = nil
         ConfinedTrees.register(self)
     }
 
@@ -96,15 +101,22 @@ public final class ConfinedTree: Sendable {
     public static func resolveFoldersAgain() { docfs_folder_cache_clear() }
 
     /// Makes the threads resolve again the folders that a folder moved or removed at `paths` (its
-    /// old and new paths) may have changed: when every path lies in a private area, only the
-    /// folders of the trees that follow those; otherwise every folder (an exchange between the
-    /// private area and the store changes both).
+    /// old and new paths) may have changed: when every path lies in a private area that is still
+    /// where its path says, only the folders of the trees that follow those; otherwise every folder
+    /// (an exchange between the private area and the store changes both, and a private area that a
+    /// store writer moved into the store beside the mount is reached by the store's paths too).
     public static func foldersChanged(at paths: String...) {
-        if paths.allSatisfy({ ConfinedTrees.containing($0)?.0.isPrivateArea == true }) {
+        if paths.allSatisfy({ ConfinedTrees.containing($0).map { $0.0.isPrivateArea && $0.0.isAtItsPath } == true }) {
             docfs_folder_cache_clear_private()
         } else {
             docfs_folder_cache_clear()
         }
+    }
+
+    /// Whether the tree's path (resolved as any path is) still leads to the directory it opened.
+    private var isAtItsPath: Bool {
+        guard let opened, let now = try? FileStatus.of(path: path) else { return false }
+        return now.device == opened.device && now.inode == opened.inode
     }
 
     /// The tree's own status, from its descriptor (the directory opened, wherever it is now).

@@ -125,6 +125,22 @@ import Testing
         }
     }
 
+    /// A review of 7218769: a private area that a store writer moved into the store, beside the
+    /// mount, is reached by the store's paths too, so a folder moved in it (through its tree, which
+    /// follows it) must make every thread resolve the store's folders again.
+    @Test func aMoveInAPrivateAreaMovedIntoTheStoreIsResolvedAgainEverywhere() throws {
+        let (tree, folder) = try tree(with: ["a/x", ".private/m/y"])
+        let privateArea = try ConfinedTree(path: folder + "/.private", isPrivateArea: true)
+        defer { privateArea.release(); tree.release(); try? FileManager.default.removeItem(atPath: folder) }
+        #expect(rename(folder + "/.private", folder + "/moved") == 0)
+        try ConfinedTree.keepingFoldersResolved { () throws in
+            #expect(try FileIO.readFile(folder + "/moved/m/y") == Data(".private/m/y".utf8))
+            try FileIO.rename(folder + "/.private/m", folder + "/.private/n")
+            #expect(throws: SystemCallError.self) { try FileIO.readFile(folder + "/moved/m/y") }
+            #expect(try FileIO.readFile(folder + "/moved/n/y") == Data(".private/m/y".utf8))
+        }
+    }
+
     /// A folder exchanged between the private area and the store (a package's clone swapped in)
     /// changes the store's paths: every folder is resolved again.
     @Test func aFolderExchangedWithThePrivateAreaIsResolvedAgain() throws {
