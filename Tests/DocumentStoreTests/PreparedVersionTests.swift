@@ -22,13 +22,16 @@ import Testing
 
     private static let package = ["P.textbundle/info.json": "{}", "P.textbundle/text.md": "one\n", "P.textbundle/assets/a.txt": "a\n"]
 
-    /// The version made ahead, once it is ready: its folder's number.
-    private func preparedFolder(_ store: DirectoryStore, in folder: String) throws -> UInt64 {
+    /// A store of `package`, and its next version made ahead: the store, its folder, and the
+    /// number of the version's folder once it is ready.
+    private func storeWithAVersionMadeAhead() throws -> (DirectoryStore, String, UInt64) {
+        let (store, folder) = try makeStore(with: Self.package)
+        store.prepareVersion(of: "P.textbundle")
         store.preparing.sync {}
         let pending = folder + "/" + DirectoryStore.privateAreaName + "/versions-pending"
         let names = try FileIO.directoryEntries(pending)
         try #require(names.count == 1, "one version made ahead: \(names)")
-        return try FileStatus.of(path: pending + "/" + names[0]).inode
+        return (store, folder, try FileStatus.of(path: pending + "/" + names[0]).inode)
     }
 
     /// Every item below `folder`: its kind and path, and a file's number (a version links them).
@@ -43,10 +46,8 @@ import Testing
     }
 
     @Test func aVersionMadeAheadIsCompletedWithTheItemsThatCameSince() throws {
-        let (store, folder) = try makeStore(with: Self.package)
+        let (store, folder, prepared) = try storeWithAVersionMadeAhead()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        store.prepareVersion(of: "P.textbundle")
-        let prepared = try preparedFolder(store, in: folder)
         // What a save by rename's new file and a new folder bring, made as the mount makes them.
         let live = folder + "/P.textbundle"
         try Data("two\n".utf8).write(to: URL(fileURLWithPath: live + "/text.md.tmp"))
@@ -69,10 +70,8 @@ import Testing
 
     /// Anything else that changed since is not completed: the version is copied from the package.
     @Test func aVersionMadeAheadOfAChangedPackageIsNotUsed() throws {
-        let (store, folder) = try makeStore(with: Self.package)
+        let (store, folder, prepared) = try storeWithAVersionMadeAhead()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        store.prepareVersion(of: "P.textbundle")
-        let prepared = try preparedFolder(store, in: folder)
         let live = folder + "/P.textbundle"
         // A member replaced and a new one: the new one alone would be completed.
         try Data("two\n".utf8).write(to: URL(fileURLWithPath: live + "/new.md"))

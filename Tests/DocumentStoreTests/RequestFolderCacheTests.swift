@@ -98,30 +98,23 @@ import Testing
     /// renamed into the archive, at every save) leaves the store's folders resolved, which every
     /// thread opened again after each such rename (10 `openat2` a save in a package).
     @Test func aFolderMovedInThePrivateAreaLeavesTheStoresFoldersResolved() throws {
-        let (tree, folder) = try tree(with: ["a/x", ".private/m/y"])
-        let privateArea = try ConfinedTree(path: folder + "/.private", isPrivateArea: true)
-        defer { privateArea.release(); tree.release(); try? FileManager.default.removeItem(atPath: folder) }
-        let kept = try folderHandedOutAgain(folder + "/a/x") {
-            try FileIO.rename(folder + "/.private/m", folder + "/.private/n")
-            try FileIO.rename(folder + "/.private/n", folder + "/.private/m")
+        try withPrivateArea(["a/x", ".private/m/y"]) { folder in
+            let kept = try folderHandedOutAgain(folder + "/a/x") {
+                try FileIO.rename(folder + "/.private/m", folder + "/.private/n")
+                try FileIO.rename(folder + "/.private/n", folder + "/.private/m")
+            }
+            #expect(kept, "a folder moved in the private area dropped the store's folders")
         }
-        #expect(kept, "a folder moved in the private area dropped the store's folders")
     }
 
     /// ...and the private area's own folders are resolved again, by every thread.
     @Test func aFolderMovedInThePrivateAreaIsResolvedAgainThere() throws {
-        let (tree, folder) = try tree(with: ["a/x", ".private/m/y"])
-        let privateArea = try ConfinedTree(path: folder + "/.private", isPrivateArea: true)
-        defer { privateArea.release(); tree.release(); try? FileManager.default.removeItem(atPath: folder) }
-        try ConfinedTree.keepingFoldersResolved { () throws in
-            #expect(try FileIO.readFile(folder + "/.private/m/y") == Data(".private/m/y".utf8))
-            let renamed = DispatchSemaphore(value: 0)
-            Thread.detachNewThread {
-                #expect((try? FileIO.rename(folder + "/.private/m", folder + "/.private/moved")) != nil)
-                renamed.signal()
+        try withPrivateArea(["a/x", ".private/m/y"]) { folder in
+            try ConfinedTree.keepingFoldersResolved { () throws in
+                #expect(try FileIO.readFile(folder + "/.private/m/y") == Data(".private/m/y".utf8))
+                try joinThread { #expect((try? FileIO.rename(folder + "/.private/m", folder + "/.private/moved")) != nil) }
+                #expect(throws: SystemCallError.self) { try FileIO.readFile(folder + "/.private/m/y") }
             }
-            renamed.wait()
-            #expect(throws: SystemCallError.self) { try FileIO.readFile(folder + "/.private/m/y") }
         }
     }
 
@@ -129,35 +122,35 @@ import Testing
     /// mount, is reached by the store's paths too, so a folder moved in it (through its tree, which
     /// follows it) must make every thread resolve the store's folders again.
     @Test func aMoveInAPrivateAreaMovedIntoTheStoreIsResolvedAgainEverywhere() throws {
-        let (tree, folder) = try tree(with: ["a/x", ".private/m/y"])
-        let privateArea = try ConfinedTree(path: folder + "/.private", isPrivateArea: true)
-        defer { privateArea.release(); tree.release(); try? FileManager.default.removeItem(atPath: folder) }
-        #expect(rename(folder + "/.private", folder + "/moved") == 0)
-        try ConfinedTree.keepingFoldersResolved { () throws in
-            #expect(try FileIO.readFile(folder + "/moved/m/y") == Data(".private/m/y".utf8))
-            try FileIO.rename(folder + "/.private/m", folder + "/.private/n")
-            #expect(throws: SystemCallError.self) { try FileIO.readFile(folder + "/moved/m/y") }
-            #expect(try FileIO.readFile(folder + "/moved/n/y") == Data(".private/m/y".utf8))
+        try withPrivateArea(["a/x", ".private/m/y"]) { folder in
+            #expect(rename(folder + "/.private", folder + "/moved") == 0)
+            try ConfinedTree.keepingFoldersResolved { () throws in
+                #expect(try FileIO.readFile(folder + "/moved/m/y") == Data(".private/m/y".utf8))
+                try FileIO.rename(folder + "/.private/m", folder + "/.private/n")
+                #expect(throws: SystemCallError.self) { try FileIO.readFile(folder + "/moved/m/y") }
+                #expect(try FileIO.readFile(folder + "/moved/n/y") == Data(".private/m/y".utf8))
+            }
         }
     }
 
     /// A folder exchanged between the private area and the store (a package's clone swapped in)
     /// changes the store's paths: every folder is resolved again.
     @Test func aFolderExchangedWithThePrivateAreaIsResolvedAgain() throws {
-        let (tree, folder) = try tree(with: ["a/x", ".private/clone/x"])
+        try withPrivateArea(["a/x", ".private/clone/x"]) { folder in
+            try ConfinedTree.keepingFoldersResolved { () throws in
+                #expect(try FileIO.readFile(folder + "/a/x") == Data("a/x".utf8))
+                try joinThread { #expect((try? FileIO.exchange(folder + "/.private/clone", folder + "/a")) != nil) }
+                #expect(try FileIO.readFile(folder + "/a/x") == Data(".private/clone/x".utf8))
+            }
+        }
+    }
+
+    /// Runs `body` with the folder of a tree holding `files`, whose `.private` is a private area's tree.
+    private func withPrivateArea(_ files: [String], _ body: (String) throws -> Void) throws {
+        let (tree, folder) = try tree(with: files)
         let privateArea = try ConfinedTree(path: folder + "/.private", isPrivateArea: true)
         defer { privateArea.release(); tree.release(); try? FileManager.default.removeItem(atPath: folder) }
-        try Data("clone".utf8).write(to: URL(fileURLWithPath: folder + "/.private/clone/x"))
-        try ConfinedTree.keepingFoldersResolved { () throws in
-            #expect(try FileIO.readFile(folder + "/a/x") == Data("a/x".utf8))
-            let exchanged = DispatchSemaphore(value: 0)
-            Thread.detachNewThread {
-                #expect((try? FileIO.exchange(folder + "/.private/clone", folder + "/a")) != nil)
-                exchanged.signal()
-            }
-            exchanged.wait()
-            #expect(try FileIO.readFile(folder + "/a/x") == Data("clone".utf8))
-        }
+        try body(folder)
     }
 
     /// A tree opened and released (a package decoded through its folder's descriptor, at every
