@@ -113,10 +113,13 @@ public final class ConfinedTree: Sendable {
         }
     }
 
-    /// Whether the tree's path (resolved as any path is) still leads to the directory it opened.
+    /// Whether the tree's path (resolved as any path is) still leads to the directory it opened,
+    /// and so does that of each private area it is in (a staging folder is found through its
+    /// private area's descriptor, wherever that went).
     private var isAtItsPath: Bool {
-        guard let opened, let now = try? FileStatus.of(path: path) else { return false }
-        return now.device == opened.device && now.inode == opened.inode
+        guard let opened, let now = try? FileStatus.of(path: path), now.device == opened.device, now.inode == opened.inode else { return false }
+        guard let (outer, _) = ConfinedTrees.containing(path), outer.isPrivateArea else { return true }
+        return outer.isAtItsPath
     }
 
     /// The tree's own status, from its descriptor (the directory opened, wherever it is now).

@@ -133,6 +133,21 @@ import Testing
         }
     }
 
+    /// ...and so does one in a folder of that private area that is a tree of its own (a store's
+    /// staging folder), which is found through the private area's descriptor, wherever it went.
+    @Test func aMoveInATreeInsideAPrivateAreaMovedIntoTheStoreIsResolvedAgainEverywhere() throws {
+        try withPrivateArea(["a/x", ".private/inner/m/y"]) { folder in
+            let inner = try ConfinedTree(path: folder + "/.private/inner", isPrivateArea: true)
+            defer { inner.release() }
+            #expect(rename(folder + "/.private", folder + "/moved") == 0)
+            try ConfinedTree.keepingFoldersResolved { () throws in
+                #expect(try FileIO.readFile(folder + "/moved/inner/m/y") == Data(".private/inner/m/y".utf8))
+                try FileIO.rename(folder + "/.private/inner/m", folder + "/.private/inner/n")
+                #expect(throws: SystemCallError.self) { try FileIO.readFile(folder + "/moved/inner/m/y") }
+            }
+        }
+    }
+
     /// A folder exchanged between the private area and the store (a package's clone swapped in)
     /// changes the store's paths: every folder is resolved again.
     @Test func aFolderExchangedWithThePrivateAreaIsResolvedAgain() throws {
