@@ -6,6 +6,10 @@ import SystemSupport
 struct MirrorState {
     private(set) var known: [PathKey: KnownItem] = [:]
     private var paths: [Int64: String] = [:]
+    /// The known paths in each folder, by the folder's path (`""` for the root): what is under a
+    /// folder is found from it, not by a scan of everything known (a package opened on a store of
+    /// 100,000 items looked at every one of them).
+    private var children: [PathKey: Set<PathKey>] = [:]
     /// The rows whose content the mirror holds, by content key: where a file with that content can
     /// be copied from, and the candidates for eviction.
     private var fetched: [ContentKey: Set<Int64>] = [:]
@@ -67,7 +71,7 @@ struct MirrorState {
 
     private mutating func remember(_ path: String, _ item: KnownItem) {
         clock = max(clock, item.lastUse)
-        known[PathKey(path)] = item
+        place(PathKey(path), item)
         paths[item.id] = path
         guard item.isFetched, let key = item.contentKey else { return }
         fetched[key, default: []].insert(item.id)
@@ -87,9 +91,37 @@ struct MirrorState {
     /// Forgets `path` and everything under it.
     mutating func removeSubtree(_ path: String) {
         for key in keys(under: path) {
-            if let item = known.removeValue(forKey: key) { forget(item, at: key.path) }
+            if let item = displace(key) { forget(item, at: key.path) }
         }
     }
+
+    /// `key` holds `item` in `known`, and is listed in its folder, and each folder on the way in
+    /// its own (known or not: a path is found from every folder above it).
+    private mutating func place(_ key: PathKey, _ item: KnownItem) {
+        known[key] = item
+        var child = key
+        while !child.path.isEmpty {
+            let folder = Self.folder(of: child)
+            guard children[folder, default: []].insert(child).inserted else { return }
+            child = folder
+        }
+    }
+
+    /// `key` leaves `known`, and its folder's list once nothing is known at or below it (and so on
+    /// up); what it held, if anything.
+    private mutating func displace(_ key: PathKey) -> KnownItem? {
+        let item = known.removeValue(forKey: key)
+        var child = key
+        while !child.path.isEmpty, known[child] == nil, children[child] == nil {
+            let folder = Self.folder(of: child)
+            children[folder]?.remove(child)
+            if children[folder]?.isEmpty == true { children[folder] = nil }
+            child = folder
+        }
+        return item
+    }
+
+    private static func folder(of key: PathKey) -> PathKey { PathKey(StorePath.split(key.path)?.parent ?? "") }
 
     // MARK: The content cache
 
@@ -147,10 +179,10 @@ struct MirrorState {
 
     /// `from` and everything under it now have `to` in its place.
     mutating func moveSubtree(from source: String, to destination: String) {
-        let moved = keys(under: source).compactMap { key in known.removeValue(forKey: key).map { (key, $0) } }
+        let moved = keys(under: source).compactMap { key in displace(key).map { (key, $0) } }
         for (key, item) in moved {
             let renamed = StorePath.replacingFolder(source, with: destination, in: key.path)
-            known[PathKey(renamed)] = item
+            place(PathKey(renamed), item)
             paths[item.id] = renamed
         }
         // `fetched` is by row, which a rename keeps.
@@ -161,11 +193,19 @@ struct MirrorState {
         bases.values.first { FileSystemPath.same($0.document, document) }.map { $0.base }
     }
 
-    /// `path` and, for a folder, every path below it (a scan of what is known: folders only).
-    private func keys(under path: String) -> [PathKey] {
+    /// `path`, if known, and every known path below it, found folder by folder.
+    func keys(under path: String) -> [PathKey] {
         let key = PathKey(path)
         if !path.isEmpty, let item = known[key], !item.isFolder { return [key] }
-        return known.keys.filter { StorePath.isWithin($0.path, path) }
+        var found = known[key] == nil ? [] : [key]
+        var folders = [key]
+        while let folder = folders.popLast() {
+            for child in children[folder] ?? [] {
+                if known[child] != nil { found.append(child) }
+                if children[child] != nil { folders.append(child) }
+            }
+        }
+        return found
     }
 }
 
