@@ -114,6 +114,7 @@ public final class PostgresStore: DocumentStore {
             try pool.withConnection { db in
                 if readOnly { return try Self.existingStore(named: location.storeName, db) }
                 try StoreSchema.migrate(db)
+                StoreSchema.describeFolders(db)
                 return try Self.openStore(named: location.storeName, db)
             }
         }

@@ -133,6 +133,23 @@ enum StoreSchema {
         "ALTER TABLE docfs_items ADD COLUMN saved_unreachable smallint; ALTER TABLE docfs_document_versions ADD COLUMN unreachable smallint;",
     ]
 
+    /// Tells the planner that a folder holds few of the store's items: `n_distinct` of
+    /// `docfs_items.parent` set to 5% of the rows, and the table analyzed once with it. A prepared
+    /// statement soon runs on a generic plan, which estimates how many items one folder holds from
+    /// the statistics; where a few folders hold most of the store, that estimate made it read the
+    /// whole table to find one package's items (a package save 8.9 ms on a store of 20,000 items).
+    /// Not a migration: nothing in the tables changes, and a DocFS without it still mounts. Best
+    /// effort: an engine or a role that cannot say so goes on without.
+    static func describeFolders(_ connection: PostgresConnection) {
+        let described = try? connection.execute("""
+            SELECT count(*) FROM pg_attribute WHERE attrelid = 'docfs_items'::regclass AND attname = 'parent'
+            AND attoptions @> ARRAY['n_distinct=-0.05']
+            """).integer(0, 0)
+        guard described == 0 else { return }
+        _ = try? connection.execute("ALTER TABLE docfs_items ALTER COLUMN parent SET (n_distinct = -0.05)")
+        _ = try? connection.execute("ANALYZE docfs_items")
+    }
+
     /// Brings the database to the latest schema. Refuses a database a newer DocFS migrated.
     static func migrate(_ connection: PostgresConnection) throws {
         try connection.transaction { db in
