@@ -10,6 +10,8 @@ struct MirrorState {
     /// folder is found from it, not by a scan of everything known (a package opened on a store of
     /// 100,000 items looked at every one of them).
     private var children: [PathKey: Set<PathKey>] = [:]
+    /// How many folders the index lists paths of (none once nothing is known).
+    var indexedFolders: Int { children.count }
     /// The rows whose content the mirror holds, by content key: where a file with that content can
     /// be copied from, and the candidates for eviction.
     private var fetched: [ContentKey: Set<Int64>] = [:]

@@ -114,7 +114,9 @@ public final class PostgresStore: DocumentStore {
             try pool.withConnection { db in
                 if readOnly { return try Self.existingStore(named: location.storeName, db) }
                 try StoreSchema.migrate(db)
-                StoreSchema.describeFolders(db)
+                if let failure = StoreSchema.describeFolders(db) {
+                    logger.notice("could not tell the database's planner that folders are small (\(failure)): on a large store, a package's save may read the whole table until `ANALYZE docfs_items` runs as the table's owner")
+                }
                 return try Self.openStore(named: location.storeName, db)
             }
         }

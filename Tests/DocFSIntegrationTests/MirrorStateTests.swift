@@ -14,8 +14,21 @@ import Testing
         Set(state.allKnown.keys.filter { StorePath.isWithin($0.path, path) })
     }
 
+    /// SplitMix64: a failure's seed (in its message) replays it.
+    private struct SeededGenerator: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
     @Test func keysUnderAFolderAreWhatAScanFinds() {
-        var generator = SystemRandomNumberGenerator()
+        let seed = UInt64.random(in: 0...UInt64.max)
+        var generator = SeededGenerator(state: seed)
         var state = MirrorState()
         var nextID: Int64 = 1
         func randomPath() -> String {
@@ -28,16 +41,21 @@ import Testing
                 // Folders and files at random, orphans too (an item whose folder is not known).
                 state.set(path, KnownItem(id: nextID, version: 1, contentVersion: 1, isFolder: Bool.random(using: &generator)))
                 nextID += 1
-            case 6..<8:
+            case 6:
+                state.setFetched(path, Bool.random(using: &generator))
+            case 7:
                 state.removeSubtree(path)
             default:
                 state.moveSubtree(from: path, to: randomPath())
             }
             for folder in ["", path, StorePath.split(path)?.parent ?? "", randomPath()] {
                 let found = state.keys(under: folder)
-                #expect(Set(found) == Self.scan(state, under: folder) || state[folder]?.isFolder == false, "step \(step), under \(folder)")
-                #expect(found.count == Set(found).count, "step \(step): a path found twice under \(folder)")
+                #expect(Set(found) == Self.scan(state, under: folder) || state[folder]?.isFolder == false, "seed \(seed), step \(step), under \(folder)")
+                #expect(found.count == Set(found).count, "seed \(seed), step \(step): a path found twice under \(folder)")
             }
         }
+        // Nothing known, nothing indexed: a path's links go with the last item at or below it.
+        state.removeSubtree("")
+        #expect(state.allKnown.isEmpty && state.indexedFolders == 0, "seed \(seed): \(state.indexedFolders) folders still indexed")
     }
 }
