@@ -14,21 +14,9 @@ import Testing
         Set(state.allKnown.keys.filter { StorePath.isWithin($0.path, path) })
     }
 
-    /// SplitMix64: a failure's seed (in its message) replays it.
-    private struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test func keysUnderAFolderAreWhatAScanFinds() {
         let seed = UInt64.random(in: 0...UInt64.max)
-        var generator = SeededGenerator(state: seed)
+        var generator = ByteNameTests.SeededGenerator(state: seed)
         var state = MirrorState()
         var nextID: Int64 = 1
         func randomPath() -> String {
