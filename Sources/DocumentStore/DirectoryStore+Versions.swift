@@ -45,7 +45,12 @@ extension DirectoryStore {
     ) throws -> String? {
         guard keepsVersions, let versions else { return nil }
         let full = absolute(path)
-        guard let status = try? FileStatus.of(path: full) else { return nil }
+        // The document's own history is its number's (see `VersionArchive`); a removed one's
+        // history, joined, is nobody's number.
+        guard let (status, number) = try? FileSystemPath.at(full, { directory, name in
+            let status = try FileStatus.of(name: name, in: directory, path: full)
+            return (status, history == nil ? historyNumber(of: status, at: AttributeTarget(name, in: directory)) : nil)
+        }) else { return nil }
         switch status.kind {
         case .regular where status.size > 0, .directory: break
         // An empty file is a draft being made (`touch`, a copy's first step): nothing to go back to.
@@ -79,7 +84,7 @@ extension DirectoryStore {
         // Linked in, the version is the document's file, which carries its record already (its
         // own, or the one written on it above).
         var linked = false
-        let kept = try versions.addVersion(of: history ?? path, record: record, inode: status.inode) { target in
+        let kept = try versions.addVersion(of: history ?? path, number: number, record: record, inode: status.inode) { target in
             if let prepared {
                 try FileIO.rename(prepared, target, flags: 1)
                 preparedUsed = true
@@ -110,8 +115,26 @@ extension DirectoryStore {
             do { try record.writeOrThrow(at: kept) } catch { if record.unreachable != 0 { try dropUnrecorded(kept, of: history ?? path, error) } }
         }
         StoreMetrics.versionBytes.increment(by: Double(status.kind == .regular ? status.blocks * 512 : 0))
-        versions.added(history ?? path)
+        versions.added(history ?? path, at: kept)
+        if let number {
+            historiesKept.withLock { kept in
+                // Bounded: a save never recorded (it failed) leaves its entry.
+                if kept.count >= 4096 { kept.removeAll() }
+                kept[PathKey(path)] = number.value
+            }
+        }
         return kept
+    }
+
+    /// The number a document's history is kept under: the item's (see `identity(of:at:)`), read
+    /// without giving one. Nil where the store keeps no numbers that last (the history is then
+    /// labelled by its path), or the item has none of its own.
+    func historyNumber(of status: FileStatus, at target: AttributeTarget) -> VersionArchive.HistoryNumber? {
+        guard keysHistoriesByNumber, let identities, let attribute = identities.attributeName,
+              status.kind == .regular || status.kind == .directory
+        else { return nil }
+        if let kept = NumberAttribute.read(at: target, name: attribute) { return .init(value: kept, travels: true) }
+        return identities.ownsNumber(status.inode) ? .init(value: status.inode, travels: false) : nil
     }
 
     /// Keeps `file`, the document at `path` as it was before a change made beside DocFS replaced or
@@ -125,12 +148,14 @@ extension DirectoryStore {
         if !record.knowsReach || record.predates(status) {
             record = SaveRecord(time: record.time, userID: record.userID, unreachable: unreachableBits(of: path))
         }
+        // Read as a save: the history goes on under the number of what replaced the document.
+        versions.historyContinues(at: path)
         let kept = try versions.addVersion(of: path, record: record, inode: status.inode) { target in
             try copyFile(from: file, status: status, to: target)
         }
         guard let kept else { return }
         do { try record.writeOrThrow(at: kept) } catch { if record.unreachable != 0 { try dropUnrecorded(kept, of: path, error) } }
-        versions.added(path)
+        versions.added(path, at: kept)
     }
 
     /// Takes back the version just kept at `kept` whose record, which says whom it is kept closed
@@ -282,6 +307,15 @@ extension DirectoryStore {
     public func recordSave(of path: String, by user: uid_t, at time: timespec) {
         guard keepsVersions else { return }
         SaveRecord(time: time, userID: user, unreachable: unreachableBits(of: path)).write(at: absolute(path))
+        // A save that gave the document a new number (a save by rename, a file with other names
+        // saved apart from them): the history it kept the replaced version in takes the number.
+        let full = absolute(path)
+        guard let versions, let kept = historiesKept.withLock({ $0.removeValue(forKey: PathKey(path)) }),
+              let number = try? FileSystemPath.at(full, { directory, name in
+                  historyNumber(of: try FileStatus.of(name: name, in: directory, path: full), at: AttributeTarget(name, in: directory))
+              }), number.value != kept
+        else { return }
+        versions.historyContinues(at: path, from: kept, to: number)
     }
 
     /// The permission bits of the document at `path` that its folders keep from others and from its
@@ -388,6 +422,10 @@ extension DirectoryStore {
     public func moveVersions(from source: String, to destination: String, exchanging: Bool) {
         versions?.moveHistory(from: source, to: destination, exchanging: exchanging)
     }
+
+    /// Whether histories are keyed by the documents' numbers: where the numbers last (a store
+    /// whose file system keeps the attribute that carries them through saves).
+    var keysHistoriesByNumber: Bool { identities?.attributeName != nil }
 }
 
 extension DirectoryStore {

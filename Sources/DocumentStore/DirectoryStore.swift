@@ -51,6 +51,10 @@ public final class DirectoryStore: DocumentStore {
     /// Documents whose last version a removal under way kept in their removal area already
     /// (`keepVersion(ofRemoved:joining:as:)`), until the removal or the end of its change.
     let removalsKeptAhead = OrderedMutex<Set<PathKey>>(.leaf, [])
+    /// The number whose history a save in progress kept the replaced version in, by the saved
+    /// path, until the save is recorded (`recordSave`): where the save gave the document a new
+    /// number, the history takes it.
+    let historiesKept = OrderedMutex<[PathKey: UInt64]>(.leaf, [:])
     /// Whether saves and removals keep the version they replace (`--versions off` says no).
     public let keepsVersions: Bool
     /// Where packages' next versions are made ahead (`DirectoryStore+PreparedVersions`), and those made.
@@ -127,6 +131,21 @@ public final class DirectoryStore: DocumentStore {
             removeLeftoverPreparedVersions()
         } else {
             preparedDirectory = nil
+        }
+        // Not read-only: a command reading the archive changes nothing in it, and may not read
+        // the attribute namespace the daemon keeps its numbers in.
+        if keysHistoriesByNumber && !readOnly {
+            // Weak: the archive may outlive its store (a command that kept only the archive).
+            versions?.keyByNumbers { [weak self] path in
+                guard let self else { return .unknown }
+                do {
+                    return .numbered(try self.status(of: path).identity)
+                } catch let error as SystemCallError where error.errno == ENOENT || error.errno == ENOTDIR {
+                    return .none
+                } catch {
+                    return .unknown
+                }
+            }
         }
     }
 

@@ -9,10 +9,28 @@ import SystemSupport
 /// is a folder of links to the package's files as they were: unchanged members are shared with
 /// the live package.
 ///
-/// Each document has a folder of its own, named by the SHA-256 of its path's bytes (so a path of
-/// any length or any bytes makes one short name, and no document name can collide with DocFS's
-/// own): `versions/AB/ABCDEF…/`. It holds `document`, the document's path, and one entry a
-/// version, named by the version's save time in UTC with the document's extension
+/// **A history belongs to a document, not to a path.** Each document's versions are in a folder
+/// named by the document's persistent number (`ItemIdentities`, the `st_ino` the mount shows):
+/// `versions/CD/0000000000ABCDCD/`. The folder's `document` note says where the document is, and
+/// the index (path to folder) is read from the notes. So:
+/// - a rename, of the document or of a folder above it, rewrites notes and moves no version;
+/// - a document moved beside the mount keeps its history: its next save finds its number's folder
+///   and takes the history along (the note is rewritten);
+/// - a document that left its path beside the mount (found when the index is read: the item at
+///   the note's path has another number, or none) is shown among the removed, under the owner of
+///   its newest version; its number's folder stays, so a save of it, wherever it went, finds it;
+/// - a save by rename, which gives the document the new file's number, renames its folder to that
+///   number (`historyContinues`), as does a replacement the store's watch reads as a save;
+/// - a document removed through the mount is no number's any more: its folder goes to a name no
+///   number makes (`…-removed-TIME`), so a number the file system gives out again finds nothing.
+///
+/// A store that keeps no numbers (a file system without extended attributes, a PostgreSQL store's
+/// mirror, whose database keys the versions) labels each history by the SHA-256 of the path it
+/// began at (`versions/AB/ABCDEF…`, as every history of an earlier DocFS is); the notes and the
+/// index find them all the same, and a store that keeps numbers gives such a history its
+/// document's number at the document's next save.
+///
+/// Each version is named by its save time in UTC with the document's extension
 /// (`20261125T140841.123456Z.md`): names sort by time, and programs open them by type. Only DocFS
 /// makes names in here; each starts with a digit, so none is `document`.
 public final class VersionArchive: Sendable {
@@ -20,12 +38,15 @@ public final class VersionArchive: Sendable {
 
     /// The documents with versions, and the names in each folder on the way to them: what a view of
     /// the archive lists by path. Read from the archive once, when first asked for, then kept up
-    /// to date as versions are added and as documents lose their last one.
+    /// to date as versions are added, moved, and as documents lose their last one.
     public struct Index: Sendable {
         public var documents: Set<[UInt8]> = []
         /// The names in each folder, by the folder's bytes: by bytes too, so the NFC and NFD
         /// spellings of a name are two entries.
         public var children: [[UInt8]: Set<PathKey>] = [:]
+        /// Each history's folder in the archive (`SHARD/KEY`), by its document's path: every
+        /// folder with a note, also one whose versions all went (it may keep a removal's record).
+        var folders: [[UInt8]: String] = [:]
         /// How many documents with versions are at or below each folder: a name leaves its folder's
         /// `children` when the last document below it goes.
         private var documentsBelow: [[UInt8]: Int] = [:]
@@ -40,7 +61,8 @@ public final class VersionArchive: Sendable {
             }
         }
 
-        /// `document` has no versions left: O(its depth), not a read of the archive.
+        /// `document` has no versions left: O(its depth), not a read of the archive. Its folder
+        /// stays known.
         mutating func remove(_ document: String) {
             guard documents.remove(Array(document.utf8)) != nil else { return }
             var parent = ""
@@ -52,6 +74,27 @@ public final class VersionArchive: Sendable {
                 parent = path
             }
         }
+
+        /// `document`'s history is no longer at its path (moved, or gone).
+        mutating func forget(_ document: String) {
+            remove(document)
+            folders[Array(document.utf8)] = nil
+        }
+
+        func folder(of document: String) -> String? { folders[Array(document.utf8)] }
+
+        /// Every document with a folder at or below `path`, with its folder.
+        func histories(atOrBelow path: String) -> [(document: String, folder: String)] {
+            let bytes = Array(path.utf8)
+            var found = folders[bytes].map { [(path, $0)] } ?? []
+            // Below it only where it is a folder of the index: a file's rename costs no scan.
+            guard children[bytes] != nil else { return found }
+            let prefix = bytes + [UInt8(ascii: "/")]
+            for (document, folder) in folders where document.starts(with: prefix) {
+                found.append((String(decoding: document, as: UTF8.self), folder))
+            }
+            return found
+        }
     }
     private let known = OrderedMutex<Index?>(.versionIndex, nil)
     /// Who could read each removed document, as its folder's attribute says, once read: the view
@@ -60,45 +103,139 @@ public final class VersionArchive: Sendable {
     /// See `unreachableBits(at:status:)`, by the version file's inode number.
     private let recordedReach = OrderedMutex<[FileIdentity: (changed: timespec, bits: mode_t)]>(.leaf, [:])
 
+    /// The number a history is kept under, and whether it travels with its item (it is in the
+    /// item's attribute: DocFS gave it, or a save carried it). A file system's own number, not in
+    /// the attribute, is the item's only while the item exists: a history found under it noted
+    /// elsewhere may be another item's that had the number before, and is never taken along.
+    public struct HistoryNumber: Sendable {
+        public var value: UInt64
+        public var travels: Bool
+        public init(value: UInt64, travels: Bool) {
+            self.value = value
+            self.travels = travels
+        }
+    }
+
+    /// What is at a store path now, from a store that keeps numbers (see the type's documentation).
+    public enum LiveItem: Sendable, Equatable {
+        case none
+        case numbered(UInt64)
+        /// The store is closed: nothing can be told.
+        case unknown
+    }
+    public typealias LiveNumbers = @Sendable (String) -> LiveItem
+    private let liveNumbers: OrderedMutex<LiveNumbers?> = OrderedMutex(.innermost, nil)
+
     public init(directory: String) {
         self.directory = directory
     }
+
+    /// Keys the histories begun from now on by the numbers `numbers` tells (a store that keeps
+    /// them calls this once, before any version is kept).
+    public func keyByNumbers(_ numbers: @escaping LiveNumbers) {
+        liveNumbers.withLock { $0 = numbers }
+    }
+
+    private var numbers: LiveNumbers? { liveNumbers.withLock { $0 } }
 
     /// The index of the archive (see `Index`). Built holding its lock, so a version added
     /// meanwhile waits and lands in it.
     public var index: Index {
         known.withLock { known in
             if let index = known { return index }
-            let built = Self.buildIndex(from: documentFolders())
+            let built = buildIndex()
             known = built
             return built
         }
     }
 
-    private static func buildIndex(from folders: [(document: String, folder: String)]) -> Index {
-        var built = Index()
-        // A folder whose versions all went (removed, dropped for room) lists nothing.
-        for (document, folder) in folders where holdsAVersion(folder) { built.add(document) }
-        return built
+    /// Runs `body` with the index, read first if it is not yet, holding its lock.
+    private func withIndex<T>(_ body: (inout Index) throws -> T) rethrows -> T {
+        try known.withLock { known in
+            var index = known ?? buildIndex()
+            defer { known = index }
+            return try body(&index)
+        }
     }
 
-    /// The folder holding the versions of the document at store path `document`.
+    /// The folder holding the versions of the document at store path `document` (one that does
+    /// not exist where it has none).
     public func folder(for document: String) -> String {
-        let key = Self.key(for: document)
-        return directory + "/" + String(key.prefix(2)) + "/" + key
+        withIndex { folder(for: document, in: &$0) }
     }
 
-    /// The SHA-256 of a path's bytes, in hex: one short name for a path of any length or bytes.
-    private static func key(for path: String) -> String { SHA256Hex.of(FileSystemPath.bytes(of: path)) }
+    /// `folder(for:)` in `index`, a copy of the index taken once (a view resolving a path).
+    public func folder(for document: String, in index: Index) -> String {
+        if let folder = index.folder(of: document) { return directory + "/" + folder }
+        return directory + "/" + Self.labelFolder(for: document, taken: { _ in false })
+    }
+
+    private func folder(for document: String, in index: inout Index) -> String {
+        if let folder = index.folder(of: document) { return directory + "/" + folder }
+        return directory + "/" + freeLabelFolder(for: document)
+    }
+
+    /// `SHARD/KEY` of the history of the item numbered `number`.
+    static func numberFolder(_ number: UInt64) -> String {
+        let hex = String(number, radix: 16, uppercase: true)
+        let key = String(repeating: "0", count: 16 - hex.count) + hex
+        return String(key.suffix(2)) + "/" + key
+    }
+
+    /// The number whose history `folder` (`SHARD/KEY`) is; nil for a label or a removed one's.
+    static func number(ofFolder folder: String) -> UInt64? {
+        let key = StorePath.lastComponent(folder)
+        guard key.utf8.count == 16 else { return nil }
+        return UInt64(key, radix: 16)
+    }
+
+    /// Whether `folder` is labelled by a path (see the type's documentation): neither a number's
+    /// nor a removed document's (`…-removed-TIME`, see `place`).
+    static func isLabel(_ folder: String) -> Bool {
+        number(ofFolder: folder) == nil && !folder.contains(removedKeyMark)
+    }
+
+    private static let removedKeyMark = "-removed-"
+
+    /// `SHARD/KEY` labelled by `document`'s path (see the type's documentation), with a suffix
+    /// where `taken` says a label is another document's.
+    private static func labelFolder(for document: String, taken: (String) -> Bool) -> String {
+        let key = SHA256Hex.of(FileSystemPath.bytes(of: document))
+        var folder = String(key.prefix(2)) + "/" + key
+        var suffix = 1
+        while taken(folder) {
+            folder = String(key.prefix(2)) + "/" + key + "-" + String(suffix)
+            suffix += 1
+        }
+        return folder
+    }
+
+    /// A label folder for `document` that no other document's history holds: one made by an
+    /// earlier reading of the archive for it, or one that does not exist.
+    private func freeLabelFolder(for document: String) -> String {
+        Self.labelFolder(for: document) { folder in
+            let path = directory + "/" + folder
+            guard (try? FileStatus.of(path: path)) != nil else { return false }
+            return Self.document(inFolder: path).map { !FileSystemPath.same($0, document) } ?? true
+        }
+    }
 
     // MARK: Keeping
 
     /// Makes `make(path)` at a name for a new version of `document` saved at `record`'s time: a
     /// name no version has yet (two saves in one microsecond are a microsecond apart here). The
-    /// document's folder is made the first time. Returns where it went, or nil when the item
-    /// (`inode`) is kept already: a save tried again after a failure.
-    func addVersion(of document: String, record: SaveRecord, inode: UInt64, _ make: (String) throws -> Void) throws -> String? {
-        let folder = folder(for: document)
+    /// history's folder is made the first time. `number`: the document's, where the store keeps
+    /// numbers and the version is of the document's own history (see `historyFolder`). Returns
+    /// where it went, or nil when the item (`inode`) is kept already: a save tried again after a
+    /// failure.
+    func addVersion(
+        of document: String, number: HistoryNumber? = nil, record: SaveRecord, inode: UInt64, _ make: (String) throws -> Void
+    ) throws -> String? {
+        let folder = number.map { historyFolder(of: document, number: $0) } ?? withIndex { index in
+            let folder = self.folder(for: document, in: &index)
+            index.folders[Array(document.utf8)] = relative(folder)
+            return folder
+        }
         let suffix = Self.extensionSuffix(of: document)
         // Clamped first: past the ends every name would be the same one, and the search below endless.
         let (seconds, overflow) = Int64(record.time.tv_sec).multipliedReportingOverflow(by: 1_000_000)
@@ -125,13 +262,130 @@ public final class VersionArchive: Sendable {
     /// How many names, a microsecond apart, a version tries before it gives up.
     static let nameAttempts: Int64 = 10_000
 
+    /// The folder of the history of `document`, the item numbered `number`: its number's folder.
+    /// That folder noted elsewhere is taken along (its note rewritten) where the number travels
+    /// with its item: the document moved beside the mount, or came back from among the removed
+    /// (see `departed`); else it is another item's that had the number, and is set aside.
+    /// The history the index lists at `document` under another key joins it where it is a
+    /// label's (an earlier DocFS's, one begun without a number), or where `continuing` (the
+    /// number the document had before a save through the mount gave it a new one). Another
+    /// number's history there is that document's, which left the path beside the mount: shown
+    /// among the removed, so a document now at the path starts with none.
+    func historyFolder(of document: String, number: HistoryNumber, continuing: Bool = false) -> String {
+        let own = Self.numberFolder(number.value)
+        return withIndex { index in
+            let listed = index.folder(of: document)
+            if listed == own { return directory + "/" + own }
+            let ownPath = directory + "/" + own
+            if let noted = Self.document(inFolder: ownPath), !FileSystemPath.same(noted, document) {
+                if number.travels {
+                    if index.folder(of: noted) == own { index.forget(noted) }
+                    // Back from among the removed: the document's own again.
+                    if Self.pathBeforeRemoval(noted) != nil { try? Paths.removeExtendedAttribute(ownPath, name: Self.heldByAttribute) }
+                } else {
+                    if Self.pathBeforeRemoval(noted) == nil, index.folder(of: noted) == own { departed(own, from: noted, in: &index) }
+                    setAside(own, in: &index)
+                }
+            }
+            if let listed {
+                if Self.isLabel(listed) || (continuing && Self.number(ofFolder: listed) != nil) {
+                    if join(listed, into: own) { index.forget(document) }
+                } else {
+                    departed(listed, from: document, in: &index)
+                }
+            }
+            // The note even where the folder is not made yet: `makeFolder` writes it again.
+            if (try? FileStatus.of(path: ownPath)) != nil { try? writeNote(in: ownPath, naming: document) }
+            index.folders[Array(document.utf8)] = own
+            if Self.holdsAVersion(ownPath) { index.add(document) }
+            forgetRemovalRecords()
+            return ownPath
+        }
+    }
+
+    /// Renames the history in `folder` (`SHARD/KEY`, a number's) to a name no number makes, where
+    /// it stays listed under the path its note names: its number is another item's now.
+    @discardableResult
+    private func setAside(_ folder: String, in index: inout Index) -> String {
+        let aside = folder + Self.removedKeyMark + String(Self.nowNanoseconds(), radix: 16)
+        guard (try? FileIO.rename(directory + "/" + folder, directory + "/" + aside, flags: Self.renameNoReplace)) != nil else { return folder }
+        for (document, listed) in index.folders where listed == folder { index.folders[document] = aside }
+        return aside
+    }
+
+    /// The history of `document` in the folder of number `previous` goes on under `number`: a save
+    /// through the mount kept its replaced version there and installed an item of this number
+    /// (by rename, or apart from the file's other names).
+    public func historyContinues(at document: String, from previous: UInt64, to number: HistoryNumber) {
+        guard withIndex({ $0.folder(of: document) }) == Self.numberFolder(previous) else { return }
+        _ = historyFolder(of: document, number: number, continuing: true)
+    }
+
+    /// The history of `document` goes on under the number the item at its path has now: the
+    /// store's watch read a replacement made beside the mount as a save. Nothing where the store
+    /// keeps no numbers or the document has no history.
+    public func historyContinues(at document: String) {
+        guard let numbers, let listed = withIndex({ $0.folder(of: document) }), case .numbered(let number) = numbers(document),
+              listed != Self.numberFolder(number)
+        else { return }
+        _ = historyFolder(of: document, number: HistoryNumber(value: number, travels: false), continuing: true)
+    }
+
+    /// Moves the versions of the history in `folder` into the one in `target` (both `SHARD/KEY`):
+    /// the folder itself where `target` is none yet, else each version (one whose name is taken
+    /// there stays). Whether `folder` is gone.
+    @discardableResult
+    private func join(_ folder: String, into target: String) -> Bool {
+        let from = directory + "/" + folder, to = directory + "/" + target
+        if (try? FileStatus.of(path: to)) == nil {
+            return (try? makingShard(of: to) { try FileIO.rename(from, to, flags: Self.renameNoReplace) }) != nil
+        }
+        for name in (try? FileIO.directoryEntries(from)) ?? [] where VersionName.savedTime(of: name) != nil {
+            _ = try? FileIO.rename(from + "/" + name, to + "/" + name, flags: Self.renameNoReplace)
+        }
+        guard !Self.holdsAVersion(from) else { return false }
+        try? FileIO.removeItem(from)
+        return true
+    }
+
+    /// The history in `folder`, noted at `document`, whose document left that path beside the
+    /// mount (renamed, removed or replaced there while DocFS was not looking): shown among the
+    /// removed, in the area of its newest version's owner, who alone may read it there (root
+    /// aside). Its folder keeps its number: a save of the document where it went takes it back.
+    private func departed(_ folder: String, from document: String, in index: inout Index) {
+        let path = directory + "/" + folder
+        let newest = versions(inFolder: path, document: document, measuring: false).last
+        let owner = newest?.status.userID ?? 0
+        let removed = Self.removedPath(of: document, owner: owner)
+        index.forget(document)
+        var target = folder
+        if let existing = index.folder(of: removed), existing != folder {
+            // The same owner's earlier removal at that path: one history.
+            guard join(folder, into: existing) else { return }
+            target = existing
+        } else {
+            // Listed there even where the note cannot be written: it is not the path's any more.
+            try? writeNote(in: path, naming: removed)
+            index.folders[Array(removed.utf8)] = folder
+        }
+        let targetPath = directory + "/" + target
+        if Self.holdsAVersion(targetPath) { index.add(removed) }
+        let readers = Readers(userID: owner, groupID: newest?.status.groupID ?? 0, permissions: 0o500)
+        let narrowed = readersOfRemovedDocument(removed, in: targetPath).map { $0.removedAgain(as: readers, inAreaOf: owner) } ?? readers
+        setReaders(narrowed, of: removed, in: targetPath)
+    }
+
     /// The document's folder, with `document` in it naming the document.
     private func makeFolder(_ folder: String, for document: String) throws {
         try makingShard(of: folder) {
             do { try Paths.makeDirectory(folder, mode: 0o700) } catch let error as SystemCallError where error.errno == EEXIST {}
         }
         try writeNote(in: folder, naming: document)
+        known.withLock { index in index?.folders[Array(document.utf8)] = relative(folder) }
     }
+
+    /// `SHARD/KEY` of a history's folder (a whole path in the archive).
+    private func relative(_ folder: String) -> String { String(decoding: folder.utf8.dropFirst(directory.utf8.count + 1), as: UTF8.self) }
 
     /// Runs `body`, which makes something in `folder`'s shard; where the shard (or the archive) is
     /// not there yet, makes it and runs `body` again. There are 256 shards, so nearly every call
@@ -154,17 +408,25 @@ public final class VersionArchive: Sendable {
     }
 
     /// `document` in a document's folder: the path of the document whose versions it holds.
+    /// Written beside and renamed over, so a crash leaves the old note or the new, never none.
     private func writeNote(in folder: String, naming document: String) throws {
-        let note = folder + "/document"
-        let descriptor = try FileIO.open(note, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
-        defer { FileIO.close(descriptor) }
-        try FileIO.writeAll(descriptor, Data(FileSystemPath.bytes(of: document)), path: note)
+        let note = folder + "/document", written = folder + "/document.new"
+        let descriptor = try FileIO.open(written, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
+        do {
+            defer { FileIO.close(descriptor) }
+            try FileIO.writeAll(descriptor, Data(FileSystemPath.bytes(of: document)), path: written)
+        }
+        try FileIO.rename(written, note, flags: 0)
     }
 
-    /// Records a version kept of `document`.
-    func added(_ document: String) {
+    /// Records a version kept of `document` at `location`.
+    func added(_ document: String, at location: String) {
         StoreMetrics.versionsKept.increment()
-        known.withLock { index in index?.add(document) }
+        let folder = relative(String(location[..<(location.utf8.lastIndex(of: UInt8(ascii: "/")) ?? location.endIndex)]))
+        known.withLock { index in
+            index?.folders[Array(document.utf8)] = folder
+            index?.add(document)
+        }
     }
 
     /// Moves `built`, a version of `document` made whole elsewhere (a file or a folder that no
@@ -177,9 +439,10 @@ public final class VersionArchive: Sendable {
         guard let placed = try addVersion(of: document, record: record, inode: 0, { target in
             try FileIO.rename(built, target, flags: Self.renameNoReplace)
         }) else { throw SystemCallError(errno: EEXIST, operation: "rename", path: built) }
-        added(document)
+        added(document, at: placed)
         return placed
     }
+
 
     /// renameat2's RENAME_NOREPLACE: a version's name is never taken over.
     private static let renameNoReplace: UInt32 = 1
@@ -328,7 +591,7 @@ public final class VersionArchive: Sendable {
     }
 
     /// Where what a removed folder was is kept: `versions/folders/KEY` (no shard is 7 letters long).
-    private func removedFolderRecord(_ path: String) -> String { directory + "/folders/" + Self.key(for: path) }
+    private func removedFolderRecord(_ path: String) -> String { directory + "/folders/" + SHA256Hex.of(FileSystemPath.bytes(of: path)) }
 
     /// Records what `path`, a folder with documents with versions below it, was when it was
     /// removed, so the view shows it as it was: who could enter it may still reach their documents'
@@ -376,6 +639,18 @@ public final class VersionArchive: Sendable {
     public func setReadersOfRemovedDocument(_ document: String, _ readers: Readers, makingFolder: Bool) {
         let folder = folder(for: document)
         if makingFolder, (try? FileStatus.of(path: folder)) == nil { try? makeFolder(folder, for: document) }
+        setReaders(readers, of: document, in: folder)
+    }
+
+    /// Who could read `document` when it was last removed, if it was: its owner and group, and r-x
+    /// for each class that could.
+    public func readersOfRemovedDocument(_ document: String) -> Readers? {
+        if let known = removalRecords.withLock({ $0[Array(document.utf8)] }) { return known }
+        return readersOfRemovedDocument(document, in: folder(for: document))
+    }
+
+    /// `setReadersOfRemovedDocument` on the history's folder, known.
+    private func setReaders(_ readers: Readers, of document: String, in folder: String) {
         let text = Array(readers.text.utf8)
         removalRecords.withLock { records in
             let set = (try? text.withUnsafeBytes { value in
@@ -386,14 +661,12 @@ public final class VersionArchive: Sendable {
         }
     }
 
-    /// Who could read `document` when it was last removed, if it was: its owner and group, and r-x
-    /// for each class that could.
-    public func readersOfRemovedDocument(_ document: String) -> Readers? {
-        let key = Array(document.utf8)
-        return removalRecords.withLock { records in
-            if let known = records[key] { return known }
-            let read = (try? Paths.extendedAttribute(folder(for: document), name: Self.heldByAttribute)).flatMap(Readers.init(text:))
-            records[key] = .some(read)
+    /// `readersOfRemovedDocument` from the history's folder, known.
+    private func readersOfRemovedDocument(_ document: String, in folder: String) -> Readers? {
+        removalRecords.withLock { records in
+            if let known = records[Array(document.utf8)] { return known }
+            let read = (try? Paths.extendedAttribute(folder, name: Self.heldByAttribute)).flatMap(Readers.init(text:))
+            records[Array(document.utf8)] = .some(read)
             return read
         }
     }
@@ -430,92 +703,93 @@ public final class VersionArchive: Sendable {
 
     // MARK: Moving with their documents
 
-    /// A document renamed, or a folder above documents: their versions go with them, so after
-    /// `mv a.md b.md` the versions of `b.md` are `a.md`'s, and a new `a.md` starts with none. Where
-    /// the new name has versions already (a document renamed over another), both histories are
-    /// listed under it. `exchanging`: RENAME_EXCHANGE, the two names' histories swap.
+    /// A document renamed, or a folder above documents: their histories go with them, so after
+    /// `mv a.md b.md` the versions of `b.md` are `a.md`'s, and a new `a.md` starts with none. Only
+    /// the notes change: no version moves. Where the new name has a history already (a document
+    /// renamed over another), both are listed under it, in the moving document's folder (its
+    /// number's). `exchanging`: RENAME_EXCHANGE, the two names' histories swap. A history moved
+    /// into a removal area (a document removed through the mount) leaves its number's folder for
+    /// one no number makes: the number is nobody's now, and a file system may give it out again.
     public func moveHistory(from source: String, to destination: String, exchanging: Bool) {
-        known.withLock { index in
-            let built = index ?? Self.buildIndex(from: documentFolders())
-            var moved = built
-            if exchanging {
-                let parked = Self.parkingPrefix + source
-                moveAll(below: source, to: parked, in: &moved)
-                moveAll(below: destination, to: source, in: &moved)
-                moveAll(below: parked, to: destination, in: &moved)
-            } else {
-                moveAll(below: source, to: destination, in: &moved)
+        withIndex { index in
+            let moving = index.histories(atOrBelow: source)
+            let coming = exchanging ? index.histories(atOrBelow: destination) : []
+            for (document, _) in moving + coming { index.forget(document) }
+            for (document, folder) in moving {
+                place(folder, of: document, at: StorePath.replacingFolder(source, with: destination, in: document), in: &index)
             }
-            index = moved
+            for (document, folder) in coming {
+                place(folder, of: document, at: StorePath.replacingFolder(destination, with: source, in: document), in: &index)
+            }
             forgetRemovalRecords()
         }
     }
 
-    /// A name no document has (no path begins with NUL): a history on its way in an exchange.
-    private static let parkingPrefix = "\u{0}exchange/"
-
-    /// Moves the history of the document at `source`, and of every document below it, under
-    /// `destination`.
-    private func moveAll(below source: String, to destination: String, in index: inout Index) {
-        let sourceBytes = Array(source.utf8)
-        var documents = index.documents.contains(sourceBytes) ? [sourceBytes] : []
-        // Documents below it, where it is a folder of the index: a removed file costs no walk.
-        if index.children[sourceBytes] != nil {
-            let prefix = sourceBytes + [UInt8(ascii: "/")]
-            documents += index.documents.filter { $0.starts(with: prefix) }
+    /// Notes the history in `folder` (which was `document`'s) at `target`.
+    private func place(_ folder: String, of document: String, at target: String, in index: inout Index) {
+        var folder = folder
+        if let existing = index.folder(of: target), existing != folder {
+            // Into a removal area, the history there keeps its folder, with its record of who
+            // could read what was removed (this removal narrows it). Elsewhere the moving
+            // document's folder stays: it is the number the document has.
+            let (kept, joining) = Self.pathBeforeRemoval(target) != nil ? (existing, folder) : (folder, existing)
+            guard join(joining, into: kept) else {
+                // A version whose name is taken there (two saves in one microsecond) stays where
+                // it was: listed there, unless the document was removed from there.
+                guard Self.pathBeforeRemoval(target) == nil else { return }
+                index.folders[Array(document.utf8)] = folder
+                if Self.holdsAVersion(directory + "/" + folder) { index.add(document) }
+                return
+            }
+            folder = kept
         }
-        for bytes in documents {
-            let document = String(decoding: bytes, as: UTF8.self)
-            let target = destination + String(decoding: bytes.dropFirst(source.utf8.count), as: UTF8.self)
-            let (moved, emptied) = moveDocument(document, to: target)
-            if moved { index.add(target) }
-            if emptied { index.remove(document) }
-        }
+        // The note first: a crash before the rename below leaves the history among the removed,
+        // under a number no item gets again (it was carried or DocFS's own).
+        let path = directory + "/" + folder
+        try? writeNote(in: path, naming: target)
+        if Self.pathBeforeRemoval(target) != nil, Self.number(ofFolder: folder) != nil { folder = setAside(folder, in: &index) }
+        // Listed where it went even where its note could not be written (a full disk): a removed
+        // document's history must never stay at the path it left. The next reading of the
+        // archive finds its number gone from there (see `buildIndex`).
+        index.folders[Array(target.utf8)] = folder
+        if Self.holdsAVersion(directory + "/" + folder) { index.add(target) }
     }
 
-    /// Moves one document's versions to `target`'s folder: the whole folder where `target` has
-    /// none, else each version into it (a name taken there, by a save in the same microsecond,
-    /// keeps the version where it was). Whether any moved, and whether none is left behind.
-    private func moveDocument(_ document: String, to target: String) -> (moved: Bool, emptied: Bool) {
-        let from = folder(for: document)
-        let to = folder(for: target)
-        if (try? FileStatus.of(path: to)) == nil {
-            // The note first: a crash between the two leaves the history under its old key, named
-            // for the new path, and the next reading of the archive finishes the move.
-            guard (try? writeNote(in: from, naming: target)) != nil else { return (false, false) }
-            guard (try? makingShard(of: to, { try FileIO.rename(from, to, flags: Self.renameNoReplace) })) != nil else {
-                try? writeNote(in: from, naming: document)
-                return (false, false)
-            }
-            return (true, true)
-        }
-        var moved = false
-        for name in (try? FileIO.directoryEntries(from)) ?? [] where VersionName.savedTime(of: name) != nil {
-            if (try? FileIO.rename(from + "/" + name, to + "/" + name, flags: Self.renameNoReplace)) != nil { moved = true }
-        }
-        let emptied = !Self.holdsAVersion(from)
-        if emptied { try? FileIO.removeItem(from) }
-        return (moved, emptied)
+    private static func nowNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return UInt64(max(0, now.tv_sec)) &* 1_000_000_000 &+ UInt64(max(0, now.tv_nsec))
     }
 
     /// Moves one version to `document`'s history (a shared store's database moved it there):
     /// where it went, or nil where it could not (a name taken there).
     public func moveVersion(_ version: DocumentVersion, to document: String) -> String? {
-        known.withLock { index in
-            let target = folder(for: document)
-            if (try? FileStatus.of(path: target)) == nil, (try? makeFolder(target, for: document)) == nil { return nil }
+        let location: String? = withIndex { index in
+            let target = folder(for: document, in: &index)
+            if (try? FileStatus.of(path: target)) == nil {
+                guard (try? makingShard(of: target, { try Paths.makeDirectory(target, mode: 0o700) })) != nil,
+                      (try? writeNote(in: target, naming: document)) != nil
+                else { return nil }
+            }
+            index.folders[Array(document.utf8)] = relative(target)
             let location = target + "/" + version.name
             guard (try? FileIO.rename(version.location, location, flags: Self.renameNoReplace)) != nil else { return nil }
-            index?.add(document)
-            let source = folder(for: version.document)
+            index.add(document)
+            let source = Self.parent(of: version.location)
             if !Self.holdsAVersion(source) {
                 try? FileIO.removeItem(source)
-                index?.remove(version.document)
-                forgetRemovalRecords()
+                index.forget(version.document)
             }
             return location
         }
+        forgetRemovalRecords()
+        return location
     }
+
+    private static func parent(of location: String) -> String {
+        String(location[..<(location.utf8.lastIndex(of: UInt8(ascii: "/")) ?? location.endIndex)])
+    }
+
 
     /// The version `location` is in (a version's file or folder, or a file inside a package's
     /// version) and the item's path inside it (empty for the version itself).
@@ -561,14 +835,17 @@ public final class VersionArchive: Sendable {
     /// Every document that has versions, with its versions; in no particular order.
     /// `measuring` as for `versions(of:measuring:)`.
     public func allDocuments(measuring: Bool = true) -> [(document: String, versions: [DocumentVersion])] {
-        documentFolders().compactMap { document, folder in
-            let versions = versions(inFolder: folder, document: document, measuring: measuring)
+        let index = index
+        return index.documents.compactMap { bytes in
+            let document = String(decoding: bytes, as: UTF8.self)
+            guard let folder = index.folder(of: document) else { return nil }
+            let versions = versions(inFolder: directory + "/" + folder, document: document, measuring: measuring)
             return versions.isEmpty ? nil : (document, versions)
         }
     }
 
-    /// The paths of every document with versions, read from the archive's folders.
-    public func documentPaths() -> [String] { documentFolders().map(\.document) }
+    /// The paths of every document with versions.
+    public func documentPaths() -> [String] { index.documents.map { String(decoding: $0, as: UTF8.self) } }
 
     /// Who saved the version at `location` (one of `versions(of:)`'s), where DocFS saw it saved.
     public func savedBy(at location: String) -> uid_t? { SaveRecord.read(at: location)?.userID }
@@ -601,24 +878,40 @@ public final class VersionArchive: Sendable {
         var inode: UInt64
     }
 
-    /// Each document's folder in the archive, with the document's path.
+    /// Reads the index from the archive's notes. Two folders noted at one path (a move a crash
+    /// cut short) are one history; a number's history whose document is no longer at its noted
+    /// path is shown among the removed (`departed`). A history an exchange of an earlier DocFS
+    /// parked when a crash came (a note beginning with NUL) is no document's: left be.
+    private func buildIndex() -> Index {
+        var index = Index()
+        let numbers = numbers
+        var numbered: [(document: String, folder: String)] = []
+        for (document, folder) in documentFolders() where !document.hasPrefix("\u{0}") {
+            let path = directory + "/" + folder
+            if let existing = index.folder(of: document) {
+                if join(folder, into: existing) { continue }
+            }
+            index.folders[Array(document.utf8)] = folder
+            if Self.holdsAVersion(path) { index.add(document) }
+            if Self.pathBeforeRemoval(document) == nil, Self.number(ofFolder: folder) != nil { numbered.append((document, folder)) }
+        }
+        guard let numbers else { return index }
+        for (document, folder) in numbered where index.folder(of: document) == folder {
+            guard let number = Self.number(ofFolder: folder) else { continue }
+            let live = numbers(document)
+            guard live != .numbered(number), live != .unknown else { continue }
+            departed(folder, from: document, in: &index)
+        }
+        return index
+    }
+
+    /// Each history's folder in the archive (`SHARD/KEY`), with the path its note names.
     private func documentFolders() -> [(document: String, folder: String)] {
         var result: [(String, String)] = []
-        for shard in (try? FileIO.directoryEntries(directory)) ?? [] {
+        for shard in (try? FileIO.directoryEntries(directory)) ?? [] where shard.utf8.count == 2 {
             for key in (try? FileIO.directoryEntries(directory + "/" + shard)) ?? [] {
-                let folder = directory + "/" + shard + "/" + key
-                // A history an exchange parked when a crash came is no document's name: left be.
-                guard let document = Self.document(inFolder: folder), !document.hasPrefix("\u{0}") else { continue }
-                // A move a crash cut short (see `moveDocument`): the note names the new path, the
-                // folder is still under the old one's key. Finished now.
-                if Self.key(for: document) != key {
-                    let moved = self.folder(for: document)
-                    if (try? makingShard(of: moved, { try FileIO.rename(folder, moved, flags: Self.renameNoReplace) })) != nil {
-                        result.append((document, moved))
-                    }
-                    continue
-                }
-                result.append((document, folder))
+                guard let document = Self.document(inFolder: directory + "/" + shard + "/" + key) else { continue }
+                result.append((document, shard + "/" + key))
             }
         }
         return result
@@ -637,7 +930,7 @@ public final class VersionArchive: Sendable {
         try FileIO.removeItem(version.location)
         // Its document leaves the index with its last version. Looked at holding the index's
         // lock, which a version added meanwhile takes to enter it (see `added`).
-        let folder = folder(for: version.document)
+        let folder = Self.parent(of: version.location)
         known.withLock { index in
             if !Self.holdsAVersion(folder) {
                 index?.remove(version.document)

@@ -57,7 +57,8 @@ struct DocumentPathArgument: ParsableArguments {
                 let open = found.filter { removed in FileSystemPath.withCString(view + removed) { access($0, R_OK | X_OK) } == 0 }
                 return open + found.filter { removed in !open.contains { FileSystemPath.same($0, removed) } }
             case .store(let root, let document):
-                return (try? DirectoryStore(path: root, readOnly: true).versions)??.removedPaths(of: document, preferring: getuid()) ?? []
+                guard let store = try? DirectoryStore(path: root, readOnly: true) else { return [] }
+                return withExtendedLifetime(store) { store.versions?.removedPaths(of: document, preferring: getuid()) ?? [] }
             }
         }
 
@@ -74,8 +75,8 @@ struct DocumentPathArgument: ParsableArguments {
             case .mount(let mountPoint, let document):
                 guard Self.missing(mountPoint + "/" + document), Self.missing(mountPoint + "/.versions/" + document) else { return false }
             case .store(let root, let document):
-                guard (try? FileStatus.of(path: root + "/" + document)) == nil,
-                      let archive = try? DirectoryStore(path: root, readOnly: true).versions, archive.versions(of: document, measuring: false).isEmpty
+                guard (try? FileStatus.of(path: root + "/" + document)) == nil, let store = try? DirectoryStore(path: root, readOnly: true),
+                      withExtendedLifetime(store, { store.versions?.versions(of: document, measuring: false).isEmpty == true })
                 else { return false }
             }
             return !removedHistories.isEmpty
@@ -158,8 +159,10 @@ struct ListedVersion: Encodable {
             }
             return listed(names, in: folder)
         case .store(let root, let document):
-            guard let archive = try DirectoryStore(path: root, readOnly: true).versions else { return [] }
-            return archive.versions(of: document).map { version in
+            // The store stays open while its archive is read: the archive asks it what is where.
+            let store = try DirectoryStore(path: root, readOnly: true)
+            guard let archive = store.versions else { return [] }
+            return withExtendedLifetime(store) { archive.versions(of: document) }.map { version in
                 ListedVersion(
                     name: version.name, savedAt: VersionName.printedTime(of: version.name) ?? Self.format(version.savedAt), size: version.status.size, savedBy: version.savedBy,
                     package: version.isPackage, path: version.location)
@@ -216,8 +219,9 @@ struct ListedVersion: Encodable {
             // In the order of the documents' paths' bytes, as offline.
             return listed.sorted { PathKey($0.document) < PathKey($1.document) }.flatMap(\.versions)
         case .store(let root, let folder):
-            guard let archive = try DirectoryStore(path: root, readOnly: true).versions else { return [] }
-            return archive.allDocuments()
+            let store = try DirectoryStore(path: root, readOnly: true)
+            guard let archive = store.versions else { return [] }
+            return withExtendedLifetime(store) { archive.allDocuments() }
                 .filter { StorePath.isWithin($0.document, folder) }
                 .sorted { PathKey($0.document) < PathKey($1.document) }
                 .flatMap { entry in
