@@ -1,0 +1,77 @@
+import DocumentStore
+import Foundation
+import Glibc
+import SystemSupport
+import Testing
+
+/// A history is kept under its document's number (`VersionArchive`): a rename rewrites the note
+/// and moves no version, and an earlier DocFS's history (a folder named by the SHA-256 of the
+/// path) is found through its note and joins the document's number at the next save.
+@Suite struct HistoryKeyTests {
+    private func makeStore() throws -> (DirectoryStore, String) {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("docfs-history-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        return (try DirectoryStore(path: folder), folder)
+    }
+
+    /// A save as DocFS makes it: the replaced version kept, the new one installed and recorded.
+    private func save(_ store: DirectoryStore, _ path: String, _ contents: String) throws {
+        let stage = try store.makeStagingFile(seededFrom: nil, for: path)
+        try FileIO.writeAll(stage.descriptor.rawValue, Data(contents.utf8))
+        try store.keepVersion(of: path)
+        _ = try store.install(stage, at: path, durable: false)
+        store.recordSave(of: path, by: 1000)
+    }
+
+    /// The history folders in the archive, as `SHARD/KEY`.
+    private func historyFolders(_ root: String) -> [String] {
+        let archive = root + "/.docfs/versions"
+        let shards = ((try? FileManager.default.contentsOfDirectory(atPath: archive)) ?? []).filter { $0.utf8.count == 2 }
+        return shards.flatMap { shard in ((try? FileManager.default.contentsOfDirectory(atPath: archive + "/" + shard)) ?? []).map { shard + "/" + $0 } }.sorted()
+    }
+
+    private func numberFolder(_ store: DirectoryStore, _ path: String) throws -> String {
+        let number = String(format: "%016llX", try store.status(of: path).identity)
+        return String(number.suffix(2)) + "/" + number
+    }
+
+    @Test func aRenameRewritesTheNoteAndMovesNoVersion() throws {
+        let (store, root) = try makeStore()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try Data("one\n".utf8).write(to: URL(fileURLWithPath: root + "/a.md"))
+        try save(store, "a.md", "two\n")
+        try save(store, "a.md", "three\n")
+        let folder = try numberFolder(store, "a.md")
+        #expect(historyFolders(root) == [folder])
+        let version = try FileStatus.of(path: root + "/.docfs/versions/" + folder)
+        try store.rename("a.md", to: "b.md", flags: 0)
+        store.moveVersions(from: "a.md", to: "b.md", exchanging: false)
+        #expect(historyFolders(root) == [folder])
+        #expect(try FileStatus.of(path: root + "/.docfs/versions/" + folder).inode == version.inode)
+        #expect(try String(contentsOfFile: root + "/.docfs/versions/" + folder + "/document", encoding: .utf8) == "b.md")
+        #expect(store.versions?.versions(of: "b.md").count == 2)
+        #expect(store.versions?.versions(of: "a.md").isEmpty == true)
+        // Read afresh from the notes by another opening of the store.
+        let reopened = try DirectoryStore(path: root)
+        #expect(reopened.versions?.versions(of: "b.md").count == 2)
+        #expect(reopened.versions?.index.documents == [Array("b.md".utf8)])
+    }
+
+    @Test func anEarlierDocFSsHistoryJoinsItsDocumentsNumberAtTheNextSave() throws {
+        let (_, root) = try makeStore()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try Data("now\n".utf8).write(to: URL(fileURLWithPath: root + "/a.md"))
+        // As an earlier DocFS kept it: a folder named by the SHA-256 of the path.
+        let key = SHA256Hex.of(Array("a.md".utf8))
+        let legacy = root + "/.docfs/versions/" + String(key.prefix(2)) + "/" + key
+        try FileManager.default.createDirectory(atPath: legacy, withIntermediateDirectories: true)
+        try Data("a.md".utf8).write(to: URL(fileURLWithPath: legacy + "/document"))
+        try Data("before\n".utf8).write(to: URL(fileURLWithPath: legacy + "/20200101T000000.000000Z.md"))
+        let store = try DirectoryStore(path: root)
+        #expect(store.versions?.versions(of: "a.md").count == 1)
+        try save(store, "a.md", "after\n")
+        #expect(historyFolders(root) == [try numberFolder(store, "a.md")])
+        let kept = store.versions?.versions(of: "a.md").map { (try? String(contentsOfFile: $0.location, encoding: .utf8)) ?? "" }
+        #expect(kept == ["before\n", "now\n"])
+    }
+}
