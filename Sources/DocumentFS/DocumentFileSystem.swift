@@ -144,8 +144,11 @@ final class DocumentFileSystem: FileSystemOperations {
                 keepVersionReplacedBeside(child)
                 dropCachedContent(of: child)
             }
+            // The history listed at the name is its document's number's, wherever that went.
+            if let versions = store.versions, let folder = nodes.path(of: parent) { versions.changedBeside(StorePath.join(folder, name)) }
         case .everything:
             logger.warning("the store changed faster than its watch could report; every cached name and attribute is dropped")
+            store.versions?.forgetIndex()
             for (parent, name, inode) in nodes.allNames() {
                 notifier.invalidateEntry(parent: parent, name: name)
                 keepVersionReplacedBeside(inode)

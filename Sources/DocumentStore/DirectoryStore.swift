@@ -138,8 +138,12 @@ public final class DirectoryStore: DocumentStore {
             // Weak: the archive may outlive its store (a command that kept only the archive).
             versions?.keyByNumbers { [weak self] path in
                 guard let self else { return .unknown }
+                let full = absolute(path)
                 do {
-                    return .numbered(try self.status(of: path).identity)
+                    let number = try FileSystemPath.at(full) { directory, name in
+                        historyNumber(of: try FileStatus.of(name: name, in: directory, path: full), at: AttributeTarget(name, in: directory))
+                    }
+                    return number.map { .numbered($0) } ?? .unknown
                 } catch let error as SystemCallError where error.errno == ENOENT || error.errno == ENOTDIR {
                     return .none
                 } catch {

@@ -117,9 +117,9 @@ public final class VersionArchive: Sendable {
     }
 
     /// What is at a store path now, from a store that keeps numbers (see the type's documentation).
-    public enum LiveItem: Sendable, Equatable {
+    public enum LiveItem: Sendable {
         case none
-        case numbered(UInt64)
+        case numbered(HistoryNumber)
         /// The store is closed: nothing can be told.
         case unknown
     }
@@ -277,15 +277,10 @@ public final class VersionArchive: Sendable {
             let listed = index.folder(of: document)
             if listed == own { return directory + "/" + own }
             let ownPath = directory + "/" + own
-            if let noted = Self.document(inFolder: ownPath), !FileSystemPath.same(noted, document) {
-                if number.travels {
-                    if index.folder(of: noted) == own { index.forget(noted) }
-                    // Back from among the removed: the document's own again.
-                    if Self.pathBeforeRemoval(noted) != nil { try? Paths.removeExtendedAttribute(ownPath, name: Self.heldByAttribute) }
-                } else {
-                    if Self.pathBeforeRemoval(noted) == nil, index.folder(of: noted) == own { departed(own, from: noted, in: &index) }
-                    setAside(own, in: &index)
-                }
+            let noted = Self.document(inFolder: ownPath)
+            if let noted, !FileSystemPath.same(noted, document), !number.travels {
+                if Self.pathBeforeRemoval(noted) == nil { departed(own, from: noted, in: &index) }
+                setAside(own, in: &index)
             }
             if let listed {
                 if Self.isLabel(listed) || (continuing && Self.number(ofFolder: listed) != nil) {
@@ -294,10 +289,8 @@ public final class VersionArchive: Sendable {
                     departed(listed, from: document, in: &index)
                 }
             }
-            // The note even where the folder is not made yet: `makeFolder` writes it again.
-            if (try? FileStatus.of(path: ownPath)) != nil { try? writeNote(in: ownPath, naming: document) }
-            index.folders[Array(document.utf8)] = own
-            if Self.holdsAVersion(ownPath) { index.add(document) }
+            // Where the folder is not made yet, its note is written when it is (`makeFolder`).
+            takeAlong(own, noted: noted ?? document, to: document, in: &index)
             forgetRemovalRecords()
             return ownPath
         }
@@ -326,9 +319,52 @@ public final class VersionArchive: Sendable {
     /// keeps no numbers or the document has no history.
     public func historyContinues(at document: String) {
         guard let numbers, let listed = withIndex({ $0.folder(of: document) }), case .numbered(let number) = numbers(document),
-              listed != Self.numberFolder(number)
+              listed != Self.numberFolder(number.value)
         else { return }
-        _ = historyFolder(of: document, number: HistoryNumber(value: number, travels: false), continuing: true)
+        _ = historyFolder(of: document, number: number, continuing: true)
+    }
+
+    /// The store's watch saw `document` change beside the mount (after a replacement it read as a
+    /// save, see `historyContinues(at:)`): the history listed there stays only while the item
+    /// there has its number (else it is shown among the removed, see `departed`), and the history
+    /// of the number now there, where the number travels with its item and the history is noted
+    /// elsewhere, comes along (the document was moved here).
+    public func changedBeside(_ document: String) {
+        guard let numbers else { return }
+        let live = numbers(document)
+        if case .unknown = live { return }
+        withIndex { index in
+            if let listed = index.folder(of: document), let number = Self.number(ofFolder: listed) {
+                if case .numbered(let now) = live, now.value == number { return }
+                departed(listed, from: document, in: &index)
+            }
+            guard case .numbered(let now) = live, now.travels else { return }
+            let own = Self.numberFolder(now.value)
+            guard let noted = Self.document(inFolder: directory + "/" + own), !FileSystemPath.same(noted, document) else { return }
+            takeAlong(own, noted: noted, to: document, in: &index)
+            forgetRemovalRecords()
+        }
+    }
+
+    /// Lists the history in `own` (a number's, noted at `noted`) at `document`, where its document
+    /// is now: every other path it is listed at forgets it.
+    private func takeAlong(_ own: String, noted: String, to document: String, in index: inout Index) {
+        let path = directory + "/" + own
+        // Back from among the removed: the document's own again.
+        if Self.pathBeforeRemoval(noted) != nil { try? Paths.removeExtendedAttribute(path, name: Self.heldByAttribute) }
+        for (listedAt, folder) in index.folders where folder == own && listedAt != Array(document.utf8) {
+            index.forget(String(decoding: listedAt, as: UTF8.self))
+        }
+        try? writeNote(in: path, naming: document)
+        index.folders[Array(document.utf8)] = own
+        if Self.holdsAVersion(path) { index.add(document) }
+    }
+
+    /// Forgets the index: the store's watch lost track of changes, and the next use reads the
+    /// archive again (see `buildIndex`).
+    public func forgetIndex() {
+        known.withLock { $0 = nil }
+        forgetRemovalRecords()
     }
 
     /// Moves the versions of the history in `folder` into the one in `target` (both `SHARD/KEY`):
@@ -898,9 +934,11 @@ public final class VersionArchive: Sendable {
         guard let numbers else { return index }
         for (document, folder) in numbered where index.folder(of: document) == folder {
             guard let number = Self.number(ofFolder: folder) else { continue }
-            let live = numbers(document)
-            guard live != .numbered(number), live != .unknown else { continue }
-            departed(folder, from: document, in: &index)
+            switch numbers(document) {
+            case .numbered(let live) where live.value == number: continue
+            case .unknown: continue
+            default: departed(folder, from: document, in: &index)
+            }
         }
         return index
     }

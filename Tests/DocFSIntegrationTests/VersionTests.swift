@@ -766,10 +766,12 @@ import Testing
         #expect(try contents(mount, "b.md") == ["unrelated\n"])
         let listed = try MountedStore.run([MountedStore.binary, "versions", mount.inMount("c.md")], timeout: 30)
         #expect(listed.succeeded && listed.output.split(separator: "\n").count == 4, "\(listed.output)\(listed.error)")
-        // Beside the running mount: c.md renamed to d.md; the document then made at c.md through
-        // the mount keeps its own versions only, and d.md's next save takes the history along.
+        // Beside the running mount: c.md renamed to d.md. The store's watch tells the mount, and
+        // the history follows at once; the document then made at c.md keeps its own versions only.
         #expect(rename(mount.inStore("c.md"), mount.inStore("d.md")) == 0)
         #expect(MountedStore.waitUntil { access(mount.inMount("c.md"), F_OK) != 0 }, "the watch tells the mount")
+        #expect(MountedStore.waitUntil { ((try? versions(mount, "d.md")) ?? []).count == 4 }, "\((try? versions(mount, "d.md")) ?? [])")
+        #expect(try versions(mount, "c.md").isEmpty)
         #expect(try mount.shell("echo new > c.md && echo newer > c.md").succeeded)
         #expect(try contents(mount, "c.md") == ["new\n"])
         #expect(try mount.shell("echo six > d.md").succeeded)
