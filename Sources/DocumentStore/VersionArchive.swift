@@ -275,8 +275,16 @@ public final class VersionArchive: Sendable {
         let own = Self.numberFolder(number.value)
         return withIndex { index in
             let listed = index.folder(of: document)
-            if listed == own { return directory + "/" + own }
             let ownPath = directory + "/" + own
+            if listed == own { return ownPath }
+            // A save by rename does this each time: the history renamed whole to a number no
+            // history has yet, one system call.
+            if let listed, Self.isLabel(listed) || (continuing && Self.number(ofFolder: listed) != nil),
+               (try? makingShard(of: ownPath, { try FileIO.rename(directory + "/" + listed, ownPath, flags: Self.renameNoReplace, movesFolder: true) })) != nil {
+                index.folders[Array(document.utf8)] = own
+                forgetRemovalRecords()
+                return ownPath
+            }
             let noted = Self.document(inFolder: ownPath)
             if let noted, !FileSystemPath.same(noted, document), !number.travels {
                 if Self.pathBeforeRemoval(noted) == nil { departed(own, from: noted, in: &index) }
@@ -350,12 +358,14 @@ public final class VersionArchive: Sendable {
     /// is now: every other path it is listed at forgets it.
     private func takeAlong(_ own: String, noted: String, to document: String, in index: inout Index) {
         let path = directory + "/" + own
-        // Back from among the removed: the document's own again.
-        if Self.pathBeforeRemoval(noted) != nil { try? Paths.removeExtendedAttribute(path, name: Self.heldByAttribute) }
+        if !FileSystemPath.same(noted, document) {
+            // Back from among the removed: the document's own again.
+            if Self.pathBeforeRemoval(noted) != nil { try? Paths.removeExtendedAttribute(path, name: Self.heldByAttribute) }
+            try? writeNote(in: path, naming: document)
+        }
         for (listedAt, folder) in index.folders where folder == own && listedAt != Array(document.utf8) {
             index.forget(String(decoding: listedAt, as: UTF8.self))
         }
-        try? writeNote(in: path, naming: document)
         index.folders[Array(document.utf8)] = own
         if Self.holdsAVersion(path) { index.add(document) }
     }
@@ -373,8 +383,13 @@ public final class VersionArchive: Sendable {
     @discardableResult
     private func join(_ folder: String, into target: String) -> Bool {
         let from = directory + "/" + folder, to = directory + "/" + target
-        if (try? FileStatus.of(path: to)) == nil {
-            return (try? makingShard(of: to) { try FileIO.rename(from, to, flags: Self.renameNoReplace) }) != nil
+        do {
+            try makingShard(of: to) { try FileIO.rename(from, to, flags: Self.renameNoReplace, movesFolder: true) }
+            return true
+        } catch let error as SystemCallError where error.errno == EEXIST || error.errno == ENOTEMPTY {
+            // `target` has versions of its own: each of these joins them.
+        } catch {
+            return false
         }
         for name in (try? FileIO.directoryEntries(from)) ?? [] where VersionName.savedTime(of: name) != nil {
             _ = try? FileIO.rename(from + "/" + name, to + "/" + name, flags: Self.renameNoReplace)

@@ -255,7 +255,9 @@ public enum FileIO {
     /// never replaces a folder), so a save by rename leaves them resolved.
     public static func rename(_ source: String, _ destination: String, flags: UInt32 = 0, movesFolder: Bool? = nil) throws {
         var folderMoved = movesFolder ?? true
-        defer { if folderMoved { ConfinedTree.foldersChanged(at: source, destination) } }
+        var renamed = false
+        // Only a rename made changes what paths lead to (one refused, EEXIST say, changes nothing).
+        defer { if folderMoved && renamed { ConfinedTree.foldersChanged(at: source, destination) } }
         try FileSystemPath.at(source) { sourceDirectory, sourceName in
             // An exchange moves both items, either of which may be a folder.
             if movesFolder == nil, flags & 2 == 0, let moved = try? FileStatus.of(name: sourceName, in: sourceDirectory, path: source) {
@@ -265,6 +267,7 @@ public enum FileIO {
                 try retryingOnInterrupt("rename", path: destination) {
                     docfs_renameat2(sourceDirectory, sourceName, destinationDirectory, destinationName, flags)
                 }
+                renamed = true
             }
         }
     }
