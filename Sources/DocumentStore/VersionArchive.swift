@@ -282,13 +282,12 @@ public final class VersionArchive: Sendable {
             if let listed, Self.isLabel(listed) || (continuing && Self.number(ofFolder: listed) != nil),
                (try? makingShard(of: ownPath, { try FileIO.rename(directory + "/" + listed, ownPath, flags: Self.renameNoReplace, movesFolder: true) })) != nil {
                 index.folders[Array(document.utf8)] = own
-                forgetRemovalRecords()
                 return ownPath
             }
             let noted = Self.document(inFolder: ownPath)
             if let noted, !FileSystemPath.same(noted, document), !number.travels {
-                if Self.pathBeforeRemoval(noted) == nil { departed(own, from: noted, in: &index) }
-                setAside(own, in: &index)
+                let removed = Self.pathBeforeRemoval(noted) == nil ? departed(own, from: noted, in: &index) : noted
+                setAside(own, listedAt: removed, in: &index)
             }
             if let listed {
                 if Self.isLabel(listed) || (continuing && Self.number(ofFolder: listed) != nil) {
@@ -304,13 +303,13 @@ public final class VersionArchive: Sendable {
         }
     }
 
-    /// Renames the history in `folder` (`SHARD/KEY`, a number's) to a name no number makes, where
-    /// it stays listed under the path its note names: its number is another item's now.
+    /// Renames the history in `folder` (`SHARD/KEY`, a number's) to a name no number makes: its
+    /// number is another item's now. It stays listed at `listedAt`, where it is listed.
     @discardableResult
-    private func setAside(_ folder: String, in index: inout Index) -> String {
+    private func setAside(_ folder: String, listedAt path: String?, in index: inout Index) -> String {
         let aside = folder + Self.removedKeyMark + String(Self.nowNanoseconds(), radix: 16)
         guard (try? FileIO.rename(directory + "/" + folder, directory + "/" + aside, flags: Self.renameNoReplace)) != nil else { return folder }
-        for (document, listed) in index.folders where listed == folder { index.folders[document] = aside }
+        if let path, index.folder(of: path) == folder { index.folders[Array(path.utf8)] = aside }
         return aside
     }
 
@@ -403,7 +402,9 @@ public final class VersionArchive: Sendable {
     /// mount (renamed, removed or replaced there while DocFS was not looking): shown among the
     /// removed, in the area of its newest version's owner, who alone may read it there (root
     /// aside). Its folder keeps its number: a save of the document where it went takes it back.
-    private func departed(_ folder: String, from document: String, in index: inout Index) {
+    /// Returns the path among the removed it is listed at.
+    @discardableResult
+    private func departed(_ folder: String, from document: String, in index: inout Index) -> String {
         let path = directory + "/" + folder
         let newest = versions(inFolder: path, document: document, measuring: false).last
         let owner = newest?.status.userID ?? 0
@@ -412,7 +413,7 @@ public final class VersionArchive: Sendable {
         var target = folder
         if let existing = index.folder(of: removed), existing != folder {
             // The same owner's earlier removal at that path: one history.
-            guard join(folder, into: existing) else { return }
+            guard join(folder, into: existing) else { return removed }
             target = existing
         } else {
             // Listed there even where the note cannot be written: it is not the path's any more.
@@ -424,6 +425,7 @@ public final class VersionArchive: Sendable {
         let readers = Readers(userID: owner, groupID: newest?.status.groupID ?? 0, permissions: 0o500)
         let narrowed = readersOfRemovedDocument(removed, in: targetPath).map { $0.removedAgain(as: readers, inAreaOf: owner) } ?? readers
         setReaders(narrowed, of: removed, in: targetPath)
+        return removed
     }
 
     /// The document's folder, with `document` in it naming the document.
@@ -798,7 +800,7 @@ public final class VersionArchive: Sendable {
         // under a number no item gets again (it was carried or DocFS's own).
         let path = directory + "/" + folder
         try? writeNote(in: path, naming: target)
-        if Self.pathBeforeRemoval(target) != nil, Self.number(ofFolder: folder) != nil { folder = setAside(folder, in: &index) }
+        if Self.pathBeforeRemoval(target) != nil, Self.number(ofFolder: folder) != nil { folder = setAside(folder, listedAt: nil, in: &index) }
         // Listed where it went even where its note could not be written (a full disk): a removed
         // document's history must never stay at the path it left. The next reading of the
         // archive finds its number gone from there (see `buildIndex`).
