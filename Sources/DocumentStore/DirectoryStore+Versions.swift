@@ -50,7 +50,14 @@ extension DirectoryStore {
         guard let (status, number) = try? FileSystemPath.at(full, { directory, name in
             let status = try FileStatus.of(name: name, in: directory, path: full)
             return (status, history == nil ? historyNumber(of: status, at: AttributeTarget(name, in: directory)) : nil)
-        }) else { return nil }
+        }) else {
+            if history == nil { noteHistoryNumber(nil, of: path) }
+            return nil
+        }
+        // Noted before anything can stop the version (an empty file, a full disk, the item kept
+        // already): the save installs a new number whether or not a version is kept, and the
+        // history must take it (see `recordSave`).
+        if history == nil { noteHistoryNumber(number, of: path) }
         switch status.kind {
         case .regular where status.size > 0, .directory: break
         // An empty file is a draft being made (`touch`, a copy's first step): nothing to go back to.
@@ -116,14 +123,18 @@ extension DirectoryStore {
         }
         StoreMetrics.versionBytes.increment(by: Double(status.kind == .regular ? status.blocks * 512 : 0))
         versions.added(history ?? path, at: kept)
-        if let number {
-            historiesKept.withLock { kept in
-                // Bounded: a save never recorded (it failed) leaves its entry.
-                if kept.count >= 4096 { kept.removeAll() }
-                kept[PathKey(path)] = number.value
-            }
-        }
         return kept
+    }
+
+    /// Notes `number`, that of the item a save at `path` is about to replace, for `recordSave`;
+    /// nil forgets an earlier note (no item there now, or one with no number of its own).
+    private func noteHistoryNumber(_ number: VersionArchive.HistoryNumber?, of path: String) {
+        numbersReplaced.withLock { noted in
+            guard let number else { noted.removeValue(forKey: PathKey(path)); return }
+            // Bounded: a save never recorded (it failed) leaves its entry.
+            if noted.count >= 4096 { noted.removeAll() }
+            noted[PathKey(path)] = number.value
+        }
     }
 
     /// The number a document's history is kept under: the item's (see `identity(of:at:)`), read
@@ -308,9 +319,9 @@ extension DirectoryStore {
         guard keepsVersions else { return }
         SaveRecord(time: time, userID: user, unreachable: unreachableBits(of: path)).write(at: absolute(path))
         // A save that gave the document a new number (a save by rename, a file with other names
-        // saved apart from them): the history it kept the replaced version in takes the number.
+        // saved apart from them): the history of the number it replaced takes the new one.
         let full = absolute(path)
-        guard let versions, let kept = historiesKept.withLock({ $0.removeValue(forKey: PathKey(path)) }),
+        guard let versions, let kept = numbersReplaced.withLock({ $0.removeValue(forKey: PathKey(path)) }),
               let number = try? FileSystemPath.at(full, { directory, name in
                   historyNumber(of: try FileStatus.of(name: name, in: directory, path: full), at: AttributeTarget(name, in: directory))
               }), number.value != kept

@@ -314,8 +314,8 @@ public final class VersionArchive: Sendable {
     }
 
     /// The history of `document` in the folder of number `previous` goes on under `number`: a save
-    /// through the mount kept its replaced version there and installed an item of this number
-    /// (by rename, or apart from the file's other names).
+    /// through the mount replaced the item numbered `previous` with one of this number (by rename,
+    /// or apart from the file's other names), whether or not it kept a version (an empty file).
     public func historyContinues(at document: String, from previous: UInt64, to number: HistoryNumber) {
         guard withIndex({ $0.folder(of: document) }) == Self.numberFolder(previous) else { return }
         _ = historyFolder(of: document, number: number, continuing: true)

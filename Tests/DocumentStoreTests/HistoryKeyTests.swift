@@ -23,6 +23,15 @@ import Testing
         store.recordSave(of: path, by: 1000)
     }
 
+    /// A save by rename as an editor makes it through the mount: a new file (the file system's
+    /// number) renamed over the document, the replaced version kept first.
+    private func saveByRename(_ store: DirectoryStore, _ root: String, _ path: String, _ contents: String) throws {
+        try Data(contents.utf8).write(to: URL(fileURLWithPath: root + "/" + path + ".new"))
+        try store.keepVersion(of: path)
+        try store.rename(path + ".new", to: path, flags: 0)
+        store.recordSave(of: path, by: 1000)
+    }
+
     /// The history folders in the archive, as `SHARD/KEY`.
     private func historyFolders(_ root: String) -> [String] {
         let archive = root + "/.docfs/versions"
@@ -73,5 +82,19 @@ import Testing
         #expect(historyFolders(root) == [try numberFolder(store, "a.md")])
         let kept = store.versions?.versions(of: "a.md").map { (try? String(contentsOfFile: $0.location, encoding: .utf8)) ?? "" }
         #expect(kept == ["before\n", "now\n"])
+    }
+
+    /// A save by rename over an empty document keeps no version (nothing to go back to), yet its
+    /// history must still take the new number: the save after it found the history under a number
+    /// no item at the path had and showed it among the removed.
+    @Test func aSaveOverAnEmptyDocumentKeepsItsHistory() throws {
+        let (store, root) = try makeStore()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try Data("one\n".utf8).write(to: URL(fileURLWithPath: root + "/a.md"))
+        for contents in ["two\n", "", "three\n", "four\n"] { try saveByRename(store, root, "a.md", contents) }
+        let kept = store.versions?.versions(of: "a.md").map { (try? String(contentsOfFile: $0.location, encoding: .utf8)) ?? "?" }
+        #expect(kept == ["one\n", "two\n", "three\n"])
+        #expect(historyFolders(root) == [try numberFolder(store, "a.md")])
+        #expect(store.versions?.index.documents == [Array("a.md".utf8)], "nothing among the removed")
     }
 }
