@@ -192,8 +192,11 @@ public final class VersionArchive: Sendable {
     /// Whether `folder` is labelled by a path (see the type's documentation): neither a number's
     /// nor a removed document's (`…-removed-TIME`, see `place`).
     static func isLabel(_ folder: String) -> Bool {
-        number(ofFolder: folder) == nil && !folder.contains(removedKeyMark)
+        number(ofFolder: folder) == nil && !isSetAside(folder)
     }
+
+    /// Whether `folder` is a removed document's, set aside from its number (see `setAside`).
+    static func isSetAside(_ folder: String) -> Bool { folder.contains(removedKeyMark) }
 
     private static let removedKeyMark = "-removed-"
 
@@ -402,14 +405,15 @@ public final class VersionArchive: Sendable {
     /// mount (renamed, removed or replaced there while DocFS was not looking): shown among the
     /// removed, in the area of its newest version's owner, who alone may read it there (root
     /// aside). Its folder keeps its number: a save of the document where it went takes it back.
+    /// `listed`: whether the index lists it at `document` (else whatever is listed there stays).
     /// Returns the path among the removed it is listed at.
     @discardableResult
-    private func departed(_ folder: String, from document: String, in index: inout Index) -> String {
+    private func departed(_ folder: String, from document: String, listed: Bool = true, in index: inout Index) -> String {
         let path = directory + "/" + folder
         let newest = versions(inFolder: path, document: document, measuring: false).last
         let owner = newest?.status.userID ?? 0
         let removed = Self.removedPath(of: document, owner: owner)
-        index.forget(document)
+        if listed { index.forget(document) }
         var target = folder
         if let existing = index.folder(of: removed), existing != folder {
             // The same owner's earlier removal at that path: one history.
@@ -933,14 +937,22 @@ public final class VersionArchive: Sendable {
 
     /// Reads the index from the archive's notes. Two folders noted at one path (a move a crash
     /// cut short) are one history; a number's history whose document is no longer at its noted
-    /// path is shown among the removed (`departed`). A history an exchange of an earlier DocFS
+    /// path is shown among the removed (`departed`), as is a removed document's set aside whose
+    /// note still names the path it left. A history an exchange of an earlier DocFS
     /// parked when a crash came (a note beginning with NUL) is no document's: left be.
     private func buildIndex() -> Index {
         var index = Index()
         let numbers = numbers
         var numbered: [(document: String, folder: String)] = []
+        var setAsideAtLivePaths: [(document: String, folder: String)] = []
         for (document, folder) in documentFolders() where !document.hasPrefix("\u{0}") {
             let path = directory + "/" + folder
+            // Set aside, its document was removed: its note was to name the removal area, and
+            // names the path it left only where that write failed (a full disk).
+            if Self.isSetAside(folder), Self.pathBeforeRemoval(document) == nil {
+                setAsideAtLivePaths.append((document, folder))
+                continue
+            }
             if let existing = index.folder(of: document) {
                 if join(folder, into: existing) { continue }
             }
@@ -949,6 +961,8 @@ public final class VersionArchive: Sendable {
             if Self.pathBeforeRemoval(document) == nil, Self.number(ofFolder: folder) != nil { numbered.append((document, folder)) }
         }
         guard let numbers else { return index }
+        // A store read without keying (read-only) writes nothing: they stay unlisted there.
+        for (document, folder) in setAsideAtLivePaths { departed(folder, from: document, listed: false, in: &index) }
         for (document, folder) in numbered where index.folder(of: document) == folder {
             guard let number = Self.number(ofFolder: folder) else { continue }
             switch numbers(document) {

@@ -97,4 +97,22 @@ import Testing
         #expect(historyFolders(root) == [try numberFolder(store, "a.md")])
         #expect(store.versions?.index.documents == [Array("a.md".utf8)], "nothing among the removed")
     }
+
+    /// A history set aside (its document removed, its number nobody's) whose note still names the
+    /// path it left (the note could not be written: a full disk) is no history of what is at that
+    /// path now: read again, it is shown among the removed, never joined to the new document's.
+    @Test func aHistorySetAsideIsNeverListedAtThePathItLeft() throws {
+        let (first, root) = try makeStore()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try Data("new\n".utf8).write(to: URL(fileURLWithPath: root + "/b.md"))
+        try save(first, "b.md", "newer\n")
+        let aside = root + "/.docfs/versions/AB/00000000000000AB-removed-1"
+        try FileManager.default.createDirectory(atPath: aside, withIntermediateDirectories: true)
+        try Data("b.md".utf8).write(to: URL(fileURLWithPath: aside + "/document"))
+        try Data("secret\n".utf8).write(to: URL(fileURLWithPath: aside + "/20200101T000000.000000Z.md"))
+        let store = try DirectoryStore(path: root)
+        let contents = { (path: String) in store.versions?.versions(of: path).map { (try? String(contentsOfFile: $0.location, encoding: .utf8)) ?? "?" } }
+        #expect(contents("b.md") == ["new\n"])
+        #expect(contents(VersionArchive.removedPath(of: "b.md", owner: geteuid())) == ["secret\n"])
+    }
 }
