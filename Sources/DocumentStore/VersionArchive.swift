@@ -335,8 +335,9 @@ public final class VersionArchive: Sendable {
     }
 
     /// The store's watch saw `document` change beside the mount (after a replacement it read as a
-    /// save, see `historyContinues(at:)`): the history listed there stays only while the item
-    /// there has its number (else it is shown among the removed, see `departed`), and the history
+    /// save, see `historyContinues(at:)`): the history listed there, or below it (a folder), stays
+    /// only while the item there has its number (else it is shown among the removed, see
+    /// `departed`), and the history
     /// of the number now there, where the number travels with its item and the history is noted
     /// elsewhere, comes along (the document was moved here).
     public func changedBeside(_ document: String) {
@@ -344,6 +345,16 @@ public final class VersionArchive: Sendable {
         let live = numbers(document)
         if case .unknown = live { return }
         withIndex { index in
+            // A folder renamed or removed beside the mount: the watch reports its name only.
+            // (Where its documents went, each one's next save finds.)
+            for (below, folder) in index.histories(atOrBelow: document) where below.utf8.count > document.utf8.count {
+                guard let number = Self.number(ofFolder: folder) else { continue }
+                switch numbers(below) {
+                case .numbered(let now) where now.value == number: continue
+                case .unknown: continue
+                default: departed(folder, from: below, in: &index)
+                }
+            }
             if let listed = index.folder(of: document), let number = Self.number(ofFolder: listed) {
                 if case .numbered(let now) = live, now.value == number { return }
                 departed(listed, from: document, in: &index)

@@ -776,6 +776,17 @@ import Testing
         #expect(try contents(mount, "c.md") == ["new\n"])
         #expect(try mount.shell("echo six > d.md").succeeded)
         #expect(try contents(mount, "d.md") == ["one\n", "two\n", "three\n", "four\n", "five\n"])
+        // Beside the running mount: the folder of a document renamed. The watch reports the
+        // folder's name only; the history below it leaves the old path all the same.
+        #expect(try mount.shell("mkdir f && echo f1 > f/x.md && echo f2 > f/x.md").succeeded)
+        #expect(try contents(mount, "f/x.md") == ["f1\n"])
+        #expect(rename(mount.inStore("f"), mount.inStore("g")) == 0)
+        #expect(MountedStore.waitUntil { ((try? contents(mount, ".docfs/removed-0/f/x.md")) ?? []) == ["f1\n"] }, "the watch tells the mount")
+        #expect(try versions(mount, "f/x.md").isEmpty)
+        #expect(try mount.shell("mkdir f && echo other > f/x.md && echo other2 > f/x.md").succeeded)
+        #expect(try contents(mount, "f/x.md") == ["other\n"])
+        #expect(try mount.shell("echo f3 > g/x.md").succeeded)
+        #expect(try contents(mount, "g/x.md") == ["f1\n", "f2\n"])
     }
 
     /// Issue 36: `docfs versions FOLDER` said "has no earlier versions" (fails on c922d5d). It lists
