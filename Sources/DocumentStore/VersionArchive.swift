@@ -310,6 +310,11 @@ public final class VersionArchive: Sendable {
     /// number is another item's now. It stays listed at `listedAt`, where it is listed.
     @discardableResult
     private func setAside(_ folder: String, listedAt path: String?, in index: inout Index) -> String {
+        // A trace is for the number's document, which is gone: nothing to keep.
+        if Self.isTrace(directory + "/" + folder) {
+            try? FileIO.removeItem(directory + "/" + folder)
+            return folder
+        }
         let aside = folder + Self.removedKeyMark + String(Self.nowNanoseconds(), radix: 16)
         guard (try? FileIO.rename(directory + "/" + folder, directory + "/" + aside, flags: Self.renameNoReplace)) != nil else { return folder }
         if let path, index.folder(of: path) == folder { index.folders[Array(path.utf8)] = aside }
@@ -372,8 +377,12 @@ public final class VersionArchive: Sendable {
     private func takeAlong(_ own: String, noted: String, to document: String, in index: inout Index) {
         let path = directory + "/" + own
         if !FileSystemPath.same(noted, document) {
-            // Back from among the removed: the document's own again.
-            if Self.pathBeforeRemoval(noted) != nil { try? Paths.removeExtendedAttribute(path, name: Self.heldByAttribute) }
+            // Back from among the removed: the document's own again, with the versions it left in
+            // a removal's history there.
+            if Self.pathBeforeRemoval(noted) != nil {
+                try? Paths.removeExtendedAttribute(path, name: Self.heldByAttribute)
+                takeBackTraced(into: path, from: noted, in: &index)
+            }
             try? writeNote(in: path, naming: document)
         }
         for (listedAt, folder) in index.folders where folder == own && listedAt != Array(document.utf8) {
@@ -381,6 +390,18 @@ public final class VersionArchive: Sendable {
         }
         index.folders[Array(document.utf8)] = own
         if Self.holdsAVersion(path) { index.add(document) }
+    }
+
+    /// Moves the versions `folder`'s trace names back from the history listed at `removed` (where
+    /// `departed` joined them), as far as they are still there; the trace goes.
+    private func takeBackTraced(into folder: String, from removed: String, in index: inout Index) {
+        guard let names = Self.trace(inFolder: folder) else { return }
+        if let listed = index.folder(of: removed), directory + "/" + listed != folder {
+            let source = directory + "/" + listed
+            for name in names { _ = try? FileIO.rename(source + "/" + name, folder + "/" + name, flags: Self.renameNoReplace) }
+            if !Self.holdsAVersion(source) { index.remove(removed) }
+        }
+        Paths.remove(folder + "/" + Self.traceName)
     }
 
     /// Forgets the index: the store's watch lost track of changes, and the next use reads the
@@ -393,19 +414,28 @@ public final class VersionArchive: Sendable {
     /// Moves the versions of the history in `folder` into the one in `target` (both `SHARD/KEY`):
     /// the folder itself where `target` is none yet, else each version (one whose name is taken
     /// there stays). Whether `folder` is gone.
+    /// `leavingTrace`: `folder` stays, emptied, with the names of the versions that went (see
+    /// `traceName`); whether it was emptied.
     @discardableResult
-    private func join(_ folder: String, into target: String) -> Bool {
+    private func join(_ folder: String, into target: String, leavingTrace: Bool = false) -> Bool {
         let from = directory + "/" + folder, to = directory + "/" + target
-        do {
-            try makingShard(of: to) { try FileIO.rename(from, to, flags: Self.renameNoReplace, movesFolder: true) }
-            return true
-        } catch let error as SystemCallError where error.errno == EEXIST || error.errno == ENOTEMPTY {
-            // `target` has versions of its own: each of these joins them.
-        } catch {
-            return false
+        if !leavingTrace {
+            do {
+                try makingShard(of: to) { try FileIO.rename(from, to, flags: Self.renameNoReplace, movesFolder: true) }
+                return true
+            } catch let error as SystemCallError where error.errno == EEXIST || error.errno == ENOTEMPTY {
+                // `target` has versions of its own: each of these joins them.
+            } catch {
+                return false
+            }
         }
+        var moved: [String] = []
         for name in (try? FileIO.directoryEntries(from)) ?? [] where VersionName.savedTime(of: name) != nil {
-            _ = try? FileIO.rename(from + "/" + name, to + "/" + name, flags: Self.renameNoReplace)
+            if (try? FileIO.rename(from + "/" + name, to + "/" + name, flags: Self.renameNoReplace)) != nil { moved.append(name) }
+        }
+        if leavingTrace {
+            try? Self.writeWhole(from + "/" + Self.traceName, Array(moved.joined(separator: "\n").utf8))
+            return !Self.holdsAVersion(from)
         }
         guard !Self.holdsAVersion(from) else { return false }
         try? FileIO.removeItem(from)
@@ -415,7 +445,8 @@ public final class VersionArchive: Sendable {
     /// The history in `folder`, noted at `document`, whose document left that path beside the
     /// mount (renamed, removed or replaced there while DocFS was not looking): shown among the
     /// removed, in the area of its newest version's owner, who alone may read it there (root
-    /// aside). Its folder keeps its number: a save of the document where it went takes it back.
+    /// aside). Its folder keeps its number: a save of the document where it went takes it back
+    /// (where the history joined an earlier removal's, with the versions its trace names).
     /// `listed`: whether the index lists it at `document` (else whatever is listed there stays).
     /// Returns the path among the removed it is listed at.
     @discardableResult
@@ -427,8 +458,11 @@ public final class VersionArchive: Sendable {
         if listed { index.forget(document) }
         var target = folder
         if let existing = index.folder(of: removed), existing != folder {
-            // The same owner's earlier removal at that path: one history.
-            guard join(folder, into: existing) else { return removed }
+            // The same owner's earlier removal at that path: one history. A number's folder stays,
+            // with a trace of what went: its document, found again, takes its versions back.
+            let number = Self.number(ofFolder: folder) != nil
+            guard join(folder, into: existing, leavingTrace: number) else { return removed }
+            if number { try? writeNote(in: path, naming: removed) }
             target = existing
         } else {
             // Listed there even where the note cannot be written: it is not the path's any more.
@@ -478,13 +512,35 @@ public final class VersionArchive: Sendable {
     /// `document` in a document's folder: the path of the document whose versions it holds.
     /// Written beside and renamed over, so a crash leaves the old note or the new, never none.
     private func writeNote(in folder: String, naming document: String) throws {
-        let note = folder + "/document", written = folder + "/document.new"
+        try Self.writeWhole(folder + "/document", FileSystemPath.bytes(of: document))
+    }
+
+    /// Writes `bytes` as the file at `path`, beside and renamed over: never seen in part.
+    private static func writeWhole(_ path: String, _ bytes: [UInt8]) throws {
+        let written = path + ".new"
         let descriptor = try FileIO.open(written, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
         do {
             defer { FileIO.close(descriptor) }
-            try FileIO.writeAll(descriptor, Data(FileSystemPath.bytes(of: document)), path: written)
+            try FileIO.writeAll(descriptor, Data(bytes), path: written)
         }
-        try FileIO.rename(written, note, flags: 0)
+        try FileIO.rename(written, path, flags: 0)
+    }
+
+    /// In a number's folder emptied into a removal's history (see `departed`): the names of the
+    /// versions that went there, one a line, so the document, found again, takes them back.
+    private static let traceName = "joined"
+
+    /// Whether `folder` holds a trace and no version.
+    private static func isTrace(_ folder: String) -> Bool {
+        (try? FileStatus.of(path: folder + "/" + traceName)) != nil && !holdsAVersion(folder)
+    }
+
+    private static func trace(inFolder folder: String) -> [String]? {
+        guard let descriptor = try? FileIO.open(folder + "/" + traceName, O_RDONLY | O_NOFOLLOW) else { return nil }
+        defer { FileIO.close(descriptor) }
+        guard let data = try? FileIO.contents(of: descriptor, size: 16 * 1024 * 1024, mapping: false) else { return nil }
+        // Only names a version has: the file is DocFS's, but the folder may have been tampered with.
+        return data.split(separator: UInt8(ascii: "\n")).map { String(decoding: $0, as: UTF8.self) }.filter { VersionName.savedTime(of: $0) != nil && !$0.contains("/") }
     }
 
     /// Records a version kept of `document` at `location`.
@@ -958,6 +1014,8 @@ public final class VersionArchive: Sendable {
         var setAsideAtLivePaths: [(document: String, folder: String)] = []
         for (document, folder) in documentFolders() where !document.hasPrefix("\u{0}") {
             let path = directory + "/" + folder
+            // What a departed number's history left behind (see `departed`): listed nowhere.
+            if Self.isTrace(path) { continue }
             // Set aside, its document was removed: its note was to name the removal area, and
             // names the path it left only where that write failed (a full disk).
             if Self.isSetAside(folder), Self.pathBeforeRemoval(document) == nil {

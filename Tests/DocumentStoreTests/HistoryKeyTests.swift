@@ -115,4 +115,33 @@ import Testing
         #expect(contents("b.md") == ["new\n"])
         #expect(contents(VersionArchive.removedPath(of: "b.md", owner: geteuid())) == ["secret\n"])
     }
+
+    /// A document renamed beside the mount, at whose old path its owner had removed another: its
+    /// history, shown among the removed when the archive is read, joined that removal's, and its
+    /// number's folder was gone, so the document's next save where it went found no history.
+    @Test func aHistoryShownAmongTheRemovedComesBackWithItsDocument() throws {
+        let (first, root) = try makeStore()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try Data("one\n".utf8).write(to: URL(fileURLWithPath: root + "/p.md"))
+        try save(first, "p.md", "two\n")
+        try save(first, "p.md", "three\n")
+        // The owner's earlier removal at p.md, with its own history.
+        let removed = VersionArchive.removedPath(of: "p.md", owner: geteuid())
+        let earlier = root + "/.docfs/versions/EE/" + String(repeating: "E", count: 64)
+        try FileManager.default.createDirectory(atPath: earlier, withIntermediateDirectories: true)
+        try Data(removed.utf8).write(to: URL(fileURLWithPath: earlier + "/document"))
+        try Data("gone\n".utf8).write(to: URL(fileURLWithPath: earlier + "/20200101T000000.000000Z.md"))
+        #expect(rename(root + "/p.md", root + "/q.md") == 0)
+        let store = try DirectoryStore(path: root)
+        let contents = { (path: String) in store.versions?.versions(of: path).map { (try? String(contentsOfFile: $0.location, encoding: .utf8)) ?? "?" } }
+        #expect(contents(removed)?.sorted() == ["gone\n", "one\n", "two\n"], "shown among the removed until it is found")
+        // Read again (a remount): still there, and still the document's to take back.
+        let later = try DirectoryStore(path: root)
+        let laterContents = { (path: String) in later.versions?.versions(of: path).map { (try? String(contentsOfFile: $0.location, encoding: .utf8)) ?? "?" } }
+        #expect(laterContents(removed)?.sorted() == ["gone\n", "one\n", "two\n"])
+        try save(later, "q.md", "four\n")
+        #expect(laterContents("q.md") == ["one\n", "two\n", "three\n"])
+        #expect(laterContents(removed) == ["gone\n"])
+        #expect(historyFolders(root).count == 2, "the document's folder and the removal's: no trace left")
+    }
 }
