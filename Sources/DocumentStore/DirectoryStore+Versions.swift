@@ -317,16 +317,20 @@ extension DirectoryStore {
     /// `recordSave` with the save's time given (a restore keeping a time, a test's clock).
     public func recordSave(of path: String, by user: uid_t, at time: timespec) {
         guard keepsVersions else { return }
-        SaveRecord(time: time, userID: user, unreachable: unreachableBits(of: path)).write(at: absolute(path))
+        let full = absolute(path)
+        let replaced = numbersReplaced.withLock { $0.removeValue(forKey: PathKey(path)) }
+        // One look at the document: its status for the record, and its number where the save
+        // replaced a numbered item.
+        let looked = try? FileSystemPath.at(full) { directory, name -> (FileStatus, VersionArchive.HistoryNumber?) in
+            let status = try FileStatus.of(name: name, in: directory, path: full)
+            return (status, replaced == nil ? nil : historyNumber(of: status, at: AttributeTarget(name, in: directory)))
+        }
+        let status = looked?.0, number = looked?.1
+        SaveRecord(time: time, userID: user, unreachable: unreachableBits(of: path, document: status)).write(at: full)
         // A save that gave the document a new number (a save by rename, a file with other names
         // saved apart from them): the history of the number it replaced takes the new one.
-        let full = absolute(path)
-        guard let versions, let kept = numbersReplaced.withLock({ $0.removeValue(forKey: PathKey(path)) }),
-              let number = try? FileSystemPath.at(full, { directory, name in
-                  historyNumber(of: try FileStatus.of(name: name, in: directory, path: full), at: AttributeTarget(name, in: directory))
-              }), number.value != kept
-        else { return }
-        versions.historyContinues(at: path, from: kept, to: number)
+        guard let versions, let replaced, let number, number.value != replaced else { return }
+        versions.historyContinues(at: path, from: replaced, to: number)
     }
 
     /// The permission bits of the document at `path` that its folders keep from others and from its
@@ -335,10 +339,15 @@ extension DirectoryStore {
     /// group is judged as others are (a member of both is not told apart), and so are the users and
     /// groups a document's ACL names.
     public func unreachableBits(of path: String) -> mode_t {
+        unreachableBits(of: path, document: try? FileStatus.of(path: absolute(path)))
+    }
+
+    /// `unreachableBits(of:)` where the document's status is read already (nil: it could not be).
+    func unreachableBits(of path: String, document: FileStatus?) -> mode_t {
         // Plain stats: the item numbers `status(of:)` reads are not wanted here. Every document
         // counts, a private one too: a chmod may open it before its next save, and the version that
         // save keeps has the mode of then.
-        guard let document = try? FileStatus.of(path: absolute(path)) else { return 0o077 }
+        guard let document else { return 0o077 }
         var bits: mode_t = 0
         var folder = path
         repeat {

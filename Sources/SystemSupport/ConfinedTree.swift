@@ -106,11 +106,15 @@ public final class ConfinedTree: Sendable {
     /// (an exchange between the private area and the store changes both, and a private area that a
     /// store writer moved into the store beside the mount is reached by the store's paths too).
     public static func foldersChanged(at paths: String...) {
-        if paths.allSatisfy({ ConfinedTrees.containing($0).map { $0.0.isPrivateArea && $0.0.isAtItsPath } == true }) {
-            docfs_folder_cache_clear_private()
-        } else {
-            docfs_folder_cache_clear()
+        // Each tree looked at once: both paths of a move in the archive are in one.
+        var checked: [ObjectIdentifier] = []
+        let inPrivateAreas = paths.allSatisfy { path in
+            guard let (tree, _) = ConfinedTrees.containing(path), tree.isPrivateArea else { return false }
+            if checked.contains(ObjectIdentifier(tree)) { return true }
+            checked.append(ObjectIdentifier(tree))
+            return tree.isAtItsPath
         }
+        if inPrivateAreas { docfs_folder_cache_clear_private() } else { docfs_folder_cache_clear() }
     }
 
     /// Whether the tree's path (resolved as any path is) still leads to the directory it opened,
