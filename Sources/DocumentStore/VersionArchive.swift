@@ -288,6 +288,16 @@ public final class VersionArchive: Sendable {
                 return ownPath
             }
             let noted = Self.document(inFolder: ownPath)
+            if let noted, number.travels, carries(number, stillAt: noted, besides: document) {
+                // Two items carry the number (a copy took DocFS's attribute along: `cp -a` as
+                // root): the history is the one's still at its noted path. This one keeps its own,
+                // labelled by its path.
+                if let listed, Self.isLabel(listed) { return directory + "/" + listed }
+                if let listed { departed(listed, from: document, in: &index) }
+                let label = freeLabelFolder(for: document)
+                index.folders[Array(document.utf8)] = label
+                return directory + "/" + label
+            }
             if let noted, !FileSystemPath.same(noted, document), !number.travels {
                 let removed = Self.pathBeforeRemoval(noted) == nil ? departed(own, from: noted, in: &index) : noted
                 setAside(own, listedAt: removed, in: &index)
@@ -304,6 +314,14 @@ public final class VersionArchive: Sendable {
             forgetRemovalRecords()
             return ownPath
         }
+    }
+
+    /// Whether the item at `noted`, a path in the store other than `document`, has `number` too.
+    private func carries(_ number: HistoryNumber, stillAt noted: String, besides document: String) -> Bool {
+        guard let numbers, !FileSystemPath.same(noted, document), Self.pathBeforeRemoval(noted) == nil,
+              case .numbered(let there) = numbers(noted)
+        else { return false }
+        return there.value == number.value
     }
 
     /// Renames the history in `folder` (`SHARD/KEY`, a number's) to a name no number makes: its
@@ -366,7 +384,9 @@ public final class VersionArchive: Sendable {
             }
             guard case .numbered(let now) = live, now.travels else { return }
             let own = Self.numberFolder(now.value)
-            guard let noted = Self.document(inFolder: directory + "/" + own), !FileSystemPath.same(noted, document) else { return }
+            guard let noted = Self.document(inFolder: directory + "/" + own), !FileSystemPath.same(noted, document),
+                  !carries(now, stillAt: noted, besides: document)
+            else { return }
             takeAlong(own, noted: noted, to: document, in: &index)
             forgetRemovalRecords()
         }

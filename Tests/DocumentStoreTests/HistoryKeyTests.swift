@@ -144,4 +144,24 @@ import Testing
         #expect(laterContents(removed) == ["gone\n"])
         #expect(historyFolders(root).count == 2, "the document's folder and the removal's: no trace left")
     }
+
+    /// `cp -a` as root copies DocFS's number attribute: the copy carried the document's number,
+    /// and its first save took the document's whole history to the copy's path.
+    @Test func aCopyCarryingTheNumberGetsNoneOfTheOriginalsHistory() throws {
+        let (first, root) = try makeStore()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try Data("one\n".utf8).write(to: URL(fileURLWithPath: root + "/p.md"))
+        try save(first, "p.md", "two\n")
+        try save(first, "p.md", "three\n")
+        let copy = try Process.run(URL(fileURLWithPath: "/bin/cp"), arguments: ["-a", root + "/p.md", root + "/q.md"])
+        copy.waitUntilExit()
+        #expect(copy.terminationStatus == 0)
+        let store = try DirectoryStore(path: root)
+        let contents = { (path: String) in store.versions?.versions(of: path).map { (try? String(contentsOfFile: $0.location, encoding: .utf8)) ?? "?" } }
+        try save(store, "q.md", "copied on\n")
+        #expect(contents("p.md") == ["one\n", "two\n"])
+        #expect(contents("q.md") == ["three\n"])
+        try save(store, "p.md", "four\n")
+        #expect(contents("p.md") == ["one\n", "two\n", "three\n"])
+    }
 }
