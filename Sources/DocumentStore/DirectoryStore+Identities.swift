@@ -4,11 +4,12 @@ import SystemSupport
 /// Each item's number in the mount (see `ItemIdentities`): read with its status, carried over by
 /// every save that replaces its file.
 extension DirectoryStore {
-    /// The status of the item `name` in `directory` (AT_FDCWD: `name` is a whole path), with its identity.
-    func identifiedStatus(name: UnsafePointer<CChar>, in directory: Int32, path: String) throws -> FileStatus {
+    /// The status of the item `name` in `directory` (AT_FDCWD: `name` is a whole path), with its
+    /// identity; `document`: the item's path in the store.
+    func identifiedStatus(name: UnsafePointer<CChar>, in directory: Int32, path: String, document: String) throws -> FileStatus {
         var status = try FileStatus.of(name: name, in: directory, path: path)
         let target = AttributeTarget(name, in: directory)
-        status.identity = identity(of: status, at: target)
+        status.identity = identity(of: status, at: target, document: document)
         // The version archive's names are no names in the mount (and this one is).
         if status.linkCount > 1 && status.kind == .regular {
             status.linkCount = max(1, ArchivedLinks.storeNames(of: status, archived: ArchivedLinks.count(at: target)))
@@ -16,40 +17,75 @@ extension DirectoryStore {
         return status
     }
 
-    /// The number the item at `target` is known by.
-    func identity(of status: FileStatus, at target: AttributeTarget) -> UInt64 {
+    /// The number the item at `target`, the store's `document`, is known by.
+    func identity(of status: FileStatus, at target: AttributeTarget, document: String) -> UInt64 {
         guard let identities, let attribute = identities.attributeName else { return status.inode }
         // Only files and folders are ever replaced by a save; other items keep their own number.
         guard status.kind == .regular || status.kind == .directory else {
             return identities.ownsNumber(status.inode) ? status.inode : status.inode | ItemIdentities.transientBit
         }
-        if let kept = NumberAttribute.read(at: target, name: attribute) { return kept }
+        switch IdentityAttribute.read(at: target, name: attribute, inode: status.inode) {
+        case .own(let number):
+            return number
+        case .unchecked(let number):
+            // Written by an earlier DocFS: from now on the number names its file, so a copy of it
+            // made later is told apart.
+            if !isReadOnly { IdentityAttribute.write(number, holder: status.inode, at: target, name: attribute, exclusive: false) }
+            return number
+        case .copied(let number):
+            return renumberCopy(of: number, status: status, at: target, document: document, attribute: attribute)
+        case .none:
+            break
+        }
         if identities.ownsNumber(status.inode) { return status.inode }
         // The file system gave this new item a number that another item carries: give it its own.
         if !isReadOnly, let fresh = identities.fresh() {
-            if NumberAttribute.write(fresh, at: target, name: attribute, exclusive: true) { return fresh }
-            if let kept = NumberAttribute.read(at: target, name: attribute) { return kept }
+            if IdentityAttribute.write(fresh, holder: status.inode, at: target, name: attribute, exclusive: true) { return fresh }
+            if case .own(let kept) = IdentityAttribute.read(at: target, name: attribute, inode: status.inode) { return kept }
         }
         return status.inode | ItemIdentities.transientBit
     }
 
+    /// The number of an item whose attribute was copied from another file's (`number`, that
+    /// file's): a fresh one, written over the copied one. `number`'s history goes on under the
+    /// fresh number where the item is that document moved to another file system (a store restored
+    /// from a backup, a document moved out and back), not a copy beside it (see
+    /// `VersionArchive.historyRenumbered`).
+    private func renumberCopy(of number: UInt64, status: FileStatus, at target: AttributeTarget, document: String, attribute: String) -> UInt64 {
+        guard !isReadOnly, let identities else { return status.inode | ItemIdentities.transientBit }
+        let renumbered = identities.renumbering { () -> (UInt64, Bool)? in
+            // Another thread may have renumbered it first: its number stands.
+            switch IdentityAttribute.read(at: target, name: attribute, inode: status.inode) {
+            case .own(let kept): return (kept, false)
+            case .copied(let copied) where copied == number:
+                guard let fresh = identities.fresh(), IdentityAttribute.write(fresh, holder: status.inode, at: target, name: attribute, exclusive: false) else { return nil }
+                return (fresh, true)
+            default: return nil
+            }
+        }
+        guard let (fresh, changed) = renumbered else { return status.inode | ItemIdentities.transientBit }
+        if changed, keysHistoriesByNumber { versions?.historyRenumbered(at: document, from: number, to: .init(value: fresh, travels: true)) }
+        return fresh
+    }
+
     /// The number of a listed entry: its stored number, or the file system's when it owns it; the
     /// whole status is taken only for an entry that needs a fresh number or of unknown kind.
-    func listedIdentity(of name: FileName, kind: StoreDirectoryEntry.Kind, inode: UInt64, in directory: OwnedDescriptor) -> UInt64 {
+    func listedIdentity(of name: FileName, kind: StoreDirectoryEntry.Kind, inode: UInt64, in directory: OwnedDescriptor, folder: String) -> UInt64 {
         guard let identities, let attribute = identities.attributeName else { return inode }
         switch kind {
         case .regular, .directory:
             let kept = FileSystemPath.withCString(name.string) { name in
-                NumberAttribute.read(at: AttributeTarget(name, in: directory.rawValue), name: attribute)
+                IdentityAttribute.read(at: AttributeTarget(name, in: directory.rawValue), name: attribute, inode: inode)
             }
-            if let kept { return kept }
-            if identities.ownsNumber(inode) { return inode }
+            if case .own(let number) = kept { return number }
+            if kept == .none, identities.ownsNumber(inode) { return inode }
         case .unknown:
             break
         default:
             return identities.ownsNumber(inode) ? inode : inode | ItemIdentities.transientBit
         }
-        return (try? status(of: name, in: directory, folder: ""))?.identity ?? inode | ItemIdentities.transientBit
+        // An entry to be numbered, or whose attribute is to be brought up to date: as a lookup does.
+        return (try? status(of: name, in: directory, folder: folder))?.identity ?? inode | ItemIdentities.transientBit
     }
 
     /// The number an item's successor carries: the item's own, or a fresh one when the item has
@@ -61,11 +97,16 @@ extension DirectoryStore {
         let otherNames = existing.linkCount > 1 ? max(1, ArchivedLinks.storeNames(of: existing, archived: ArchivedLinks.count(of: full))) - 1 : 0
         guard existing.kind == .directory || otherNames == 0 else { return identities.fresh() }
         return (try? AttributeTarget.at(full) { target -> UInt64? in
-            if let kept = NumberAttribute.read(at: target, name: attribute) { return kept }
+            switch IdentityAttribute.read(at: target, name: attribute, inode: existing.inode) {
+            case .own(let kept), .unchecked(let kept): return kept
+            // A copy's number is its original's: the copy's successor takes one of its own.
+            case .copied: return identities.fresh()
+            case .none: break
+            }
             guard identities.ownsNumber(existing.inode) else { return identities.fresh() }
             // The item keeps its number in the attribute too, so a lookup between here and the
             // install does not find its number carried, unclaimed, and give it a fresh one.
-            _ = NumberAttribute.write(existing.inode, at: target, name: attribute, exclusive: true)
+            _ = IdentityAttribute.write(existing.inode, holder: existing.inode, at: target, name: attribute, exclusive: true)
             return identities.recordCarried(existing.inode) ? existing.inode : identities.fresh()
         }) ?? nil
     }
@@ -73,7 +114,7 @@ extension DirectoryStore {
     /// Gives the file open as `descriptor` the number `identity`.
     func assignIdentity(_ identity: UInt64?, to descriptor: Int32) {
         guard let identity, let attribute = identities?.attributeName else { return }
-        NumberAttribute.write(identity, to: descriptor, name: attribute)
+        IdentityAttribute.write(identity, to: descriptor, name: attribute)
     }
 
     /// Gives a file DocFS just made a fresh number, so its first save has nothing to record.
@@ -93,7 +134,9 @@ extension DirectoryStore {
         else { return }
         if originalStatus.kind == .regular || originalStatus.kind == .directory {
             if let carried = identityToCarry(from: originalStatus, at: original), let attribute = identities?.attributeName {
-                _ = try? AttributeTarget.at(replacement) { NumberAttribute.write(carried, at: $0, name: attribute, exclusive: false) }
+                _ = try? AttributeTarget.at(replacement) {
+                    IdentityAttribute.write(carried, holder: replacementStatus.inode, at: $0, name: attribute, exclusive: false)
+                }
             }
         }
         guard originalStatus.kind == .directory, let names = try? FileIO.directoryEntries(replacement) else { return }

@@ -144,7 +144,13 @@ extension DirectoryStore {
         guard keysHistoriesByNumber, let identities, let attribute = identities.attributeName,
               status.kind == .regular || status.kind == .directory
         else { return nil }
-        if let kept = NumberAttribute.read(at: target, name: attribute) { return .init(value: kept, travels: true) }
+        switch IdentityAttribute.read(at: target, name: attribute, inode: status.inode) {
+        // A copied number too: the item is its original moved to another file system (its first
+        // lookup gives it a fresh number, and its history takes that) or a copy beside it (which
+        // the archive tells apart: the original is still at its history's path).
+        case .own(let kept), .unchecked(let kept), .copied(let kept): return .init(value: kept, travels: true)
+        case .none: break
+        }
         return identities.ownsNumber(status.inode) ? .init(value: status.inode, travels: false) : nil
     }
 

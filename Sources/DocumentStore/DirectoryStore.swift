@@ -242,11 +242,13 @@ public final class DirectoryStore: DocumentStore {
 
     public func status(of path: String) throws -> FileStatus {
         let full = absolute(path)
-        return try FileSystemPath.at(full) { directory, name in try identifiedStatus(name: name, in: directory, path: full) }
+        return try FileSystemPath.at(full) { directory, name in try identifiedStatus(name: name, in: directory, path: full, document: path) }
     }
 
     public func status(of name: FileName, in directory: OwnedDescriptor, folder: String) throws -> FileStatus {
-        try FileSystemPath.withCString(name.string) { try identifiedStatus(name: $0, in: directory.rawValue, path: name.string) }
+        try FileSystemPath.withCString(name.string) {
+            try identifiedStatus(name: $0, in: directory.rawValue, path: name.string, document: StorePath.join(folder, name))
+        }
     }
 
     public func openDirectory(_ path: String) throws -> OwnedDescriptor {
@@ -268,7 +270,7 @@ public final class DirectoryStore: DocumentStore {
             case Int32(DT_BLK): .blockDevice
             default: .unknown
             }
-            return StoreDirectoryEntry(name: name, kind: kind, identity: listedIdentity(of: name, kind: kind, inode: inode, in: directory))
+            return StoreDirectoryEntry(name: name, kind: kind, identity: listedIdentity(of: name, kind: kind, inode: inode, in: directory, folder: path))
         }
     }
 
@@ -531,8 +533,9 @@ public final class DirectoryStore: DocumentStore {
         }
         // The clone replaces the folder: it is known by the folder's number (its files are the
         // folder's own, linked).
-        if let identity = identityToCarry(from: status, at: source), let attribute = identities?.attributeName {
-            try? ItemIdentities.bytes(of: identity).withUnsafeBytes { try Paths.setExtendedAttribute(destination, name: attribute, value: $0, flags: 0) }
+        if let identity = identityToCarry(from: status, at: source), let attribute = identities?.attributeName,
+           let made = try? FileStatus.of(path: destination) {
+            _ = try? AttributeTarget.at(destination) { IdentityAttribute.write(identity, holder: made.inode, at: $0, name: attribute, exclusive: false) }
         }
         for entry in try FileIO.directoryEntriesWithTypes(source) {
             let from = source + "/" + entry.name

@@ -9,9 +9,11 @@ import SystemSupport
 /// An item is known by the number its file system gave it until a save replaces its file. The new
 /// file then carries the old number in an extended attribute: `trusted.docfs.identity` for a root
 /// daemon (nobody else can read or change that namespace), `user.docfs.identity` otherwise; the
-/// mount hides both. A number carried away from the file that the file system gave it to is
-/// recorded as *carried*: the file system gives that number to a new file once the old one is gone,
-/// and such a file, found without an attribute, gets a fresh number instead of a duplicate.
+/// mount hides both. The attribute names the file it was written on too (`IdentityAttribute`), so a
+/// copy that took it along (`cp -a` by root) gets a fresh number instead of its original's. A
+/// number carried away from the file that the file system gave it to is recorded as *carried*: the
+/// file system gives that number to a new file once the old one is gone, and such a file, found
+/// without an attribute, gets a fresh number instead of a duplicate.
 ///
 /// Fresh numbers start above 2^62, beyond any a local file system gives, and are counted in the
 /// private area. A document DocFS creates gets one at once, so its first save carries nothing; only
@@ -42,6 +44,7 @@ final class ItemIdentities: Sendable {
     }
 
     private let state: OrderedMutex<State>
+    private let renumber = OrderedMutex<Void>(.renumbering, ())
 
     /// Reads the carried numbers and the counter from `directory` (the private area), made there
     /// when `writable`. `probe` is an item of the store to test the attribute on.
@@ -116,6 +119,10 @@ final class ItemIdentities: Sendable {
     func ownsNumber(_ inode: UInt64) -> Bool {
         inode < Self.freshBase && !state.withLock { $0.carried.contains(inode) }
     }
+
+    /// Runs `body`, which replaces a copied number (see `IdentityAttribute`), alone: two lookups of
+    /// one copy give it one number.
+    func renumbering<T>(_ body: () -> T) -> T { renumber.withLock { _ in body() } }
 
     /// A number no item has had.
     func fresh() -> UInt64? {

@@ -347,6 +347,16 @@ public final class VersionArchive: Sendable {
         _ = historyFolder(of: document, number: number, continuing: true)
     }
 
+    /// The item at `document`, which carried the number `previous` copied from another file, was
+    /// given `number` instead (see `IdentityAttribute`). Where it is `previous`'s document (moved to
+    /// another file system: the history is listed at its path, or noted where no item has the
+    /// number now), the history goes on under `number`; a copy beside its original gets none.
+    public func historyRenumbered(at document: String, from previous: UInt64, to number: HistoryNumber) {
+        guard Self.document(inFolder: directory + "/" + Self.numberFolder(previous)) != nil else { return }
+        _ = historyFolder(of: document, number: HistoryNumber(value: previous, travels: true))
+        historyContinues(at: document, from: previous, to: number)
+    }
+
     /// The history of `document` goes on under the number the item at its path has now: the
     /// store's watch read a replacement made beside the mount as a save. Nothing where the store
     /// keeps no numbers or the document has no history.

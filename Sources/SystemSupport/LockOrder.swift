@@ -42,6 +42,8 @@ public enum LockLevel: UInt32, Sendable, CaseIterable {
     case mirrorVersions = 105
     /// The versions archive's index (`VersionArchive`), built holding it.
     case versionIndex = 110
+    /// An item's copied number being replaced (`ItemIdentities.renumbering`), one at a time.
+    case renumbering = 115
     /// The numbers items are known by (`ItemIdentities`).
     case identities = 120
     /// Bookkeeping that takes no other lock but an innermost one while held: handle tables, caches,

@@ -129,6 +129,40 @@ struct IdentityTests {
         #expect(result.output == "doc.txt unlinked True 0\nraw.bin unlinked True 0\nreplaced True True\n", "\(result.output)\(result.error)")
     }
 
+    /// `cp -a` run by root beside the mount copies DocFS's number attribute with the file: the copy
+    /// was the same file to every program that compares `st_ino` (`test -ef`, `find -samefile`),
+    /// and `cp` from one to the other refused ("are the same file"). Fails before the attribute
+    /// named its file. A store copied whole the same way (restored from a backup) is all copies:
+    /// each item gets a number of its own, and keeps its history.
+    @Test(.disabled(if: MountedStore.backendIsPostgres, "a PostgreSQL store's numbers are its rows'"))
+    func aCopyThatTookTheNumberAlongIsAnotherFile() throws {
+        let mount = try MountedStore(texts: ["a.md": "one\n"])
+        defer { mount.unmount() }
+        // A save in place: the number goes into the attribute.
+        #expect(try mount.shell("echo two > a.md").succeeded)
+        #expect(try MountedStore.run(["cp", "-a", mount.inStore("a.md"), mount.inStore("b.md")], timeout: 30).succeeded)
+        #expect(MountedStore.waitUntil { access(mount.inMount("b.md"), F_OK) == 0 }, "the watch tells the mount")
+        #expect(try mount.shell("echo changed > b.md").succeeded)
+        let numbers = try Self.stat(mount, ["a.md", "b.md"])
+        #expect(numbers.count == 2 && numbers[0] != numbers[1], "\(numbers)")
+        #expect(try mount.shell("[ a.md -ef b.md ]").status == 1)
+        #expect(try mount.run(["cp", "a.md", "b.md"]).succeeded)
+        #expect(try mount.read(".versions/a.md/" + (try mount.run(["ls", mount.inMount(".versions/a.md")]).output.split(separator: "\n").first.map(String.init) ?? "?")) == "one\n")
+        #expect(try mount.run(["ls", mount.inMount(".versions/a.md")]).output.split(separator: "\n").count == 1, "the copy took none of a.md's history")
+        // The whole store copied (every item a copy of the one before), then mounted again.
+        #expect(mount.unmount())
+        let moved = mount.store + ".moved"
+        #expect(try MountedStore.run(["cp", "-a", mount.store, moved], timeout: 60).succeeded)
+        #expect(try MountedStore.run(["rm", "-rf", mount.store], timeout: 60).succeeded)
+        #expect(rename(moved, mount.store) == 0)
+        try mount.mount()
+        let after = try Self.stat(mount, ["a.md", "b.md"])
+        #expect(after.count == 2 && after[0] != after[1], "\(after)")
+        #expect(try mount.shell("echo three > a.md").succeeded)
+        #expect(try mount.run(["ls", mount.inMount(".versions/a.md")]).output.split(separator: "\n").count == 2, "a.md keeps its history")
+        #expect(try mount.run(["ls", mount.inMount(".versions/.docfs")]).output.isEmpty, "nothing among the removed")
+    }
+
     /// The number a save carries is DocFS's own: root on the mount cannot list, read or forge it.
     /// Nor anything else in DocFS's namespace: a name whose byte after `user.docfs.` is a
     /// combining mark was let through, a `String` prefix being a prefix of characters (fails on

@@ -164,4 +164,26 @@ import Testing
         try save(store, "p.md", "four\n")
         #expect(contents("p.md") == ["one\n", "two\n", "three\n"])
     }
+
+    /// A document moved to another file system and back (here: copied with its attributes, and the
+    /// original removed) is a new file carrying the number: it gets a number of its own, and its
+    /// history comes along under it, whether it is first looked up or first saved.
+    @Test(arguments: [true, false]) func aDocumentCopiedAwayAndBackKeepsItsHistory(lookedUpFirst: Bool) throws {
+        let (first, root) = try makeStore()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try Data("one\n".utf8).write(to: URL(fileURLWithPath: root + "/p.md"))
+        try save(first, "p.md", "two\n")
+        try save(first, "p.md", "three\n")
+        let before = try first.status(of: "p.md").identity
+        let copy = try Process.run(URL(fileURLWithPath: "/bin/cp"), arguments: ["-a", root + "/p.md", root + "/q.md"])
+        copy.waitUntilExit()
+        #expect(copy.terminationStatus == 0 && unlink(root + "/p.md") == 0)
+        let store = try DirectoryStore(path: root)
+        if lookedUpFirst { #expect(try store.status(of: "q.md").identity != before, "a number of its own") }
+        try save(store, "q.md", "four\n")
+        #expect(try store.status(of: "q.md").identity != before)
+        let kept = store.versions?.versions(of: "q.md").map { (try? String(contentsOfFile: $0.location, encoding: .utf8)) ?? "?" }
+        #expect(kept == ["one\n", "two\n", "three\n"])
+        #expect(historyFolders(root) == [try numberFolder(store, "q.md")])
+    }
 }
