@@ -111,10 +111,11 @@ extension DirectoryStore {
         }) ?? nil
     }
 
-    /// Gives the file open as `descriptor` the number `identity`.
-    func assignIdentity(_ identity: UInt64?, to descriptor: Int32) {
+    /// Gives the file open as `descriptor` (the file system's number `inode`, where known) the
+    /// number `identity`.
+    func assignIdentity(_ identity: UInt64?, to descriptor: Int32, inode: UInt64? = nil) {
         guard let identity, let attribute = identities?.attributeName else { return }
-        IdentityAttribute.write(identity, to: descriptor, name: attribute)
+        IdentityAttribute.write(identity, to: descriptor, inode: inode, name: attribute)
     }
 
     /// Gives a file DocFS just made a fresh number, so its first save has nothing to record.

@@ -368,7 +368,7 @@ public final class DirectoryStore: DocumentStore {
         let destination = absolute(path)
         let existing = try? FileStatus.of(path: destination)
         if let existing, existing.kind == .regular {
-            try copyMetadata(from: destination, existing: existing, to: staging.descriptor.rawValue, path: staging.path)
+            try copyMetadata(from: destination, existing: existing, to: staging.descriptor.rawValue, inode: staging.inode, path: staging.path)
         }
         if durable { try FileIO.synchronize(staging.descriptor.rawValue, dataOnly: true, path: staging.path) }
         if let existing, existing.kind == .regular, existing.size == 0, !durable,
@@ -418,7 +418,7 @@ public final class DirectoryStore: DocumentStore {
             if let existing, existing.kind == .regular {
                 let descriptor = try FileIO.open(temporary, O_RDONLY | O_NOFOLLOW)
                 defer { FileIO.close(descriptor) }
-                try copyMetadata(from: destination, existing: existing, to: descriptor, path: temporary)
+                try copyMetadata(from: destination, existing: existing, to: descriptor, inode: nil, path: temporary)
             } else if let existing, existing.kind == .directory {
                 carryIdentities(from: destination, to: temporary)
             }
@@ -586,14 +586,15 @@ public final class DirectoryStore: DocumentStore {
 
     /// The replaced file's permissions, owner, extended attributes and number go to its successor,
     /// so a save through DocFS is as invisible to them as an in-place write.
-    private func copyMetadata(from source: String, existing: FileStatus, to descriptor: Int32, path: String) throws {
+    /// `inode`: the file system's number of `descriptor`'s file where known (read otherwise).
+    private func copyMetadata(from source: String, existing: FileStatus, to descriptor: Int32, inode: UInt64?, path: String) throws {
         // The owner first: a chown clears set-user-ID and set-group-ID. Those bits are taken as
         // they are now: a write by someone without CAP_FSETID cleared them when it was made (see
         // DocumentFileSystem.dropSetIDBits). Always, for the daemon's own documents too: a stage
         // made in a set-group-ID folder (or one mounted grpid) has that folder's group.
         if canChangeOwner { fchown(descriptor, existing.userID, existing.groupID) }
         fchmod(descriptor, existing.permissions)
-        assignIdentity(identityToCarry(from: existing, at: source), to: descriptor)
+        assignIdentity(identityToCarry(from: existing, at: source), to: descriptor, inode: inode)
         // Not the save record: it is the replaced version's, and the new one gets its own.
         for name in (try? extendedAttributeNames(relativeOrAbsolute: source)) ?? []
         where name != identities?.attributeName && name != SaveRecord.attributeName && name != ArchivedLinks.attributeName {

@@ -1,5 +1,6 @@
 import DocumentModel
 import Glibc
+import Synchronization
 import SystemSupport
 
 /// Where documents live. Paths are relative to the store's root, `/`-separated, with `""` for the
@@ -340,10 +341,25 @@ public final class StagingFile: Sendable {
     /// Open for reading and writing; shared with readers of the document while the write is open.
     public let descriptor: OwnedDescriptor
 
+    /// The file system's number of the staged file, once any status of it was read (0 before):
+    /// it never changes, and a save writes it into the identity attribute (`IdentityAttribute`).
+    private let knownInode = Atomic<UInt64>(0)
+
     public init(path: String, descriptor: OwnedDescriptor) {
         self.path = path
         self.descriptor = descriptor
     }
 
-    public func status() throws -> FileStatus { try descriptor.status(path: path) }
+    public func status() throws -> FileStatus {
+        let status = try descriptor.status(path: path)
+        knownInode.store(status.inode, ordering: .relaxed)
+        return status
+    }
+
+    /// The file system's number of the staged file (read where no status was yet); nil where it
+    /// cannot be read.
+    public var inode: UInt64? {
+        let known = knownInode.load(ordering: .relaxed)
+        return known != 0 ? known : (try? status())?.inode
+    }
 }

@@ -32,10 +32,11 @@ enum IdentityAttribute {
         NumberAttribute.writePair(number, holder, at: target, name: name, exclusive: exclusive)
     }
 
-    /// Sets the attribute of the open file `descriptor`. Whether it was set.
+    /// Sets the attribute of the open file `descriptor`, the file system's number `inode` (read
+    /// where nil). Whether it was set.
     @discardableResult
-    static func write(_ number: UInt64, to descriptor: Int32, name: String) -> Bool {
-        guard let status = try? FileStatus.of(descriptor: descriptor, path: "") else { return false }
-        return NumberAttribute.writePair(number, status.inode, to: descriptor, name: name)
+    static func write(_ number: UInt64, to descriptor: Int32, inode: UInt64?, name: String) -> Bool {
+        guard let holder = inode ?? (try? FileStatus.of(descriptor: descriptor, path: ""))?.inode else { return false }
+        return NumberAttribute.writePair(number, holder, to: descriptor, name: name)
     }
 }
