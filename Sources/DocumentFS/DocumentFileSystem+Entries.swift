@@ -437,7 +437,7 @@ extension DocumentFileSystem {
     /// Whether a rename moves a folder (which may be or hold a package): then it waits for the
     /// changes in flight inside packages, and they for it.
     private func movesFolders(parent: Inode, name: FileName, newParent: Inode, newName: FileName, exchange: Bool) throws(FUSEError) -> Bool {
-        func isFolder(_ path: String) -> Bool { (try? store.status(of: path))?.kind == .directory }
+        func isFolder(_ path: String) -> Bool { (try? store.unnumberedStatus(of: path))?.kind == .directory }
         if isFolder(try childPath(parent: parent, name: name)) { return true }
         guard exchange else { return false }
         return isFolder(try childPath(parent: newParent, name: newName))
@@ -475,7 +475,7 @@ extension DocumentFileSystem {
             // before `changes` is held (a decode may take long), and again under it if the file
             // under either name changed meanwhile (a hard link made changes its file's ctime too);
             // writes through the mount are held still.
-            let judged = renameState(of: source, destination)
+            let judged = renameState(of: source, destination, numbered: false)
             try judgeRename(of: source, as: destination, exchange: exchange, state: judged)
             try changingNames { () throws(FUSEError) in
                 let now = renameState(of: source, destination)
@@ -622,8 +622,10 @@ extension DocumentFileSystem {
         var versions: [FileVersion?] { [source?.version, destination?.version] }
     }
 
-    private func renameState(of source: String, _ destination: String) -> RenameState {
-        RenameState(source: try? store.status(of: source), destination: try? store.status(of: destination))
+    /// `numbered`: with the numbers the items are known by (a judgement alone needs none).
+    private func renameState(of source: String, _ destination: String, numbered: Bool = true) -> RenameState {
+        let status = numbered ? store.status(of:) : store.unnumberedStatus(of:)
+        return RenameState(source: try? status(source), destination: try? status(destination))
     }
 
     /// Judges what a rename puts under document names, both ways for an exchange, from `state`: a

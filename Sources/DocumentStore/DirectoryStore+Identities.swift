@@ -5,11 +5,12 @@ import SystemSupport
 /// every save that replaces its file.
 extension DirectoryStore {
     /// The status of the item `name` in `directory` (AT_FDCWD: `name` is a whole path), with its
-    /// identity; `document`: the item's path in the store.
-    func identifiedStatus(name: UnsafePointer<CChar>, in directory: Int32, path: String, document: String) throws -> FileStatus {
+    /// identity where `numbered` (else the file system's number); `document`: the item's path in
+    /// the store.
+    func identifiedStatus(name: UnsafePointer<CChar>, in directory: Int32, path: String, document: String, numbered: Bool = true) throws -> FileStatus {
         var status = try FileStatus.of(name: name, in: directory, path: path)
         let target = AttributeTarget(name, in: directory)
-        status.identity = identity(of: status, at: target, document: document)
+        if numbered { status.identity = identity(of: status, at: target, document: document) }
         // The version archive's names are no names in the mount (and this one is).
         if status.linkCount > 1 && status.kind == .regular {
             status.linkCount = max(1, ArchivedLinks.storeNames(of: status, archived: ArchivedLinks.count(at: target)))

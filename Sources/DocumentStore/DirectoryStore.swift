@@ -245,6 +245,11 @@ public final class DirectoryStore: DocumentStore {
         return try FileSystemPath.at(full) { directory, name in try identifiedStatus(name: name, in: directory, path: full, document: path) }
     }
 
+    public func unnumberedStatus(of path: String) throws -> FileStatus {
+        let full = absolute(path)
+        return try FileSystemPath.at(full) { directory, name in try identifiedStatus(name: name, in: directory, path: full, document: path, numbered: false) }
+    }
+
     public func status(of name: FileName, in directory: OwnedDescriptor, folder: String) throws -> FileStatus {
         try FileSystemPath.withCString(name.string) {
             try identifiedStatus(name: $0, in: directory.rawValue, path: name.string, document: StorePath.join(folder, name))

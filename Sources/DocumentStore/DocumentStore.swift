@@ -18,6 +18,9 @@ public protocol DocumentStore: AnyObject, Sendable {
     func localPath(of path: String) -> String?
 
     func status(of path: String) throws -> FileStatus
+    /// `status(of:)` without the number the item is known by (`identity` is the file system's
+    /// number): for a judgement of what is there, which asks for nothing else, at less cost.
+    func unnumberedStatus(of path: String) throws -> FileStatus
     /// The status of `name` in the directory `folder`, opened with `openDirectory`: one path
     /// component for the kernel to resolve instead of the whole path, for listings that stat every entry.
     func status(of name: FileName, in directory: OwnedDescriptor, folder: String) throws -> FileStatus
@@ -240,6 +243,7 @@ public struct RemovedDocument: Sendable {
 public typealias Publication = (_ apply: () throws -> Void) throws -> Void
 
 extension DocumentStore {
+    public func unnumberedStatus(of path: String) throws -> FileStatus { try status(of: path) }
     @discardableResult
     public func persist(_ wrapper: FileWrapper, at path: String, durable: Bool) throws -> FileStatus {
         try persist(wrapper, at: path, durable: durable, publishing: { try $0() })
