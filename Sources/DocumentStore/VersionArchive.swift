@@ -370,9 +370,9 @@ public final class VersionArchive: Sendable {
     /// The store's watch saw `document` change beside the mount (after a replacement it read as a
     /// save, see `historyContinues(at:)`): the history listed there, or below it (a folder), stays
     /// only while the item there has its number (else it is shown among the removed, see
-    /// `departed`), and the history
-    /// of the number now there, where the number travels with its item and the history is noted
-    /// elsewhere, comes along (the document was moved here).
+    /// `departed`), and the history of the number now there, where the number travels with its
+    /// item and the history is noted elsewhere (not still carried there), comes along: the
+    /// document was moved here.
     public func changedBeside(_ document: String) {
         guard let numbers else { return }
         let live = numbers(document)
