@@ -51,13 +51,13 @@ extension DirectoryStore {
             let status = try FileStatus.of(name: name, in: directory, path: full)
             return (status, history == nil ? historyNumber(of: status, at: AttributeTarget(name, in: directory)) : nil)
         }) else {
-            if history == nil { noteHistoryNumber(nil, of: path) }
+            if history == nil { noteHistoryNumber(nil, of: path, movedAway: copying) }
             return nil
         }
         // Noted before anything can stop the version (an empty file, a full disk, the item kept
         // already): the save installs a new number whether or not a version is kept, and the
         // history must take it (see `recordSave`).
-        if history == nil { noteHistoryNumber(number, of: path) }
+        if history == nil { noteHistoryNumber(number, of: path, movedAway: copying) }
         switch status.kind {
         case .regular where status.size > 0, .directory: break
         // An empty file is a draft being made (`touch`, a copy's first step): nothing to go back to.
@@ -126,14 +126,21 @@ extension DirectoryStore {
         return kept
     }
 
-    /// Notes `number`, that of the item a save at `path` is about to replace, for `recordSave`;
+    /// Notes `number`, that of the item a change at `path` is about to replace, for `recordSave`;
     /// nil forgets an earlier note (no item there now, or one with no number of its own).
-    private func noteHistoryNumber(_ number: VersionArchive.HistoryNumber?, of path: String) {
+    /// `movedAway`: the item goes on under another name (an editor's backup: vim's
+    /// `backupcopy=no`, Emacs), and its history waits at `path` for the file saved there next,
+    /// whatever is noted meanwhile (that file's empty draft, or no file).
+    private func noteHistoryNumber(_ number: VersionArchive.HistoryNumber?, of path: String, movedAway: Bool) {
         numbersReplaced.withLock { noted in
+            if !movedAway, let earlier = noted[PathKey(path)], earlier.movedAway {
+                if let number, !earlier.numbers.contains(number.value) { noted[PathKey(path)]?.numbers.append(number.value) }
+                return
+            }
             guard let number else { noted.removeValue(forKey: PathKey(path)); return }
-            // Bounded: a save never recorded (it failed) leaves its entry.
+            // Bounded: a change never recorded as a save (it failed, or saved nothing) leaves its entry.
             if noted.count >= 4096 { noted.removeAll() }
-            noted[PathKey(path)] = number.value
+            noted[PathKey(path)] = ReplacedNumbers(numbers: [number.value], movedAway: movedAway)
         }
     }
 
@@ -324,7 +331,7 @@ extension DirectoryStore {
     public func recordSave(of path: String, by user: uid_t, at time: timespec) {
         guard keepsVersions else { return }
         let full = absolute(path)
-        let replaced = numbersReplaced.withLock { $0.removeValue(forKey: PathKey(path)) }
+        let replaced = numbersReplaced.withLock { $0.removeValue(forKey: PathKey(path)) }?.numbers
         // One look at the document: its status for the record, and its number where the save
         // replaced a numbered item.
         let looked = try? FileSystemPath.at(full) { directory, name -> (FileStatus, VersionArchive.HistoryNumber?) in
@@ -335,8 +342,9 @@ extension DirectoryStore {
         SaveRecord(time: time, userID: user, unreachable: unreachableBits(of: path, document: status)).write(at: full)
         // A save that gave the document a new number (a save by rename, a file with other names
         // saved apart from them): the history of the number it replaced takes the new one.
-        guard let versions, let replaced, let number, number.value != replaced else { return }
-        versions.historyContinues(at: path, from: replaced, to: number)
+        guard let versions, let replaced, let number else { return }
+        // The history listed at the path is one of theirs, at most (each is checked against it).
+        for previous in replaced where previous != number.value { versions.historyContinues(at: path, from: previous, to: number) }
     }
 
     /// The permission bits of the document at `path` that its folders keep from others and from its

@@ -51,10 +51,15 @@ public final class DirectoryStore: DocumentStore {
     /// Documents whose last version a removal under way kept in their removal area already
     /// (`keepVersion(ofRemoved:joining:as:)`), until the removal or the end of its change.
     let removalsKeptAhead = OrderedMutex<Set<PathKey>>(.leaf, [])
-    /// The number of the item a save in progress replaces, by the saved path, until the save is
+    /// The numbers of the items a save in progress replaces, by the saved path, until the save is
     /// recorded (`recordSave`): where the save gave the document a new number, the history of the
-    /// replaced number takes it.
-    let numbersReplaced = OrderedMutex<[PathKey: UInt64]>(.leaf, [:])
+    /// replaced number takes it (see `noteHistoryNumber`).
+    let numbersReplaced = OrderedMutex<[PathKey: ReplacedNumbers]>(.leaf, [:])
+    struct ReplacedNumbers {
+        var numbers: [UInt64]
+        /// The first went on under another name (see `noteHistoryNumber`).
+        var movedAway: Bool
+    }
     /// Whether saves and removals keep the version they replace (`--versions off` says no).
     public let keepsVersions: Bool
     /// Where packages' next versions are made ahead (`DirectoryStore+PreparedVersions`), and those made.

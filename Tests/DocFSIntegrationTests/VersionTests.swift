@@ -66,6 +66,10 @@ import Testing
         let counted = try JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [String: Any] ?? [:]
         #expect(counted["versions"] as? Int == 5 && counted["versionedDocuments"] as? Int == 1, "\(status.output)")
         #expect((counted["versionBytes"] as? Int ?? 0) > 0)
+        // The save after vim's backup save keeps the whole history too: it was noted under the
+        // number of the file vim wrote anew, and the next save showed it among the removed.
+        #expect(try mount.shell("echo v6 > notes/a.md").succeeded)
+        #expect(try contents(mount, "notes/a.md") == ["v0\n", "v1\n", "v2\n", "v3\n", "v4\n", "v5\n"])
     }
 
     /// Removing versions keeps the view's index as it goes (issue 36, item 10): a removal read

@@ -186,4 +186,30 @@ import Testing
         #expect(kept == ["one\n", "two\n", "three\n"])
         #expect(historyFolders(root) == [try numberFolder(store, "q.md")])
     }
+
+    /// An editor's save that renames the document to its backup first (vim's `backupcopy=no`,
+    /// Emacs), then puts a new file at the name: the history stays at the name for the new file,
+    /// whether that file is created there or renamed in. A save that found no file at the name
+    /// forgot the number the backup's rename noted, and the save after it showed the whole history
+    /// among the removed.
+    @Test(arguments: [false, true]) func aSaveAfterTheDocumentWentToItsBackupKeepsTheHistory(draftFirst: Bool) throws {
+        let (store, root) = try makeStore()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try Data("one\n".utf8).write(to: URL(fileURLWithPath: root + "/p.md"))
+        try save(store, "p.md", "two\n")
+        try save(store, "p.md", "three\n")
+        try store.keepVersion(of: "p.md", copying: true)
+        try store.rename("p.md", to: "p.md~", flags: 0)
+        // The new file: an empty draft made at the name and written over, or renamed in.
+        if draftFirst {
+            try store.createEmptyFile("p.md", mode: 0o644, owner: nil)
+            try save(store, "p.md", "four\n")
+        } else {
+            try saveByRename(store, root, "p.md", "four\n")
+        }
+        try saveByRename(store, root, "p.md", "five\n")
+        let kept = store.versions?.versions(of: "p.md").map { (try? String(contentsOfFile: $0.location, encoding: .utf8)) ?? "?" }
+        #expect(kept == ["one\n", "two\n", "three\n", "four\n"])
+        #expect(store.versions?.index.documents == [Array("p.md".utf8)], "nothing among the removed")
+    }
 }
