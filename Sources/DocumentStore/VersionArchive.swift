@@ -379,8 +379,10 @@ public final class VersionArchive: Sendable {
         if case .unknown = live { return }
         withIndex { index in
             // A folder renamed or removed beside the mount: the watch reports its name only.
-            // (Where its documents went, each one's next save finds.)
-            for (below, folder) in index.histories(atOrBelow: document) where below.utf8.count > document.utf8.count {
+            // (Where its documents went, each one's next save finds; a folder made at the name
+            // since is left to them too: any other event on a folder costs no scan.)
+            let leftBelow: [(document: String, folder: String)] = if case .none = live { index.histories(atOrBelow: document) } else { [] }
+            for (below, folder) in leftBelow where below.utf8.count > document.utf8.count {
                 guard let number = Self.number(ofFolder: folder) else { continue }
                 switch numbers(below) {
                 case .numbered(let now) where now.value == number: continue
@@ -443,9 +445,9 @@ public final class VersionArchive: Sendable {
 
     /// Moves the versions of the history in `folder` into the one in `target` (both `SHARD/KEY`):
     /// the folder itself where `target` is none yet, else each version (one whose name is taken
-    /// there stays). Whether `folder` is gone.
-    /// `leavingTrace`: `folder` stays, emptied, with the names of the versions that went (see
-    /// `traceName`); whether it was emptied.
+    /// there stays). `leavingTrace`: `folder` stays, emptied, with the names of the versions that
+    /// went added to its trace (see `traceName`). Whether every version went (and, leaving a
+    /// trace, it was written; else, `folder` is gone).
     @discardableResult
     private func join(_ folder: String, into target: String, leavingTrace: Bool = false) -> Bool {
         let from = directory + "/" + folder, to = directory + "/" + target
@@ -464,7 +466,10 @@ public final class VersionArchive: Sendable {
             if (try? FileIO.rename(from + "/" + name, to + "/" + name, flags: Self.renameNoReplace)) != nil { moved.append(name) }
         }
         if leavingTrace {
-            try? Self.writeWhole(from + "/" + Self.traceName, Array(moved.joined(separator: "\n").utf8))
+            // Added to: an earlier join cut short (a name taken) left one.
+            let earlier = Self.trace(inFolder: from) ?? []
+            let names = earlier + moved.filter { !earlier.contains($0) }
+            guard (try? Self.writeWhole(from + "/" + Self.traceName, Array(names.joined(separator: "\n").utf8))) != nil else { return false }
             return !Self.holdsAVersion(from)
         }
         guard !Self.holdsAVersion(from) else { return false }
@@ -491,9 +496,11 @@ public final class VersionArchive: Sendable {
             // The same owner's earlier removal at that path: one history. A number's folder stays,
             // with a trace of what went: its document, found again, takes its versions back.
             let number = Self.number(ofFolder: folder) != nil
-            guard join(folder, into: existing, leavingTrace: number) else { return removed }
+            guard let shared = removalHistory(existing, at: removed, in: &index),
+                  join(folder, into: shared, leavingTrace: number)
+            else { return removed }
             if number { try? writeNote(in: path, naming: removed) }
-            target = existing
+            target = shared
         } else {
             // Listed there even where the note cannot be written: it is not the path's any more.
             try? writeNote(in: path, naming: removed)
@@ -505,6 +512,21 @@ public final class VersionArchive: Sendable {
         let narrowed = readersOfRemovedDocument(removed, in: targetPath).map { $0.removedAgain(as: readers, inAreaOf: owner) } ?? readers
         setReaders(narrowed, of: removed, in: targetPath)
         return removed
+    }
+
+    /// The folder of the history listed at `removed` (`existing`, `SHARD/KEY`), for another
+    /// removed history to join: one no number makes. A departed number's folder (its document may
+    /// come back, see `departed`) gives its versions to a new one first, keeping a trace of them,
+    /// so that neither document, found again, takes the other's. Nil where that failed.
+    private func removalHistory(_ existing: String, at removed: String, in index: inout Index) -> String? {
+        guard Self.number(ofFolder: existing) != nil else { return existing }
+        let shared = existing + Self.removedKeyMark + String(Self.nowNanoseconds(), radix: 16)
+        let sharedPath = directory + "/" + shared
+        guard (try? Paths.makeDirectory(sharedPath, mode: 0o700)) != nil, (try? writeNote(in: sharedPath, naming: removed)) != nil else { return nil }
+        if let readers = readersOfRemovedDocument(removed, in: directory + "/" + existing) { setReaders(readers, of: removed, in: sharedPath) }
+        guard join(existing, into: shared, leavingTrace: true) else { return nil }
+        index.folders[Array(removed.utf8)] = shared
+        return shared
     }
 
     /// The document's folder, with `document` in it naming the document.
@@ -566,6 +588,7 @@ public final class VersionArchive: Sendable {
     }
 
     private static func trace(inFolder folder: String) -> [String]? {
+        // `FileIO.open` opens regular files and folders only, without waiting (a FIFO here fails).
         guard let descriptor = try? FileIO.open(folder + "/" + traceName, O_RDONLY | O_NOFOLLOW) else { return nil }
         defer { FileIO.close(descriptor) }
         guard let data = try? FileIO.contents(of: descriptor, size: 16 * 1024 * 1024, mapping: false) else { return nil }

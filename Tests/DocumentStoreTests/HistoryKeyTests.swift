@@ -212,4 +212,46 @@ import Testing
         #expect(kept == ["one\n", "two\n", "three\n", "four\n"])
         #expect(store.versions?.index.documents == [Array("p.md".utf8)], "nothing among the removed")
     }
+
+    /// Two documents that each left `p.md` beside the mount (no mount watching), each found
+    /// again elsewhere: each takes back its own versions. The first one's folder was the removal's
+    /// history the second joined, so the first, found again, took the second's versions with it.
+    @Test func twoHistoriesShownAmongTheRemovedAtOnePathComeBackApart() throws {
+        let (first, root) = try makeStore()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try Data("m1\n".utf8).write(to: URL(fileURLWithPath: root + "/p.md"))
+        try save(first, "p.md", "m2\n")
+        try save(first, "p.md", "m3\n")
+        #expect(rename(root + "/p.md", root + "/m.md") == 0)
+        let second = try DirectoryStore(path: root)
+        #expect(second.versions?.versions(of: VersionArchive.removedPath(of: "p.md", owner: geteuid())).count == 2)
+        try Data("n1\n".utf8).write(to: URL(fileURLWithPath: root + "/p.md"))
+        try save(second, "p.md", "n2\n")
+        try save(second, "p.md", "n3\n")
+        #expect(rename(root + "/p.md", root + "/n.md") == 0)
+        let store = try DirectoryStore(path: root)
+        let contents = { (path: String) in store.versions?.versions(of: path).map { (try? String(contentsOfFile: $0.location, encoding: .utf8)) ?? "?" } }
+        #expect(contents(VersionArchive.removedPath(of: "p.md", owner: geteuid()))?.sorted() == ["m1\n", "m2\n", "n1\n", "n2\n"])
+        try save(store, "m.md", "m4\n")
+        #expect(contents("m.md") == ["m1\n", "m2\n", "m3\n"])
+        try save(store, "n.md", "n4\n")
+        #expect(contents("n.md") == ["n1\n", "n2\n", "n3\n"])
+        #expect(contents(VersionArchive.removedPath(of: "p.md", owner: geteuid())) == [])
+    }
+
+    /// The archive's small files are opened without waiting (`FileIO.open` refuses all but regular
+    /// files and folders): a FIFO put in place of a note or a trace, by whoever can write the store,
+    /// would hold the index's lock, and every save, forever. A guard: it passes before this stop too.
+    @Test(.timeLimit(.minutes(1))) func aFIFOInPlaceOfANoteOrATraceIsPassedBy() throws {
+        let (_, root) = try makeStore()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        for (key, name) in [("0000000000000AB1", "document"), ("0000000000000AB2", "joined")] {
+            let folder = root + "/.docfs/versions/B1/" + key
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            if name == "joined" { try Data(".docfs/removed-0/x.md".utf8).write(to: URL(fileURLWithPath: folder + "/document")) }
+            #expect(mkfifo(folder + "/" + name, 0o600) == 0)
+        }
+        let store = try DirectoryStore(path: root)
+        #expect(store.versions?.index.documents.isEmpty == true)
+    }
 }
