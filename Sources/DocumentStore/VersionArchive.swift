@@ -122,6 +122,15 @@ public final class VersionArchive: Sendable {
         case numbered(HistoryNumber)
         /// The store is closed: nothing can be told.
         case unknown
+
+        /// Whether this item has `number`; nil where nothing can be told.
+        func has(_ number: UInt64) -> Bool? {
+            switch self {
+            case .none: false
+            case .numbered(let live): live.value == number
+            case .unknown: nil
+            }
+        }
     }
     public typealias LiveNumbers = @Sendable (String) -> LiveItem
     private let liveNumbers: OrderedMutex<LiveNumbers?> = OrderedMutex(.innermost, nil)
@@ -318,10 +327,8 @@ public final class VersionArchive: Sendable {
 
     /// Whether the item at `noted`, a path in the store other than `document`, has `number` too.
     private func carries(_ number: HistoryNumber, stillAt noted: String, besides document: String) -> Bool {
-        guard let numbers, !FileSystemPath.same(noted, document), Self.pathBeforeRemoval(noted) == nil,
-              case .numbered(let there) = numbers(noted)
-        else { return false }
-        return there.value == number.value
+        guard let numbers, !FileSystemPath.same(noted, document), Self.pathBeforeRemoval(noted) == nil else { return false }
+        return numbers(noted).has(number.value) == true
     }
 
     /// Renames the history in `folder` (`SHARD/KEY`, a number's) to a name no number makes: its
@@ -383,12 +390,8 @@ public final class VersionArchive: Sendable {
             // since is left to them too: any other event on a folder costs no scan.)
             let leftBelow: [(document: String, folder: String)] = if case .none = live { index.histories(atOrBelow: document) } else { [] }
             for (below, folder) in leftBelow where below.utf8.count > document.utf8.count {
-                guard let number = Self.number(ofFolder: folder) else { continue }
-                switch numbers(below) {
-                case .numbered(let now) where now.value == number: continue
-                case .unknown: continue
-                default: departed(folder, from: below, in: &index)
-                }
+                guard let number = Self.number(ofFolder: folder), numbers(below).has(number) == false else { continue }
+                departed(folder, from: below, in: &index)
             }
             if let listed = index.folder(of: document), let number = Self.number(ofFolder: listed) {
                 if case .numbered(let now) = live, now.value == number { return }
@@ -1086,12 +1089,8 @@ public final class VersionArchive: Sendable {
         // A store read without keying (read-only) writes nothing: they stay unlisted there.
         for (document, folder) in setAsideAtLivePaths { departed(folder, from: document, listed: false, in: &index) }
         for (document, folder) in numbered where index.folder(of: document) == folder {
-            guard let number = Self.number(ofFolder: folder) else { continue }
-            switch numbers(document) {
-            case .numbered(let live) where live.value == number: continue
-            case .unknown: continue
-            default: departed(folder, from: document, in: &index)
-            }
+            guard let number = Self.number(ofFolder: folder), numbers(document).has(number) == false else { continue }
+            departed(folder, from: document, in: &index)
         }
         return index
     }

@@ -44,6 +44,18 @@ import Testing
         return String(number.suffix(2)) + "/" + number
     }
 
+    /// What each version of `document` holds, oldest first ("?" for one that cannot be read).
+    private func versionTexts(_ store: DirectoryStore, _ document: String) -> [String]? {
+        store.versions?.versions(of: document).map { (try? String(contentsOfFile: $0.location, encoding: .utf8)) ?? "?" }
+    }
+
+    /// `cp -a` as root runs it beside the mount: the file with its attributes, DocFS's number too.
+    private func copyWithAttributes(_ source: String, _ destination: String) throws -> Bool {
+        let copy = try Process.run(URL(fileURLWithPath: "/bin/cp"), arguments: ["-a", source, destination])
+        copy.waitUntilExit()
+        return copy.terminationStatus == 0
+    }
+
     @Test func aRenameRewritesTheNoteAndMovesNoVersion() throws {
         let (store, root) = try makeStore()
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -80,7 +92,7 @@ import Testing
         #expect(store.versions?.versions(of: "a.md").count == 1)
         try save(store, "a.md", "after\n")
         #expect(historyFolders(root) == [try numberFolder(store, "a.md")])
-        let kept = store.versions?.versions(of: "a.md").map { (try? String(contentsOfFile: $0.location, encoding: .utf8)) ?? "" }
+        let kept = versionTexts(store, "a.md")
         #expect(kept == ["before\n", "now\n"])
     }
 
@@ -92,7 +104,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: root) }
         try Data("one\n".utf8).write(to: URL(fileURLWithPath: root + "/a.md"))
         for contents in ["two\n", "", "three\n", "four\n"] { try saveByRename(store, root, "a.md", contents) }
-        let kept = store.versions?.versions(of: "a.md").map { (try? String(contentsOfFile: $0.location, encoding: .utf8)) ?? "?" }
+        let kept = versionTexts(store, "a.md")
         #expect(kept == ["one\n", "two\n", "three\n"])
         #expect(historyFolders(root) == [try numberFolder(store, "a.md")])
         #expect(store.versions?.index.documents == [Array("a.md".utf8)], "nothing among the removed")
@@ -111,9 +123,8 @@ import Testing
         try Data("b.md".utf8).write(to: URL(fileURLWithPath: aside + "/document"))
         try Data("secret\n".utf8).write(to: URL(fileURLWithPath: aside + "/20200101T000000.000000Z.md"))
         let store = try DirectoryStore(path: root)
-        let contents = { (path: String) in store.versions?.versions(of: path).map { (try? String(contentsOfFile: $0.location, encoding: .utf8)) ?? "?" } }
-        #expect(contents("b.md") == ["new\n"])
-        #expect(contents(VersionArchive.removedPath(of: "b.md", owner: geteuid())) == ["secret\n"])
+        #expect(versionTexts(store, "b.md") == ["new\n"])
+        #expect(versionTexts(store, VersionArchive.removedPath(of: "b.md", owner: geteuid())) == ["secret\n"])
     }
 
     /// A document renamed beside the mount, at whose old path its owner had removed another: its
@@ -133,15 +144,13 @@ import Testing
         try Data("gone\n".utf8).write(to: URL(fileURLWithPath: earlier + "/20200101T000000.000000Z.md"))
         #expect(rename(root + "/p.md", root + "/q.md") == 0)
         let store = try DirectoryStore(path: root)
-        let contents = { (path: String) in store.versions?.versions(of: path).map { (try? String(contentsOfFile: $0.location, encoding: .utf8)) ?? "?" } }
-        #expect(contents(removed)?.sorted() == ["gone\n", "one\n", "two\n"], "shown among the removed until it is found")
+        #expect(versionTexts(store, removed)?.sorted() == ["gone\n", "one\n", "two\n"], "shown among the removed until it is found")
         // Read again (a remount): still there, and still the document's to take back.
         let later = try DirectoryStore(path: root)
-        let laterContents = { (path: String) in later.versions?.versions(of: path).map { (try? String(contentsOfFile: $0.location, encoding: .utf8)) ?? "?" } }
-        #expect(laterContents(removed)?.sorted() == ["gone\n", "one\n", "two\n"])
+        #expect(versionTexts(later, removed)?.sorted() == ["gone\n", "one\n", "two\n"])
         try save(later, "q.md", "four\n")
-        #expect(laterContents("q.md") == ["one\n", "two\n", "three\n"])
-        #expect(laterContents(removed) == ["gone\n"])
+        #expect(versionTexts(later, "q.md") == ["one\n", "two\n", "three\n"])
+        #expect(versionTexts(later, removed) == ["gone\n"])
         #expect(historyFolders(root).count == 2, "the document's folder and the removal's: no trace left")
     }
 
@@ -153,16 +162,13 @@ import Testing
         try Data("one\n".utf8).write(to: URL(fileURLWithPath: root + "/p.md"))
         try save(first, "p.md", "two\n")
         try save(first, "p.md", "three\n")
-        let copy = try Process.run(URL(fileURLWithPath: "/bin/cp"), arguments: ["-a", root + "/p.md", root + "/q.md"])
-        copy.waitUntilExit()
-        #expect(copy.terminationStatus == 0)
+        #expect(try copyWithAttributes(root + "/p.md", root + "/q.md"))
         let store = try DirectoryStore(path: root)
-        let contents = { (path: String) in store.versions?.versions(of: path).map { (try? String(contentsOfFile: $0.location, encoding: .utf8)) ?? "?" } }
         try save(store, "q.md", "copied on\n")
-        #expect(contents("p.md") == ["one\n", "two\n"])
-        #expect(contents("q.md") == ["three\n"])
+        #expect(versionTexts(store, "p.md") == ["one\n", "two\n"])
+        #expect(versionTexts(store, "q.md") == ["three\n"])
         try save(store, "p.md", "four\n")
-        #expect(contents("p.md") == ["one\n", "two\n", "three\n"])
+        #expect(versionTexts(store, "p.md") == ["one\n", "two\n", "three\n"])
     }
 
     /// A document moved to another file system and back (here: copied with its attributes, and the
@@ -175,14 +181,12 @@ import Testing
         try save(first, "p.md", "two\n")
         try save(first, "p.md", "three\n")
         let before = try first.status(of: "p.md").identity
-        let copy = try Process.run(URL(fileURLWithPath: "/bin/cp"), arguments: ["-a", root + "/p.md", root + "/q.md"])
-        copy.waitUntilExit()
-        #expect(copy.terminationStatus == 0 && unlink(root + "/p.md") == 0)
+        #expect(try copyWithAttributes(root + "/p.md", root + "/q.md") && unlink(root + "/p.md") == 0)
         let store = try DirectoryStore(path: root)
         if lookedUpFirst { #expect(try store.status(of: "q.md").identity != before, "a number of its own") }
         try save(store, "q.md", "four\n")
         #expect(try store.status(of: "q.md").identity != before)
-        let kept = store.versions?.versions(of: "q.md").map { (try? String(contentsOfFile: $0.location, encoding: .utf8)) ?? "?" }
+        let kept = versionTexts(store, "q.md")
         #expect(kept == ["one\n", "two\n", "three\n"])
         #expect(historyFolders(root) == [try numberFolder(store, "q.md")])
     }
@@ -208,7 +212,7 @@ import Testing
             try saveByRename(store, root, "p.md", "four\n")
         }
         try saveByRename(store, root, "p.md", "five\n")
-        let kept = store.versions?.versions(of: "p.md").map { (try? String(contentsOfFile: $0.location, encoding: .utf8)) ?? "?" }
+        let kept = versionTexts(store, "p.md")
         #expect(kept == ["one\n", "two\n", "three\n", "four\n"])
         #expect(store.versions?.index.documents == [Array("p.md".utf8)], "nothing among the removed")
     }
@@ -230,19 +234,19 @@ import Testing
         try save(second, "p.md", "n3\n")
         #expect(rename(root + "/p.md", root + "/n.md") == 0)
         let store = try DirectoryStore(path: root)
-        let contents = { (path: String) in store.versions?.versions(of: path).map { (try? String(contentsOfFile: $0.location, encoding: .utf8)) ?? "?" } }
-        #expect(contents(VersionArchive.removedPath(of: "p.md", owner: geteuid()))?.sorted() == ["m1\n", "m2\n", "n1\n", "n2\n"])
+        #expect(versionTexts(store, VersionArchive.removedPath(of: "p.md", owner: geteuid()))?.sorted() == ["m1\n", "m2\n", "n1\n", "n2\n"])
         try save(store, "m.md", "m4\n")
-        #expect(contents("m.md") == ["m1\n", "m2\n", "m3\n"])
+        #expect(versionTexts(store, "m.md") == ["m1\n", "m2\n", "m3\n"])
         try save(store, "n.md", "n4\n")
-        #expect(contents("n.md") == ["n1\n", "n2\n", "n3\n"])
-        #expect(contents(VersionArchive.removedPath(of: "p.md", owner: geteuid())) == [])
+        #expect(versionTexts(store, "n.md") == ["n1\n", "n2\n", "n3\n"])
+        #expect(versionTexts(store, VersionArchive.removedPath(of: "p.md", owner: geteuid())) == [])
     }
 
     /// The archive's small files are opened without waiting (`FileIO.open` refuses all but regular
     /// files and folders): a FIFO put in place of a note or a trace, by whoever can write the store,
     /// would hold the index's lock, and every save, forever. A guard: it passes before this stop too.
-    @Test(.timeLimit(.minutes(1))) func aFIFOInPlaceOfANoteOrATraceIsPassedBy() throws {
+    /// (Ten minutes, as the integration suites: in the whole run, unit tests wait minutes for a thread.)
+    @Test(.timeLimit(.minutes(10))) func aFIFOInPlaceOfANoteOrATraceIsPassedBy() throws {
         let (_, root) = try makeStore()
         defer { try? FileManager.default.removeItem(atPath: root) }
         for (key, name) in [("0000000000000AB1", "document"), ("0000000000000AB2", "joined")] {
