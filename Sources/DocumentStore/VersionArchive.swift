@@ -941,6 +941,9 @@ public final class VersionArchive: Sendable {
         return UInt64(max(0, now.tv_sec)) &* 1_000_000_000 &+ UInt64(max(0, now.tv_nsec))
     }
 
+    /// Whether any document's history is listed at `path` or below it.
+    public func hasHistory(atOrBelow path: String) -> Bool { withIndex { !$0.histories(atOrBelow: path).isEmpty } }
+
     /// Moves one version to `document`'s history (a shared store's database moved it there):
     /// where it went, or nil where it could not (a name taken there).
     public func moveVersion(_ version: DocumentVersion, to document: String) -> String? {

@@ -38,6 +38,9 @@ struct MirrorState {
     }
     /// How far `docfs_changes` has been read.
     var changeCursor = ChangeCursor()
+    /// Counts the times an item's path changed here (moved, removed, or first known): where a
+    /// history keyed by an item is shown follows it (`PostgresStore.followItems`).
+    private(set) var placements: UInt64 = 0
     /// How many history moves the change log showed (`StoreQueries.recordHistoryMove`), counted
     /// once more at each whole comparison, which reads no log.
     var historyMovesRead: Int64 = 0
@@ -74,6 +77,7 @@ struct MirrorState {
     private mutating func remember(_ path: String, _ item: KnownItem) {
         clock = max(clock, item.lastUse)
         place(PathKey(path), item)
+        if paths[item.id].map({ !FileSystemPath.same($0, path) }) ?? true { placements &+= 1 }
         paths[item.id] = path
         guard item.isFetched, let key = item.contentKey else { return }
         fetched[key, default: []].insert(item.id)
@@ -92,6 +96,7 @@ struct MirrorState {
 
     /// Forgets `path` and everything under it.
     mutating func removeSubtree(_ path: String) {
+        placements &+= 1
         for key in keys(under: path) {
             if let item = displace(key) { forget(item, at: key.path) }
         }
@@ -181,6 +186,7 @@ struct MirrorState {
 
     /// `from` and everything under it now have `to` in its place.
     mutating func moveSubtree(from source: String, to destination: String) {
+        placements &+= 1
         let moved = keys(under: source).compactMap { key in displace(key).map { (key, $0) } }
         for (key, item) in moved {
             let renamed = StorePath.replacingFolder(source, with: destination, in: key.path)

@@ -59,6 +59,7 @@ extension PostgresStore {
                     var new = status
                     new.mode = UInt32(S_IFREG) | status.permissions
                     answered.known = try self.queries.insert(db, parent: parent.id, name: name, status: new, chunks: chunks)
+                    if self.holdsHistory(at: path) { self.queries.adoptHistoryLater(db, parent: parent.id, name: name, at: FileSystemPath.bytes(of: path)) }
                 }
                 for (_, row, record) in packageSavers { self.queries.recordSaveLater(db, of: row.id, contentVersion: row.contentVersion, record) }
                 self.queries.recordChange(db, folders: [parent.id])
@@ -181,8 +182,9 @@ extension PostgresStore {
                         keeping = keptRows
                         try keeping.clearWay(db, queries, root: root.id)
                     } else {
-                        if let stored { try db.execute("DELETE FROM docfs_items WHERE id = $1", [.integer(stored.id)]) }
+                        if let stored { try removeRowKeepingHistory(db, stored.id, at: path) }
                         root = try queries.insert(db, parent: parent.id, name: name, status: status)
+                        queries.adoptHistoryLater(db, parent: parent.id, name: name, at: FileSystemPath.bytes(of: path))
                     }
                     publishExtendedAttributes(db, of: prepared, id: root.id)
                     published = [(path, root)]
@@ -194,8 +196,9 @@ extension PostgresStore {
                         // The same row, so the document keeps its number in every mount.
                         item = updated
                     } else {
-                        if let stored { try db.execute("DELETE FROM docfs_items WHERE id = $1", [.integer(stored.id)]) }
+                        if let stored { try removeRowKeepingHistory(db, stored.id, at: path) }
                         item = try queries.insert(db, parent: parent.id, name: name, status: status, chunks: chunks)
+                        queries.adoptHistoryLater(db, parent: parent.id, name: name, at: FileSystemPath.bytes(of: path))
                     }
                     publishExtendedAttributes(db, of: prepared, id: item.id)
                     published = [(path, item)]
@@ -223,6 +226,13 @@ extension PostgresStore {
         })
         forgetBase(prepared)
         mirror.removePrivateItem(prepared)
+    }
+
+    /// Deletes the row `id` at `path` for another to take its place there (a file replaced by a
+    /// folder, or the other way round): the history stays at the path for the new row to adopt.
+    private func removeRowKeepingHistory(_ db: PostgresConnection, _ id: Int64, at path: String) throws {
+        queries.leaveHistoryLater(db, of: id, at: FileSystemPath.bytes(of: path))
+        try db.execute("DELETE FROM docfs_items WHERE id = $1", [.integer(id)])
     }
 
     /// Inserts the items under the private folder `source` as children of `parentID`, but for the
@@ -373,6 +383,7 @@ extension PostgresStore {
             let inserted = AnsweredItem()
             do {
                 queries.insertLater(db, parent: parent.id, name: name, status: try mirror.status(of: path), target: target, into: inserted)
+                if holdsHistory(at: path) { queries.adoptHistoryLater(db, parent: parent.id, name: name, at: FileSystemPath.bytes(of: path)) }
             } catch {
                 if let full = mirror.localPath(of: path) { try? FileIO.removeItem(full) }
                 throw error
@@ -438,6 +449,18 @@ extension PostgresStore {
                 guard let item = state.withLock({ $0[path] }) else { return }
                 // Kept in the mirror now, before the store-wide change counter is locked.
                 kept += try keepInTransaction(db, wishes)
+                // Before the row goes: deleting it would leave its history where it was kept. Who
+                // could read it is recorded only for a history that goes among the removed: an
+                // empty package made and removed again at the path narrows nobody's record.
+                if retiring == nil {
+                    queries.leaveHistoryLater(db, of: item.id, at: FileSystemPath.bytes(of: path))
+                } else if let retiring,
+                          try queries.retireHistory(db, of: item.id, at: FileSystemPath.bytes(of: path), to: FileSystemPath.bytes(of: removedPath)) > 0 {
+                    historyMoved = true
+                    let readers = VersionArchive.readers(of: retiring)
+                    queries.recordRemovalLater(db, folder: false, path: FileSystemPath.bytes(of: removedPath), readers: readers, into: record)
+                    queries.notifyVersionsChanged(db)
+                }
                 if directory {
                     let removed = try db.execute(
                         """
@@ -453,14 +476,6 @@ extension PostgresStore {
                     }
                 } else {
                     queries.removeFileLater(db, id: item.id, from: (parent.id, name.bytes))
-                }
-                // Recorded only for a history that goes there: an empty package made and removed
-                // again at the path narrows nobody's record.
-                if let retiring, try queries.moveHistory(db, from: FileSystemPath.bytes(of: path), to: FileSystemPath.bytes(of: removedPath), exchanging: false) > 0 {
-                    historyMoved = true
-                    let readers = VersionArchive.readers(of: retiring)
-                    queries.recordRemovalLater(db, folder: false, path: FileSystemPath.bytes(of: removedPath), readers: readers, into: record)
-                    queries.notifyVersionsChanged(db)
                 }
                 queries.recordChange(db, folders: [parent.id])
             }, refused: { cause in
@@ -497,9 +512,11 @@ extension PostgresStore {
         let wishes = takeVersionWishes(touching: [source, destination])
         var kept: [Int64] = []
         defer { settle(kept) }
-        var versionsMoved = 0
-        if carryingVersions { beginHistoryMove() }
-        defer { if carryingVersions { endHistoryMove() } }
+        // The database moves no version a rename carries (they name their documents' rows); this
+        // mirror's archive, which shows them by path, follows where it holds any.
+        let followsLocally = carryingVersions && (holdsHistory(at: source) || exchange && holdsHistory(at: destination))
+        if followsLocally { beginHistoryMove() }
+        defer { if followsLocally { endHistoryMove() } }
         try publishingAfterCommit(source, folders: [sourceParentPath, destinationParentPath], publish, {
             try checkRename(source, to: destination, exchange: exchange)
             try change(source, { db in
@@ -512,6 +529,12 @@ extension PostgresStore {
                 let atSource = (sourceParent.id, sourceName.bytes), atDestination = (destinationParent.id, destinationName.bytes)
                 func move(_ id: Int64, from: (Int64, [UInt8]), to: (Int64, [UInt8])) {
                     queries.moveLater(db, id: id, from: from, to: to)
+                }
+                // Before the replaced row goes: deleting it would leave its history where it was kept.
+                if !FileSystemPath.same(source, destination) {
+                    queries.followRename(
+                        db, moved: item.id, replaced: replaced?.id, from: FileSystemPath.bytes(of: source), to: FileSystemPath.bytes(of: destination),
+                        exchanging: exchange, carrying: carryingVersions)
                 }
                 if let replaced, replaced.id != item.id {
                     if exchange {
@@ -534,12 +557,6 @@ extension PostgresStore {
                     if exchange { throw SystemCallError(errno: ENOENT, operation: "rename", path: destination) }
                     move(item.id, from: atSource, to: atDestination)
                 }
-                versionsMoved = 0
-                if carryingVersions {
-                    versionsMoved = try queries.moveHistory(
-                        db, from: FileSystemPath.bytes(of: source), to: FileSystemPath.bytes(of: destination), exchanging: exchange)
-                    if versionsMoved > 0 { queries.notifyVersionsChanged(db) }
-                }
                 queries.recordChange(db, folders: [sourceParent.id, destinationParent.id])
             }, refused: { cause in
                 // Another mount's rename or removal of the source (or, in an exchange, of the
@@ -560,7 +577,7 @@ extension PostgresStore {
                 }
             }
         })
-        if versionsMoved > 0 { followHistoryMove(from: source, to: destination, exchanging: exchange) }
+        if followsLocally { followHistoryMove(from: source, to: destination, exchanging: exchange) }
     }
 
     /// rename(2)'s answers that the mirror gives and the database does not check (the kinds of the

@@ -77,6 +77,11 @@ extension PostgresStore {
         }
     }
 
+    /// Whether this mount's archive lists a history at `path` or below it: where a new item there
+    /// asks to take a history no item holds (`adoptHistoryLater`), and where a rename's history
+    /// has versions here to follow.
+    func holdsHistory(at path: String) -> Bool { versions?.hasHistory(atOrBelow: path) == true }
+
     /// From the mirror, which holds the folders' modes and owners.
     public func unreachableBits(of path: String) -> mode_t { mirror.unreachableBits(of: path) }
 
@@ -138,7 +143,7 @@ extension PostgresStore {
                 do {
                     guard let location = try mirror.keepVersion(of: version.wish.path, copying: version.wish.copying, as: version.version.saved) else { return }
                     Self.tag(location, with: version.version.id)
-                    local.add(version.version.id, at: location, document: version.wish.path)
+                    local.add(version.version.id, at: location, document: version.wish.path, item: version.version.item)
                     // A row without a reach (its save's record had not landed, or an earlier
                     // DocFS's) gets the one this mount judged, so every mount shows it alike.
                     if !version.version.saved.knowsReach { recordReach(of: version.version.id, archive.unreachableBits(at: location)) }
@@ -188,39 +193,45 @@ extension PostgresStore {
     static let versionFetchBudget: Duration = .milliseconds(250)
 
     /// Brings the mirror's archive to the database's versions: fetches those it lacks (for up to
-    /// `versionFetchBudget`; the next call goes on), removes those the database no longer has.
-    /// Cheap when nothing changed: one count.
+    /// `versionFetchBudget`; the next call goes on), removes those the database no longer has, and
+    /// shows each history where its document is now (`followItems`). Cheap when nothing changed:
+    /// one count.
     func synchronizeVersions() throws {
         guard keepsVersions, let archive = mirror.versions else { return }
         var summary = try pool.withConnection { try queries.versionSummary($0) }
-        summary.historyMoves += state.withLock { $0.historyMovesRead }
+        let (movesRead, placements) = state.withLock { ($0.historyMovesRead, $0.placements) }
+        summary.historyMoves += movesRead
         let (localSummary, generation) = localVersions.withLock { local -> (VersionSummary, UInt64) in
             local.scanIfNeeded(archive)
             return (local.summary, local.generation)
         }
-        guard summary != localSummary else { return }
+        guard summary != localSummary else {
+            followItems(archive, placements: placements, readAt: generation)
+            return
+        }
         // Records come with history moves: applied before the versions they gate are fetched.
         if summary.historyMoves != localSummary.historyMoves { try applyRemovals(archive) }
         let stored = try pool.withConnection { try queries.versions($0) }
-        let storedDocuments = Dictionary(stored.map { ($0.id, $0.document) }) { first, _ in first }
-        // Dropped elsewhere (or never committed): gone here; moved to another document's path by a
-        // rename or removal elsewhere: moved here too. Unless kept or moved since the read began.
-        let (gone, moved) = localVersions.withLock { local -> ([Int64], [(Int64, [UInt8])]) in
-            local.refused.formIntersection(storedDocuments.keys)
+        let storedRows = Dictionary(stored.map { ($0.id, $0) }) { first, _ in first }
+        // Dropped elsewhere (or never committed): gone here; its history handed on or moved among
+        // the removed elsewhere: moved here too. Unless kept or moved since the read began.
+        let gone = localVersions.withLock { local -> [Int64] in
+            local.refused.formIntersection(storedRows.keys)
             local.historyMoves = summary.historyMoves
-            var gone: [Int64] = [], moved: [(Int64, [UInt8])] = []
+            var gone: [Int64] = []
             for (id, entry) in local.locations where entry.generation <= generation && !local.uncommitted.contains(id) {
-                guard let document = storedDocuments[id] else {
+                guard let row = storedRows[id] else {
                     gone.append(id)
                     continue
                 }
-                if local.movesUnderWay == 0 && document != FileSystemPath.bytes(of: entry.document) { moved.append((id, document)) }
+                local.locations[id]?.item = row.item
+                local.locations[id]?.placements = LocalVersions.Entry.unchecked
             }
-            return (gone, moved)
+            return gone
         }
         for id in gone { removeLocally(id, archive) }
-        for (id, document) in moved { moveLocally(id, to: document, archive, readAt: generation) }
-        logger.debug("versions compared with the database: \(stored.count) there, \(gone.count) gone from here, \(moved.count) moved")
+        followItems(archive, placements: placements, readAt: generation, documents: storedRows.mapValues(\.document))
+        logger.debug("versions compared with the database: \(stored.count) there, \(gone.count) gone from here")
         let deadline = ContinuousClock.now + Self.versionFetchBudget
         // Newest first: the versions a user looks for are the recent ones.
         for version in stored.sorted(by: { $0.id > $1.id })
@@ -243,6 +254,36 @@ extension PostgresStore {
         }
     }
 
+    /// Shows each version of this mount's archive where its history is now: a history keyed by an
+    /// item where the mirror has the item (a rename through another mount moved no version row:
+    /// the mirror's paths say where it went), and one no item holds at its row's path
+    /// (`documents`, when the rows were read). Looks only where the mirror's paths moved since the
+    /// last look (`placements`), and all of them once the rows were read again.
+    private func followItems(_ archive: VersionArchive, placements: UInt64, readAt generation: UInt64, documents: [Int64: [UInt8]] = [:]) {
+        let candidates = localVersions.withLock { local -> [(id: Int64, item: Int64?, document: String)] in
+            guard local.movesUnderWay == 0 else { return [] }
+            return local.locations.compactMap { id, entry in
+                guard entry.placements != placements, entry.generation <= generation, !local.uncommitted.contains(id) else { return nil }
+                return (id, entry.item, entry.document)
+            }
+        }
+        guard !candidates.isEmpty else { return }
+        let itemPaths = state.withLock { state in candidates.map { candidate in candidate.item.flatMap { state.path(of: $0) } } }
+        var moved = 0
+        for (candidate, itemPath) in zip(candidates, itemPaths) {
+            // An item this mirror does not know (yet) leaves its history where it is shown.
+            let place = candidate.item == nil ? documents[candidate.id] : itemPath.map { FileSystemPath.bytes(of: $0) }
+            if let place, place != FileSystemPath.bytes(of: candidate.document) {
+                moveLocally(candidate.id, to: place, archive, readAt: generation)
+                moved += 1
+            }
+            localVersions.withLock { local in
+                if local.locations[candidate.id]?.generation ?? .max <= generation { local.locations[candidate.id]?.placements = placements }
+            }
+        }
+        if moved > 0 { logger.debug("versions: \(moved) moved where their documents went") }
+    }
+
     private func removeLocally(_ id: Int64, _ archive: VersionArchive) {
         localVersions.withLock { local in
             guard let entry = local.locations[id] else { return }
@@ -263,7 +304,7 @@ extension PostgresStore {
                   let version = archive.version(of: entry.document, named: StorePath.lastComponent(entry.location)),
                   let location = archive.moveVersion(version, to: document)
             else { return false }
-            local.add(id, at: location, document: document)
+            local.add(id, at: location, document: document, item: entry.item)
             return true
         }
         if !moved { removeLocally(id, archive) }
@@ -271,7 +312,9 @@ extension PostgresStore {
 
     /// Fetches a version into a private folder, then moves it into the archive.
     private func fetchVersion(_ version: StoredVersion, into archive: VersionArchive) throws {
-        let document = try Self.documentPath(version.document)
+        // Where its document is now, if the mirror knows the item; else where the row says.
+        let itemPath = version.item.flatMap { item in state.withLock { $0.path(of: item) } }
+        let document = try Self.documentPath(itemPath.map { FileSystemPath.bytes(of: $0) } ?? version.document)
         // A row of a DocFS before the reach was recorded: judged by the document's folders as they are.
         var saved = version.saved
         if !saved.knowsReach { saved = SaveRecord(time: saved.time, userID: saved.userID, unreachable: unreachableBits(of: document)) }
@@ -287,7 +330,7 @@ extension PostgresStore {
                     return
                 }
                 let location = try archive.adopt(built, as: document, record: saved)
-                local.add(version.id, at: location, document: document)
+                local.add(version.id, at: location, document: document, item: version.item)
             }
         } catch {
             try? FileIO.removeItem(built)
@@ -526,7 +569,21 @@ struct VersionRowRefusal: Error, CustomStringConvertible {
 /// The versions in the mirror's archive, by row id; read from the archive once, then kept as
 /// versions are added and removed.
 struct LocalVersions {
-    var locations: [Int64: (location: String, document: String, generation: UInt64)] = [:]
+    /// One version in the archive: where it is, whose history it shows it in, the row of the
+    /// document whose history it is (nil where none holds it, or not read yet), when it was added
+    /// (`generation`), and the mirror's count of moved paths when its place was last checked.
+    struct Entry {
+        var location: String
+        var document: String
+        var item: Int64?
+        var generation: UInt64
+        var placements: UInt64 = 0
+
+        /// A `placements` no mirror reaches: the entry's place is checked at the next look.
+        static let unchecked = UInt64.max
+    }
+
+    var locations: [Int64: Entry] = [:]
     /// Rows refused (see `VersionRowRefusal`): counted as present, so they are not fetched again.
     var refused: Set<Int64> = []
     /// Rows that could not be fetched yet, already logged.
@@ -553,14 +610,14 @@ struct LocalVersions {
                     try? archive.remove(version)
                     continue
                 }
-                locations[id] = (version.location, document, 0)
+                locations[id] = Entry(location: version.location, document: document, generation: 0)
             }
         }
     }
 
-    mutating func add(_ id: Int64, at location: String, document: String) {
+    mutating func add(_ id: Int64, at location: String, document: String, item: Int64?) {
         generation += 1
-        locations[id] = (location, document, generation)
+        locations[id] = Entry(location: location, document: document, item: item, generation: generation)
     }
 
     /// Follows `VersionArchive.moveHistory`: each version of a document at or below `source` (and
@@ -587,15 +644,16 @@ struct LocalVersions {
                 continue
             }
             generation += 1
-            locations[id] = (location, document, generation)
+            locations[id] = Entry(location: location, document: document, item: entry.item, generation: generation)
         }
     }
 
     /// `id` counts as kept now (see `PostgresStore.settle`).
     mutating func touch(_ id: Int64) {
-        guard let entry = locations[id] else { return }
+        guard var entry = locations[id] else { return }
         generation += 1
-        locations[id] = (entry.location, entry.document, generation)
+        entry.generation = generation
+        locations[id] = entry
     }
 
     var summary: VersionSummary {

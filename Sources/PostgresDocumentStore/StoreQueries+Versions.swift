@@ -5,6 +5,11 @@ import SystemSupport
 /// A version row as a mount reads it, before it is checked (see `PostgresStore+Versions`).
 struct StoredVersion: Sendable {
     var id: Int64
+    /// The row of the document whose history it is; nil for a history no item holds: a removed
+    /// document's (at its path in a removal area) or one left at its path (see `followRename`).
+    var item: Int64?
+    /// Where the history is when `item` is nil; otherwise where the document was when the version
+    /// was kept (shown there only while this mount does not know the item).
     var document: [UInt8]
     var saved: SaveRecord
     /// What the version holds, as the newest content version among its items and their count:
@@ -66,7 +71,7 @@ extension StoreQueries {
 
     private func insertVersion(_ db: PostgresConnection, of id: Int64, document: String, now: Int64) throws -> StoredVersion? {
         let rows = try db.execute(Self.insertVersionStatement, insertVersionParameters(id, document, now), prepared: true)
-        return Self.insertedVersion(rows, document: document)
+        return Self.insertedVersion(rows, of: id, document: document)
     }
 
     /// `keepVersion`, held for the next round trip (a save's COMMIT): `kept` is filled in when the
@@ -76,7 +81,7 @@ extension StoreQueries {
         kept.answered = false
         db.executeLater(Self.insertVersionStatement, insertVersionParameters(id, document, now), prepared: true) { rows in
             kept.answered = true
-            kept.version = Self.insertedVersion(rows, document: document)
+            kept.version = Self.insertedVersion(rows, of: id, document: document)
         }
     }
 
@@ -93,8 +98,8 @@ extension StoreQueries {
                 c.mode, c.uid, c.gid, c.mtime_ns, c.size, c.chunks, c.target, c.content_version
             FROM tree t CROSS JOIN LATERAL (SELECT * FROM docfs_items i WHERE i.parent = t.id OFFSET 0) c WHERE t.depth < \(versionDepthLimit)
         ), kept AS (
-            INSERT INTO docfs_document_versions (store, document, saved_ns, saved_by, kept_ns, unreachable)
-            SELECT $2, $3, coalesce(saved_ns, mtime_ns), saved_by, $4, saved_unreachable FROM docfs_items
+            INSERT INTO docfs_document_versions (store, item, document, saved_ns, saved_by, kept_ns, unreachable)
+            SELECT $2, $1, $3, coalesce(saved_ns, mtime_ns), saved_by, $4, saved_unreachable FROM docfs_items
             WHERE id = $1 AND (mode & 61440 = 16384 OR (mode & 61440 = 32768 AND size > 0))
             RETURNING id, saved_ns, saved_by, unreachable
         ), members AS (
@@ -110,13 +115,13 @@ extension StoreQueries {
         [.integer(id), .integer(storeID), .bytes(FileSystemPath.bytes(of: document)), .integer(now)]
     }
 
-    private static func insertedVersion(_ rows: borrowing PostgresRows, document: String) -> StoredVersion? {
+    private static func insertedVersion(_ rows: borrowing PostgresRows, of item: Int64, document: String) -> StoredVersion? {
         guard rows.count == 1, let version = rows.integer(0, 0) else { return nil }
         let saved = SaveRecord(
             time: StoredItem.timespec(rows.integer(0, 1) ?? 0), userID: rows.integer(0, 2).flatMap(uid_t.init(exactly:)),
             unreachable: Self.unreachable(rows.integer(0, 5)))
         let content = ContentFingerprint(newest: rows.integer(0, 3) ?? 0, items: Int(clamping: rows.integer(0, 4) ?? 0))
-        return StoredVersion(id: version, document: FileSystemPath.bytes(of: document), saved: saved, content: content)
+        return StoredVersion(id: version, item: item, document: FileSystemPath.bytes(of: document), saved: saved, content: content)
     }
 
     /// How many versions the store has, the newest's id, the sum of their ids and how many times
@@ -133,32 +138,124 @@ extension StoreQueries {
             count: rows.integer(0, 0) ?? 0, newest: rows.integer(0, 1) ?? 0, idSum: rows.text(0, 2) ?? "", historyMoves: rows.integer(0, 3) ?? 0)
     }
 
-    /// Gives the versions of the document at `source`, and of every document below it, to
-    /// `destination` (both ways when `exchanging`), on paths' bytes. Counts the move in the store's
-    /// row when any moved, so other mounts compare their archives. Returns how many moved.
-    func moveHistory(_ db: PostgresConnection, from source: [UInt8], to destination: [UInt8], exchanging: Bool) throws -> Int {
-        // A path is the document's own or a folder's above it: equal, or after `path/` and before
-        // `path0` ('0' follows '/'; bytea compares bytes), a range the (store, document) index serves.
-        func within(_ parameter: Int) -> String {
-            "(document = $\(parameter) OR (document > $\(parameter) || '\\x2f'::bytea AND document < $\(parameter) || '\\x30'::bytea))"
-        }
-        let inSource = within(2)
-        let inDestination = within(3)
-        let moved = try db.execute(
-            exchanging
-                ? """
-                UPDATE docfs_document_versions SET document = CASE WHEN \(inSource)
-                    THEN $3 || substring(document FROM \(source.count + 1)) ELSE $2 || substring(document FROM \(destination.count + 1)) END
-                WHERE store = $1 AND (\(inSource) OR \(inDestination)) RETURNING id
+    /// What a rename does to histories, in its transaction: `moved` is the item renamed, `replaced`
+    /// the item it replaced at `destination` (if any). A history keyed by an item goes wherever the
+    /// item goes, so most renames change no version row. The rows changed here are the histories
+    /// the rename hands on: with `carrying` (a document renamed as a document, or a folder), the
+    /// replaced item's history joins the moved one's, and one left at a path (item NULL) moves
+    /// with the path; without it (vim's `a.md` renamed to its backup `a.md~`, whose `a.md` is
+    /// written anew at once) the moved item's history stays at `source`, for the next document
+    /// there, and the name's history becomes the moved item's. An exchange swaps what it swaps.
+    /// Held for the next round trip (the COMMIT); a history move is noted only where a row changed.
+    func followRename(
+        _ db: PostgresConnection, moved: Int64, replaced: Int64?, from source: [UInt8], to destination: [UInt8], exchanging: Bool, carrying: Bool
+    ) {
+        let items: [PostgresValue] = [.integer(moved), replaced.map { .integer($0) } ?? .null]
+        switch (exchanging, carrying) {
+        case (false, true):
+            changeHistoriesLater(
+                db,
                 """
-                : """
-                UPDATE docfs_document_versions SET document = $3 || substring(document FROM \(source.count + 1))
-                WHERE store = $1 AND \(inSource) RETURNING id
+                UPDATE docfs_document_versions SET
+                    item = CASE WHEN item IS NULL AND document <> $6::bytea AND document <> $7::bytea THEN NULL ELSE $4::bigint END,
+                    document = CASE WHEN item IS NULL AND \(Self.within("$6::bytea"))
+                        THEN $7::bytea || substring(document FROM length($6::bytea) + 1) ELSE document END
+                WHERE store = $1::bigint AND (item = $5::bigint OR (item IS NULL AND (document = $7::bytea OR \(Self.within("$6::bytea")))))
+                    AND \(Self.exists("$4"))
                 """,
-            [.integer(storeID), .bytes(source), .bytes(destination)]
+                items + [.bytes(source), .bytes(destination)])
+        case (false, false):
+            changeHistoriesLater(
+                db,
+                """
+                UPDATE docfs_document_versions SET
+                    item = CASE WHEN item = $4::bigint THEN NULL ELSE $4::bigint END,
+                    document = CASE WHEN item = $4::bigint THEN $6::bytea ELSE document END
+                WHERE store = $1::bigint AND (item = $4::bigint OR item = $5::bigint OR (item IS NULL AND document = $7::bytea))
+                    AND \(Self.exists("$4"))
+                """,
+                items + [.bytes(source), .bytes(destination)])
+        case (true, true):
+            changeHistoriesLater(
+                db,
+                """
+                UPDATE docfs_document_versions SET document = CASE WHEN \(Self.within("$4::bytea"))
+                    THEN $5::bytea || substring(document FROM length($4::bytea) + 1) ELSE $4::bytea || substring(document FROM length($5::bytea) + 1) END
+                WHERE store = $1::bigint AND item IS NULL AND (\(Self.within("$4::bytea")) OR \(Self.within("$5::bytea")))
+                """,
+                [.bytes(source), .bytes(destination)])
+        case (true, false):
+            changeHistoriesLater(
+                db,
+                """
+                UPDATE docfs_document_versions SET item = CASE WHEN item = $4::bigint THEN $5::bigint ELSE $4::bigint END
+                WHERE store = $1::bigint AND (item = $4::bigint OR item = $5::bigint) AND \(Self.exists("$4")) AND \(Self.exists("$5"))
+                """,
+                items)
+        }
+    }
+
+    /// Whether the item whose id is the parameter is there: a rename whose item another mount
+    /// removed fails at its own statement (`isStaleBase`), not at a version naming no row.
+    private static func exists(_ parameter: String) -> String { "EXISTS (SELECT 1 FROM docfs_items WHERE id = \(parameter)::bigint)" }
+
+    /// A path is the document's own or a folder's above it: equal, or after `path/` and before
+    /// `path0` ('0' follows '/'; bytea compares bytes), a range the (store, document) index serves.
+    private static func within(_ parameter: String) -> String {
+        "(document = \(parameter) OR (document > \(parameter) || '\\x2f'::bytea AND document < \(parameter) || '\\x30'::bytea))"
+    }
+
+    /// The item `id` leaves `path` without its history going among the removed (a file that no
+    /// longer is a document, or a row replaced by another at the path): what the item held stays
+    /// at the path, where the next item there takes it (`adoptHistoryLater`). Held.
+    func leaveHistoryLater(_ db: PostgresConnection, of id: Int64, at path: [UInt8]) {
+        changeHistoriesLater(
+            db, "UPDATE docfs_document_versions SET item = NULL, document = $5::bytea WHERE store = $1::bigint AND item = $4::bigint",
+            [.integer(id), .bytes(path)])
+    }
+
+    /// The item now named `name` in the folder `parent` (the store path `path`) takes the history
+    /// left at that path, if any. Held, after the statement that made the item.
+    func adoptHistoryLater(_ db: PostgresConnection, parent: Int64, name: FileName, at path: [UInt8]) {
+        changeHistoriesLater(
+            db,
+            """
+            UPDATE docfs_document_versions SET item = (SELECT id FROM docfs_items WHERE parent = $4::bigint AND name = $5::bytea)
+            WHERE store = $1::bigint AND item IS NULL AND document = $6::bytea
+            """,
+            [.integer(parent), .bytes(name.bytes), .bytes(path)])
+    }
+
+    /// Moves the history of the removed item `id`, with any left at or below its `path`, among
+    /// the removed, to `removed` (see `VersionArchive.removedPath(of:owner:)`): no item holds it
+    /// from now on. Returns how many versions moved; a history move is noted where any did.
+    func retireHistory(_ db: PostgresConnection, of id: Int64, at path: [UInt8], to removed: [UInt8]) throws -> Int {
+        let moved = try db.execute(
+            """
+            UPDATE docfs_document_versions SET
+                document = CASE WHEN item = $2::bigint THEN $4::bytea ELSE $4::bytea || substring(document FROM length($3::bytea) + 1) END,
+                item = NULL
+            WHERE store = $1::bigint AND (item = $2::bigint OR (item IS NULL AND \(Self.within("$3::bytea")))) RETURNING id
+            """,
+            [.integer(storeID), .integer(id), .bytes(path), .bytes(removed)], prepared: true
         ).count
         if moved > 0 { recordHistoryMove(db) }
         return moved
+    }
+
+    /// Runs `update` (a change of version rows, whose parameters begin at `$4`), held for the next
+    /// round trip, with the change log's history move and the mounts' wake-up where it changed any
+    /// row, in the same statement: nothing to wait for, and nothing noted where nothing moved.
+    private func changeHistoriesLater(_ db: PostgresConnection, _ update: String, _ parameters: [PostgresValue]) {
+        db.executeLater(
+            """
+            WITH changed AS (\(update) RETURNING 1), noted AS (
+                INSERT INTO docfs_changes (store, directory, origin)
+                SELECT $1::bigint, \(Self.historyMoveFolder), $2::text WHERE EXISTS (SELECT 1 FROM changed) RETURNING 1
+            )
+            SELECT pg_notify($3::text, 'versions') FROM noted
+            """,
+            [.integer(storeID), .text(origin), .text(channel)] + parameters, prepared: true)
     }
 
     /// The change log's row for folder 0 (no item's id) says histories moved in its transaction:
@@ -293,14 +390,14 @@ extension StoreQueries {
     /// Every version of the store.
     func versions(_ db: PostgresConnection) throws -> [StoredVersion] {
         let rows = try db.execute(
-            "SELECT id, document, saved_ns, saved_by, unreachable FROM docfs_document_versions WHERE store = $1 AND id > 0", [.integer(storeID)])
+            "SELECT id, document, saved_ns, saved_by, unreachable, item FROM docfs_document_versions WHERE store = $1 AND id > 0", [.integer(storeID)])
         return (0..<rows.count).compactMap { row in
             // Ids are bigserial's, from 1; another (written by hand) is not a version's.
             guard let id = rows.integer(row, 0), id > 0 else { return nil }
             let saved = SaveRecord(
                 time: StoredItem.timespec(rows.integer(row, 2) ?? 0), userID: rows.integer(row, 3).flatMap(uid_t.init(exactly:)),
                 unreachable: Self.unreachable(rows.integer(row, 4)))
-            return StoredVersion(id: id, document: rows.bytes(row, 1), saved: saved)
+            return StoredVersion(id: id, item: rows.isNull(row, 5) ? nil : rows.integer(row, 5), document: rows.bytes(row, 1), saved: saved)
         }
     }
 
@@ -377,7 +474,8 @@ extension PostgresStore {
     public func versionStatistics() throws -> (versions: Int, documents: Int, bytes: Int64) {
         try pool.withConnection { db in
             let counts = try db.execute(
-                "SELECT count(*), count(DISTINCT document) FROM docfs_document_versions WHERE store = $1", [.integer(queries.storeID)])
+                "SELECT count(*), count(DISTINCT coalesce('i' || item, 'p' || encode(document, 'hex'))) FROM docfs_document_versions WHERE store = $1",
+                [.integer(queries.storeID)])
             let bytes = try db.execute(
                 """
                 WITH kept AS (

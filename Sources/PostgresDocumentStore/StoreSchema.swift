@@ -86,8 +86,8 @@ enum StoreSchema {
         );
         CREATE INDEX docfs_version_items_by_version ON docfs_version_items (version);
         """,
-        // Versions follow their document through renames (`StoreQueries.moveHistory`); each mount
-        // compares its archive's paths again when this count moved.
+        // Versions followed their document through renames by path (until versions named their
+        // documents' rows, below); each mount compares its archive's paths again when this count moved.
         "ALTER TABLE docfs_stores ADD COLUMN history_moves bigint NOT NULL DEFAULT 0;",
         // The store's space cap for versions (`StoreRetention`), one for every mount; NULL: none.
         "ALTER TABLE docfs_stores ADD COLUMN versions_cap bigint;",
@@ -104,7 +104,7 @@ enum StoreSchema {
             PRIMARY KEY (store, kind, path)
         );
         """,
-        // Histories found by path, for the moves of every rename and removal (`moveHistory`).
+        // Histories found by path: those no item holds, and a removal's (`StoreQueries.retireHistory`).
         "CREATE INDEX docfs_document_versions_by_document ON docfs_document_versions (store, document);",
         // The change log without a row every change locks: a change took its number from
         // `docfs_stores.last_change`, whose row lock it held to its COMMIT, so every change to a
@@ -131,6 +131,24 @@ enum StoreSchema {
         // (`SaveRecord.unreachable`, as the bits 0o070 and 0o007), with the saver; copied into
         // each version, which never gives those bits. NULL: not known (a DocFS before this).
         "ALTER TABLE docfs_items ADD COLUMN saved_unreachable smallint; ALTER TABLE docfs_document_versions ADD COLUMN unreachable smallint;",
+        // A version belongs to its document's row (`item`), which a rename keeps, not to a path: a
+        // rename moves no version, and a version kept while another mount renamed a folder above
+        // its document is its document's wherever it went. `document` is then where the document
+        // was when the version was kept; it is the history's place only where no item holds it (a
+        // removed document's, in a removal area, or one left at its path: `followRename`). A row
+        // deleted some other way leaves its history where it was kept. Rows of an earlier DocFS
+        // go to the item at their path, where there is one.
+        """
+        ALTER TABLE docfs_document_versions ADD COLUMN item bigint REFERENCES docfs_items (id) ON DELETE SET NULL;
+        CREATE INDEX docfs_document_versions_by_item ON docfs_document_versions (item);
+        WITH RECURSIVE paths (id, store, path, depth) AS (
+            SELECT i.id, i.store, i.name, 1 FROM docfs_stores s JOIN docfs_items i ON i.parent = s.root
+            UNION ALL
+            SELECT c.id, c.store, p.path || '\\x2f'::bytea || c.name, p.depth + 1 FROM paths p JOIN docfs_items c ON c.parent = p.id
+            WHERE p.depth < 4096
+        )
+        UPDATE docfs_document_versions v SET item = p.id FROM paths p WHERE v.store = p.store AND v.document = p.path;
+        """,
     ]
 
     /// Tells the planner that a folder holds few of the store's items: `n_distinct` of

@@ -128,7 +128,7 @@ final class PostgresVersionTests {
         #expect(contents(first, "g/b.json") == [#"{"v": 1}"#], "the renaming mount")
         #expect(MountedStore.waitUntil { contents(second, "g/b.json") == [#"{"v": 1}"#] }, "the other: \(contents(second, "g/b.json"))")
         // Moved in the other's archive too, not dropped and fetched again (a review of 9b429dc).
-        #expect(second.log.range(of: #"gone from here, [1-9][0-9]* moved"#, options: .regularExpression) != nil, "\(second.log)")
+        #expect(second.log.range(of: #"versions: [1-9][0-9]* moved where their documents went"#, options: .regularExpression) != nil, "\(second.log)")
         #expect(versions(second, "f/a.json").isEmpty && versions(second, "f/b.json").isEmpty)
         try FileManager.default.createDirectory(atPath: second.inMount("f"), withIntermediateDirectories: true)
         #expect(try second.save("f/a.json", Data(#"{"new": true}"#.utf8)) == "ok")
@@ -137,7 +137,90 @@ final class PostgresVersionTests {
         defer { third.unmount() }
         #expect(MountedStore.waitUntil { contents(third, "g/b.json") == [#"{"v": 1}"#] })
         #expect(versions(third, "f/a.json").isEmpty)
-        #expect(count("SELECT count(*) FROM docfs_document_versions WHERE document = 'g/b.json'::bytea") == 1)
+        #expect(count(Self.versionsOfTheRow(named: "b.json")) == 1, "the version names b.json's row")
+    }
+
+    /// Counts the versions whose history is the row named `name`'s.
+    private static func versionsOfTheRow(named name: String) -> String {
+        "SELECT count(*) FROM docfs_document_versions v JOIN docfs_items i ON i.id = v.item WHERE i.name = '\(name)'::bytea"
+    }
+
+    /// Issue 36: "versions are keyed by the document's identity". A version is kept in its save's
+    /// transaction, and was kept at the path the saving mount knew: a save held at its COMMIT while
+    /// another mount renamed the document's folder committed after the rename had moved the
+    /// history, so the version stayed at the old path, away from its document, for whoever made a
+    /// document there next (fails on b61e1f5). A version now names its document's row, which a
+    /// rename keeps: wherever the document went, its history is there in every mount.
+    @Test func aVersionKeptWhileAnotherMountRenamesTheFolderFollowsTheDocument() throws {
+        let hooks = try MountedStore.makeHookFolder()
+        defer { try? FileManager.default.removeItem(atPath: hooks) }
+        let held = try MountedStore(postgres: location, launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
+        let other = try MountedStore(postgres: location)
+        defer { held.unmount(); other.unmount() }
+        try FileManager.default.createDirectory(atPath: held.inMount("f"), withIntermediateDirectories: true)
+        #expect(try held.save("f/a.json", Data(#"{"v": 1}"#.utf8)) == "ok")
+        #expect(MountedStore.waitUntil { (try? other.read("f/a.json")) == #"{"v": 1}"# })
+        #expect(FileManager.default.createFile(atPath: hooks + "/commit-before-send", contents: nil))
+        let save = try ChildProcess(["timeout", "60", "sh", "-c", #"printf '{"v": 2}' > "$1""#, "sh", held.inMount("f/a.json")], capture: true)
+        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/commit-before-send.reached") })
+        let commit = MountedStore.ReachedHook(hooks, "commit-before-send")
+        defer { commit.release() }
+        let rename = try other.shell("mv f g")
+        #expect(rename.succeeded, "\(rename.error)")
+        commit.release()
+        #expect(save.wait() == 0, "\(String(decoding: save.error, as: UTF8.self))")
+        for (mount, name) in [(held, "the saving mount"), (other, "the renaming mount")] {
+            #expect(MountedStore.waitUntil { (try? mount.read("g/a.json")) == #"{"v": 2}"# }, "\(name)")
+            #expect(MountedStore.waitUntil { contents(mount, "g/a.json") == [#"{"v": 1}"#] }, "\(name): \(contents(mount, "g/a.json"))")
+            #expect(versions(mount, "f/a.json").isEmpty, "\(name): \(contents(mount, "f/a.json"))")
+        }
+        try FileManager.default.createDirectory(atPath: other.inMount("f"), withIntermediateDirectories: true)
+        #expect(try other.save("f/a.json", Data(#"{"new": true}"#.utf8)) == "ok")
+        #expect(versions(other, "f/a.json").isEmpty, "a new document at the old path starts with no history")
+    }
+
+    /// An editor that renames the document to its backup and writes it anew (vim's
+    /// `backupcopy=no`, Emacs) leaves the history at the name, and the new file there takes it up:
+    /// a rename afterwards carries the whole history (the row the versions named is the backup's,
+    /// removed at the end).
+    @Test func aDocumentSavedThroughItsBackupKeepsItsHistoryWhereverItGoesNext() throws {
+        let mount = try MountedStore(postgres: location)
+        defer { mount.unmount() }
+        #expect(try mount.shell("printf 'one\\n' > a.md && printf 'two\\n' > a.md && mv a.md a.md~ && printf 'three\\n' > a.md && rm a.md~").succeeded)
+        #expect(contents(mount, "a.md") == ["one\n", "two\n"], "\(contents(mount, "a.md"))")
+        #expect(try mount.shell("mv a.md b.md").succeeded)
+        #expect(contents(mount, "b.md") == ["one\n", "two\n"], "\(contents(mount, "b.md"))")
+        #expect(versions(mount, "a.md").isEmpty && versions(mount, "a.md~").isEmpty)
+        #expect(count(Self.versionsOfTheRow(named: "b.md")) == 2)
+        let other = try MountedStore(postgres: location)
+        defer { other.unmount() }
+        #expect(MountedStore.waitUntil { contents(other, "b.md") == ["one\n", "two\n"] }, "\(contents(other, "b.md"))")
+    }
+
+    /// The schema's step to versions that name their documents' rows: rows an earlier DocFS kept
+    /// by path (here the step undone by hand) go to the item at their path when a DocFS mounts the
+    /// store, and one whose path holds nothing stays at it; renames then carry them.
+    @Test func versionsKeptByPathGoToTheItemAtTheirPathWhenTheSchemaSteps() throws {
+        let earlier = try MountedStore(postgres: location)
+        defer { earlier.unmount() }
+        try FileManager.default.createDirectory(atPath: earlier.inMount("f"), withIntermediateDirectories: true)
+        for value in 1...2 { #expect(try earlier.save("f/a.json", Data(#"{"v": \#(value)}"#.utf8)) == "ok") }
+        earlier.unmount()
+        _ = try cluster.query(
+            """
+            ALTER TABLE docfs_document_versions DROP COLUMN item;
+            INSERT INTO docfs_document_versions (store, document, saved_ns, saved_by, kept_ns)
+                SELECT store, 'nowhere.json', saved_ns, saved_by, kept_ns FROM docfs_document_versions;
+            UPDATE docfs_schema SET version = version - 1;
+            SELECT 1
+            """)
+        let mount = try MountedStore(postgres: location)
+        defer { mount.unmount() }
+        #expect(count(Self.versionsOfTheRow(named: "a.json")) == 1)
+        #expect(count("SELECT count(*) FROM docfs_document_versions WHERE item IS NULL AND document = 'nowhere.json'::bytea") == 1)
+        #expect(try mount.shell("mv f g").succeeded)
+        #expect(MountedStore.waitUntil { contents(mount, "g/a.json") == [#"{"v": 1}"#] }, "\(contents(mount, "g/a.json"))")
+        #expect(versions(mount, "f/a.json").isEmpty)
     }
 
     /// Issue 37: every rename and removal that moved a history counted it in the store's row
@@ -256,8 +339,8 @@ final class PostgresVersionTests {
     /// after the rename's COMMIT finds them together.
     @Test func aRenameAndItsHistoryMoveAreOneTransaction() throws {
         try stoppingTheServerAfterTheFirstCommit(of: { ["mv", $0.inMount("a.json"), $0.inMount("b.json")] })
-        #expect(count("SELECT count(*) FROM docfs_document_versions WHERE document = 'b.json'::bytea") == 1)
-        #expect(count("SELECT count(*) FROM docfs_document_versions WHERE document = 'a.json'::bytea") == 0)
+        #expect(count(Self.versionsOfTheRow(named: "b.json")) == 1)
+        #expect(count("SELECT count(*) FROM docfs_document_versions WHERE item IS NULL") == 0, "no history is left at a path")
     }
 
     /// The same for a removal: its history moved among the removed documents' in a transaction
