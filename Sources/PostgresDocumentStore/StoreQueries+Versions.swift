@@ -157,11 +157,11 @@ extension StoreQueries {
                 db,
                 """
                 UPDATE docfs_document_versions SET
-                    item = CASE WHEN item IS NULL AND document <> $6::bytea AND document <> $7::bytea THEN NULL ELSE $4::bigint END,
-                    document = CASE WHEN item IS NULL AND \(Self.within("$6::bytea"))
-                        THEN $7::bytea || substring(document FROM length($6::bytea) + 1) ELSE document END
-                WHERE store = $1::bigint AND (item = $5::bigint OR (item IS NULL AND (document = $7::bytea OR \(Self.within("$6::bytea")))))
-                    AND \(Self.exists("$4"))
+                    item = CASE WHEN item IS NULL AND document <> $5::bytea AND document <> $6::bytea THEN NULL ELSE $3::bigint END,
+                    document = CASE WHEN item IS NULL AND \(Self.within("$5::bytea"))
+                        THEN $6::bytea || substring(document FROM length($5::bytea) + 1) ELSE document END
+                WHERE store = $1::bigint AND (item = $4::bigint OR (item IS NULL AND (document = $6::bytea OR \(Self.within("$5::bytea")))))
+                    AND \(Self.exists("$3"))
                 """,
                 items + [.bytes(source), .bytes(destination)])
         case (false, false):
@@ -169,27 +169,27 @@ extension StoreQueries {
                 db,
                 """
                 UPDATE docfs_document_versions SET
-                    item = CASE WHEN item = $4::bigint THEN NULL ELSE $4::bigint END,
-                    document = CASE WHEN item = $4::bigint THEN $6::bytea ELSE document END
-                WHERE store = $1::bigint AND (item = $4::bigint OR item = $5::bigint OR (item IS NULL AND document = $7::bytea))
-                    AND \(Self.exists("$4"))
+                    item = CASE WHEN item = $3::bigint THEN NULL ELSE $3::bigint END,
+                    document = CASE WHEN item = $3::bigint THEN $5::bytea ELSE document END
+                WHERE store = $1::bigint AND (item = $3::bigint OR item = $4::bigint OR (item IS NULL AND document = $6::bytea))
+                    AND \(Self.exists("$3"))
                 """,
                 items + [.bytes(source), .bytes(destination)])
         case (true, true):
             changeHistoriesLater(
                 db,
                 """
-                UPDATE docfs_document_versions SET document = CASE WHEN \(Self.within("$4::bytea"))
-                    THEN $5::bytea || substring(document FROM length($4::bytea) + 1) ELSE $4::bytea || substring(document FROM length($5::bytea) + 1) END
-                WHERE store = $1::bigint AND item IS NULL AND (\(Self.within("$4::bytea")) OR \(Self.within("$5::bytea")))
+                UPDATE docfs_document_versions SET document = CASE WHEN \(Self.within("$3::bytea"))
+                    THEN $4::bytea || substring(document FROM length($3::bytea) + 1) ELSE $3::bytea || substring(document FROM length($4::bytea) + 1) END
+                WHERE store = $1::bigint AND item IS NULL AND (\(Self.within("$3::bytea")) OR \(Self.within("$4::bytea")))
                 """,
                 [.bytes(source), .bytes(destination)])
         case (true, false):
             changeHistoriesLater(
                 db,
                 """
-                UPDATE docfs_document_versions SET item = CASE WHEN item = $4::bigint THEN $5::bigint ELSE $4::bigint END
-                WHERE store = $1::bigint AND (item = $4::bigint OR item = $5::bigint) AND \(Self.exists("$4")) AND \(Self.exists("$5"))
+                UPDATE docfs_document_versions SET item = CASE WHEN item = $3::bigint THEN $4::bigint ELSE $3::bigint END
+                WHERE store = $1::bigint AND (item = $3::bigint OR item = $4::bigint) AND \(Self.exists("$3")) AND \(Self.exists("$4"))
                 """,
                 items)
         }
@@ -210,7 +210,7 @@ extension StoreQueries {
     /// at the path, where the next item there takes it (`adoptHistoryLater`). Held.
     func leaveHistoryLater(_ db: PostgresConnection, of id: Int64, at path: [UInt8]) {
         changeHistoriesLater(
-            db, "UPDATE docfs_document_versions SET item = NULL, document = $5::bytea WHERE store = $1::bigint AND item = $4::bigint",
+            db, "UPDATE docfs_document_versions SET item = NULL, document = $4::bytea WHERE store = $1::bigint AND item = $3::bigint",
             [.integer(id), .bytes(path)])
     }
 
@@ -220,8 +220,8 @@ extension StoreQueries {
         changeHistoriesLater(
             db,
             """
-            UPDATE docfs_document_versions SET item = (SELECT id FROM docfs_items WHERE parent = $4::bigint AND name = $5::bytea)
-            WHERE store = $1::bigint AND item IS NULL AND document = $6::bytea
+            UPDATE docfs_document_versions SET item = (SELECT id FROM docfs_items WHERE parent = $3::bigint AND name = $4::bytea)
+            WHERE store = $1::bigint AND item IS NULL AND document = $5::bytea
             """,
             [.integer(parent), .bytes(name.bytes), .bytes(path)])
     }
@@ -243,19 +243,19 @@ extension StoreQueries {
         return moved
     }
 
-    /// Runs `update` (a change of version rows, whose parameters begin at `$4`), held for the next
-    /// round trip, with the change log's history move and the mounts' wake-up where it changed any
-    /// row, in the same statement: nothing to wait for, and nothing noted where nothing moved.
+    /// Runs `update` (a change of version rows, whose parameters begin at `$3`), held for the next
+    /// round trip, with the change log's history move where it changed any row, in the same
+    /// statement: nothing to wait for, and nothing noted where nothing moved. No notification of
+    /// its own: each change that runs it records itself (`recordChange`), which wakes the other
+    /// mounts, and they count the move as they read the log.
     private func changeHistoriesLater(_ db: PostgresConnection, _ update: String, _ parameters: [PostgresValue]) {
         db.executeLater(
             """
-            WITH changed AS (\(update) RETURNING 1), noted AS (
-                INSERT INTO docfs_changes (store, directory, origin)
-                SELECT $1::bigint, \(Self.historyMoveFolder), $2::text WHERE EXISTS (SELECT 1 FROM changed) RETURNING 1
-            )
-            SELECT pg_notify($3::text, 'versions') FROM noted
+            WITH changed AS (\(update) RETURNING 1)
+            INSERT INTO docfs_changes (store, directory, origin)
+            SELECT $1::bigint, \(Self.historyMoveFolder), $2::text WHERE EXISTS (SELECT 1 FROM changed)
             """,
-            [.integer(storeID), .text(origin), .text(channel)] + parameters, prepared: true)
+            [.integer(storeID), .text(origin)] + parameters, prepared: true)
     }
 
     /// The change log's row for folder 0 (no item's id) says histories moved in its transaction:
