@@ -195,6 +195,15 @@ final class PostgresVersionTests {
         let other = try MountedStore(postgres: location)
         defer { other.unmount() }
         #expect(MountedStore.waitUntil { contents(other, "b.md") == ["one\n", "two\n"] }, "\(contents(other, "b.md"))")
+        // Exchanged with a file no type claims, the history stays at the name (the rows name the
+        // row that comes there), with a copy of the content the name gave up.
+        #expect(try mount.shell("printf 'raw\\n' > n.bin").succeeded)
+        let exchange = try mount.python(
+            "import ctypes; l = ctypes.CDLL(None, use_errno=True); print(l.renameat2(-100, b'b.md', -100, b'n.bin', 2))")
+        #expect(exchange.output == "0\n", "\(exchange.error)\(mount.log.suffix(1000))")
+        #expect(contents(mount, "b.md") == ["one\n", "two\n", "three\n"], "\(contents(mount, "b.md"))")
+        #expect(count(Self.versionsOfTheRow(named: "b.md")) == 3)
+        #expect(MountedStore.waitUntil { contents(other, "b.md") == ["one\n", "two\n", "three\n"] }, "\(contents(other, "b.md"))")
     }
 
     /// The schema's step to versions that name their documents' rows: rows an earlier DocFS kept
