@@ -97,10 +97,16 @@ extension StoreQueries {
             SELECT c.id, CASE WHEN t.path = ''::bytea THEN c.name ELSE t.path || '/'::bytea || c.name END, t.depth + 1,
                 c.mode, c.uid, c.gid, c.mtime_ns, c.size, c.chunks, c.target, c.content_version
             FROM tree t CROSS JOIN LATERAL (SELECT * FROM docfs_items i WHERE i.parent = t.id OFFSET 0) c WHERE t.depth < \(versionDepthLimit)
-        ), kept AS (
-            INSERT INTO docfs_document_versions (store, item, document, saved_ns, saved_by, kept_ns, unreachable)
-            SELECT $2, $1, $3, coalesce(saved_ns, mtime_ns), saved_by, $4, saved_unreachable FROM docfs_items
+        ), keeps AS (
+            SELECT coalesce(saved_ns, mtime_ns) AS saved_ns, saved_by, saved_unreachable FROM docfs_items
             WHERE id = $1 AND (mode & 61440 = 16384 OR (mode & 61440 = 32768 AND size > 0))
+        ), history AS (
+            SELECT min(id) AS id FROM docfs_histories WHERE item = $1
+        ), made AS (
+            INSERT INTO docfs_histories (store, item) SELECT $2, $1 FROM keeps WHERE (SELECT id FROM history) IS NULL RETURNING id
+        ), kept AS (
+            INSERT INTO docfs_document_versions (store, history, document, saved_ns, saved_by, kept_ns, unreachable)
+            SELECT $2, coalesce((SELECT id FROM history), (SELECT id FROM made)), $3, saved_ns, saved_by, $4, saved_unreachable FROM keeps
             RETURNING id, saved_ns, saved_by, unreachable
         ), members AS (
             INSERT INTO docfs_version_items (version, path, mode, uid, gid, mtime_ns, size, chunks, target)
@@ -139,9 +145,10 @@ extension StoreQueries {
     }
 
     /// What a rename does to histories, in its transaction: `moved` is the item renamed, `replaced`
-    /// the item it replaced at `destination` (if any). A history keyed by an item goes wherever the
-    /// item goes, so most renames change no version row. The rows changed here are the histories
-    /// the rename hands on: with `carrying` (a document renamed as a document, or a folder), the
+    /// the item it replaced at `destination` (if any). A history (`docfs_histories`, which its
+    /// versions name) held by an item goes wherever the item goes, so most renames change no row.
+    /// The rows changed here are the histories the rename hands on, one row each however many
+    /// versions they have: with `carrying` (a document renamed as a document, or a folder), the
     /// replaced item's history joins the moved one's, and one left at a path (item NULL) moves
     /// with the path; without it (vim's `a.md` renamed to its backup `a.md~`, whose `a.md` is
     /// written anew at once) the moved item's history stays at `source`, for the next document
@@ -156,11 +163,11 @@ extension StoreQueries {
             changeHistoriesLater(
                 db,
                 """
-                UPDATE docfs_document_versions SET
-                    item = CASE WHEN item IS NULL AND document <> $5::bytea AND document <> $6::bytea THEN NULL ELSE $3::bigint END,
-                    document = CASE WHEN item IS NULL AND \(Self.within("$5::bytea"))
-                        THEN $6::bytea || substring(document FROM length($5::bytea) + 1) ELSE document END
-                WHERE store = $1::bigint AND (item = $4::bigint OR (item IS NULL AND (document = $6::bytea OR \(Self.within("$5::bytea")))))
+                UPDATE docfs_histories SET
+                    item = CASE WHEN item IS NULL AND path <> $5::bytea AND path <> $6::bytea THEN NULL ELSE $3::bigint END,
+                    path = CASE WHEN item IS NULL AND path <> $5::bytea AND path <> $6::bytea
+                        THEN $6::bytea || substring(path FROM length($5::bytea) + 1) END
+                WHERE store = $1::bigint AND (item = $4::bigint OR (item IS NULL AND (path = $6::bytea OR \(Self.within("$5::bytea")))))
                     AND \(Self.exists("$3"))
                 """,
                 items + [.bytes(source), .bytes(destination)])
@@ -168,10 +175,10 @@ extension StoreQueries {
             changeHistoriesLater(
                 db,
                 """
-                UPDATE docfs_document_versions SET
+                UPDATE docfs_histories SET
                     item = CASE WHEN item = $3::bigint THEN NULL ELSE $3::bigint END,
-                    document = CASE WHEN item = $3::bigint THEN $5::bytea ELSE document END
-                WHERE store = $1::bigint AND (item = $3::bigint OR item = $4::bigint OR (item IS NULL AND document = $6::bytea))
+                    path = CASE WHEN item = $3::bigint THEN $5::bytea END
+                WHERE store = $1::bigint AND (item = $3::bigint OR item = $4::bigint OR (item IS NULL AND path = $6::bytea))
                     AND \(Self.exists("$3"))
                 """,
                 items + [.bytes(source), .bytes(destination)])
@@ -179,8 +186,8 @@ extension StoreQueries {
             changeHistoriesLater(
                 db,
                 """
-                UPDATE docfs_document_versions SET document = CASE WHEN \(Self.within("$3::bytea"))
-                    THEN $4::bytea || substring(document FROM length($3::bytea) + 1) ELSE $3::bytea || substring(document FROM length($4::bytea) + 1) END
+                UPDATE docfs_histories SET path = CASE WHEN \(Self.within("$3::bytea"))
+                    THEN $4::bytea || substring(path FROM length($3::bytea) + 1) ELSE $3::bytea || substring(path FROM length($4::bytea) + 1) END
                 WHERE store = $1::bigint AND item IS NULL AND (\(Self.within("$3::bytea")) OR \(Self.within("$4::bytea")))
                 """,
                 [.bytes(source), .bytes(destination)])
@@ -188,7 +195,7 @@ extension StoreQueries {
             changeHistoriesLater(
                 db,
                 """
-                UPDATE docfs_document_versions SET item = CASE WHEN item = $3::bigint THEN $4::bigint ELSE $3::bigint END
+                UPDATE docfs_histories SET item = CASE WHEN item = $3::bigint THEN $4::bigint ELSE $3::bigint END
                 WHERE store = $1::bigint AND (item = $3::bigint OR item = $4::bigint) AND \(Self.exists("$3")) AND \(Self.exists("$4"))
                 """,
                 items)
@@ -199,10 +206,10 @@ extension StoreQueries {
     /// removed fails at its own statement (`isStaleBase`), not at a version naming no row.
     private static func exists(_ parameter: String) -> String { "EXISTS (SELECT 1 FROM docfs_items WHERE id = \(parameter)::bigint)" }
 
-    /// A path is the document's own or a folder's above it: equal, or after `path/` and before
-    /// `path0` ('0' follows '/'; bytea compares bytes), a range the (store, document) index serves.
+    /// A history's path is the given path or below it: equal, or after `path/` and before `path0`
+    /// ('0' follows '/'; bytea compares bytes), a range the (store, path) index serves.
     private static func within(_ parameter: String) -> String {
-        "(document = \(parameter) OR (document > \(parameter) || '\\x2f'::bytea AND document < \(parameter) || '\\x30'::bytea))"
+        "(path = \(parameter) OR (path > \(parameter) || '\\x2f'::bytea AND path < \(parameter) || '\\x30'::bytea))"
     }
 
     /// The item `id` leaves `path` without its history going among the removed (a file that no
@@ -210,7 +217,7 @@ extension StoreQueries {
     /// at the path, where the next item there takes it (`adoptHistoryLater`). Held.
     func leaveHistoryLater(_ db: PostgresConnection, of id: Int64, at path: [UInt8]) {
         changeHistoriesLater(
-            db, "UPDATE docfs_document_versions SET item = NULL, document = $4::bytea WHERE store = $1::bigint AND item = $3::bigint",
+            db, "UPDATE docfs_histories SET item = NULL, path = $4::bytea WHERE store = $1::bigint AND item = $3::bigint",
             [.integer(id), .bytes(path)])
     }
 
@@ -220,20 +227,21 @@ extension StoreQueries {
         changeHistoriesLater(
             db,
             """
-            UPDATE docfs_document_versions SET item = (SELECT id FROM docfs_items WHERE parent = $3::bigint AND name = $4::bytea)
-            WHERE store = $1::bigint AND item IS NULL AND document = $5::bytea
+            UPDATE docfs_histories SET item = (SELECT id FROM docfs_items WHERE parent = $3::bigint AND name = $4::bytea), path = NULL
+            WHERE store = $1::bigint AND item IS NULL AND path = $5::bytea
+                AND EXISTS (SELECT 1 FROM docfs_items WHERE parent = $3::bigint AND name = $4::bytea)
             """,
             [.integer(parent), .bytes(name.bytes), .bytes(path)])
     }
 
     /// Moves the history of the removed item `id`, with any left at or below its `path`, among
     /// the removed, to `removed` (see `VersionArchive.removedPath(of:owner:)`): no item holds it
-    /// from now on. Returns how many versions moved; a history move is noted where any did.
+    /// from now on. Returns how many histories moved; a history move is noted where any did.
     func retireHistory(_ db: PostgresConnection, of id: Int64, at path: [UInt8], to removed: [UInt8]) throws -> Int {
         let moved = try db.execute(
             """
-            UPDATE docfs_document_versions SET
-                document = CASE WHEN item = $2::bigint THEN $4::bytea ELSE $4::bytea || substring(document FROM length($3::bytea) + 1) END,
+            UPDATE docfs_histories SET
+                path = CASE WHEN item = $2::bigint THEN $4::bytea ELSE $4::bytea || substring(path FROM length($3::bytea) + 1) END,
                 item = NULL
             WHERE store = $1::bigint AND (item = $2::bigint OR (item IS NULL AND \(Self.within("$3::bytea")))) RETURNING id
             """,
@@ -243,7 +251,7 @@ extension StoreQueries {
         return moved
     }
 
-    /// Runs `update` (a change of version rows, whose parameters begin at `$3`), held for the next
+    /// Runs `update` (a change of history rows, whose parameters begin at `$3`), held for the next
     /// round trip, with the change log's history move where it changed any row, in the same
     /// statement: nothing to wait for, and nothing noted where nothing moved. No notification of
     /// its own: each change that runs it records itself (`recordChange`), which wakes the other
@@ -328,10 +336,9 @@ extension StoreQueries {
         // `.docfs/` is 7 bytes: an area is those and the name up to the next slash.
         let rows = try db.execute(
             """
-            SELECT DISTINCT substring(document FROM 1 FOR 6 + position('\\x2f'::bytea IN substring(document FROM 8)))
-            FROM docfs_document_versions
-            WHERE store = $1 AND document > '.docfs/removed'::bytea AND document < '.docfs/removee'::bytea
-                AND position('\\x2f'::bytea IN substring(document FROM 8)) > 0
+            SELECT DISTINCT substring(place FROM 1 FOR 6 + position('\\x2f'::bytea IN substring(place FROM 8)))
+            FROM (\(Self.places(between: "'.docfs/removed'::bytea", and: "'.docfs/removee'::bytea"))) found
+            WHERE position('\\x2f'::bytea IN substring(place FROM 8)) > 0
             """,
             [.integer(storeID)])
         return (0..<rows.count).map { FileSystemPath.string(fromBytes: rows.bytes($0, 0)) }.filter { area in
@@ -373,10 +380,23 @@ extension StoreQueries {
         return sizes
     }
 
-    /// Whether any version's document is below `folder` (a path's bytes).
+    /// The places (as `place`) of the histories with versions between two paths (SQL expressions),
+    /// exclusive: a history's path where no item holds it, and a version row's own where it names
+    /// no history (a row written by hand, or by no DocFS). Served by the (store, path) index of
+    /// histories and the (store, document) index of versions.
+    private static func places(between low: String, and high: String) -> String {
+        """
+        SELECT h.path AS place FROM docfs_histories h WHERE h.store = $1 AND h.path > \(low) AND h.path < \(high)
+            AND EXISTS (SELECT 1 FROM docfs_document_versions v WHERE v.history = h.id)
+        UNION ALL
+        SELECT document FROM docfs_document_versions WHERE store = $1 AND history IS NULL AND document > \(low) AND document < \(high)
+        """
+    }
+
+    /// Whether any version's history is below `folder` (a path's bytes).
     func hasVersions(_ db: PostgresConnection, below folder: [UInt8]) throws -> Bool {
         let rows = try db.execute(
-            "SELECT EXISTS (SELECT 1 FROM docfs_document_versions WHERE store = $1 AND document > $2 || '\\x2f'::bytea AND document < $2 || '\\x30'::bytea)::int",
+            "SELECT EXISTS (\(Self.places(between: "$2 || '\\x2f'::bytea", and: "$2 || '\\x30'::bytea")))::int",
             [.integer(storeID), .bytes(folder)])
         return rows.integer(0, 0) == 1
     }
@@ -390,7 +410,11 @@ extension StoreQueries {
     /// Every version of the store.
     func versions(_ db: PostgresConnection) throws -> [StoredVersion] {
         let rows = try db.execute(
-            "SELECT id, document, saved_ns, saved_by, unreachable, item FROM docfs_document_versions WHERE store = $1 AND id > 0", [.integer(storeID)])
+            """
+            SELECT v.id, coalesce(h.path, v.document), v.saved_ns, v.saved_by, v.unreachable, h.item
+            FROM docfs_document_versions v LEFT JOIN docfs_histories h ON h.id = v.history WHERE v.store = $1 AND v.id > 0
+            """,
+            [.integer(storeID)])
         return (0..<rows.count).compactMap { row in
             // Ids are bigserial's, from 1; another (written by hand) is not a version's.
             guard let id = rows.integer(row, 0), id > 0 else { return nil }
@@ -420,7 +444,20 @@ extension StoreQueries {
     func dropVersions(_ db: PostgresConnection, _ ids: [Int64]) throws -> Int {
         guard !ids.isEmpty else { return 0 }
         let list = ids.map(String.init).joined(separator: ",")
-        return try db.execute("DELETE FROM docfs_document_versions WHERE store = $1 AND id = ANY('{\(list)}'::bigint[]) RETURNING id", [.integer(storeID)]).count
+        let dropped = try db.execute(
+            "DELETE FROM docfs_document_versions WHERE store = $1 AND id = ANY('{\(list)}'::bigint[]) RETURNING history", [.integer(storeID)])
+        // A removed document's history (or one left at a path) whose last version went goes too:
+        // nothing keeps a version into a history no item holds.
+        let histories = Set((0..<dropped.count).compactMap { dropped.isNull($0, 0) ? nil : dropped.integer($0, 0) })
+        if !histories.isEmpty {
+            try db.execute(
+                """
+                DELETE FROM docfs_histories h WHERE h.store = $1 AND h.item IS NULL AND h.id = ANY('{\(histories.map(String.init).joined(separator: ","))}'::bigint[])
+                    AND NOT EXISTS (SELECT 1 FROM docfs_document_versions v WHERE v.history = h.id)
+                """,
+                [.integer(storeID)])
+        }
+        return dropped.count
     }
 
     /// Records who saved the content version `contentVersion` of the item `id`, and when; nothing if
@@ -474,7 +511,7 @@ extension PostgresStore {
     public func versionStatistics() throws -> (versions: Int, documents: Int, bytes: Int64) {
         try pool.withConnection { db in
             let counts = try db.execute(
-                "SELECT count(*), count(DISTINCT coalesce('i' || item, 'p' || encode(document, 'hex'))) FROM docfs_document_versions WHERE store = $1",
+                "SELECT count(*), count(DISTINCT coalesce(history::text, encode(document, 'hex'))) FROM docfs_document_versions WHERE store = $1",
                 [.integer(queries.storeID)])
             let bytes = try db.execute(
                 """

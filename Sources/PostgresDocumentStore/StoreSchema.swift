@@ -131,23 +131,35 @@ enum StoreSchema {
         // (`SaveRecord.unreachable`, as the bits 0o070 and 0o007), with the saver; copied into
         // each version, which never gives those bits. NULL: not known (a DocFS before this).
         "ALTER TABLE docfs_items ADD COLUMN saved_unreachable smallint; ALTER TABLE docfs_document_versions ADD COLUMN unreachable smallint;",
-        // A version belongs to its document's row (`item`), which a rename keeps, not to a path: a
-        // rename moves no version, and a version kept while another mount renamed a folder above
-        // its document is its document's wherever it went. `document` is then where the document
-        // was when the version was kept; it is the history's place only where no item holds it (a
-        // removed document's, in a removal area, or one left at its path: `followRename`). A row
-        // deleted some other way leaves its history where it was kept. Rows of an earlier DocFS
-        // go to the item at their path, where there is one.
+        // A version belongs to its document's history (`docfs_histories`), and a history to the
+        // row of its document (`item`), which a rename keeps, not to a path: a rename moves nothing,
+        // a version kept while another mount renamed a folder above its document is that
+        // document's wherever it went, and handing a history on (a save by rename) changes one
+        // row however many versions it has. A history no item holds has its place in `path`: a
+        // removed document's, in a removal area, or one left at its path (`followRename`). A
+        // version's `document` is where its document was when it was kept. An item deleted some
+        // other way leaves its history at the paths its versions were kept at. Rows of an earlier
+        // DocFS become one history per path, held by the item at that path where there is one.
         """
-        ALTER TABLE docfs_document_versions ADD COLUMN item bigint REFERENCES docfs_items (id) ON DELETE SET NULL;
-        CREATE INDEX docfs_document_versions_by_item ON docfs_document_versions (item);
+        CREATE TABLE docfs_histories (
+            id bigserial PRIMARY KEY,
+            store bigint NOT NULL REFERENCES docfs_stores (id),
+            item bigint REFERENCES docfs_items (id) ON DELETE SET NULL,
+            path bytea
+        );
+        CREATE INDEX docfs_histories_by_item ON docfs_histories (item);
+        CREATE INDEX docfs_histories_by_path ON docfs_histories (store, path);
+        ALTER TABLE docfs_document_versions ADD COLUMN history bigint REFERENCES docfs_histories (id);
+        CREATE INDEX docfs_document_versions_by_history ON docfs_document_versions (history);
+        INSERT INTO docfs_histories (store, path) SELECT DISTINCT store, document FROM docfs_document_versions;
+        UPDATE docfs_document_versions v SET history = h.id FROM docfs_histories h WHERE h.store = v.store AND h.path = v.document;
         WITH RECURSIVE paths (id, store, path, depth) AS (
             SELECT i.id, i.store, i.name, 1 FROM docfs_stores s JOIN docfs_items i ON i.parent = s.root
             UNION ALL
             SELECT c.id, c.store, p.path || '\\x2f'::bytea || c.name, p.depth + 1 FROM paths p JOIN docfs_items c ON c.parent = p.id
             WHERE p.depth < 4096
         )
-        UPDATE docfs_document_versions v SET item = p.id FROM paths p WHERE v.store = p.store AND v.document = p.path;
+        UPDATE docfs_histories h SET item = p.id, path = NULL FROM paths p WHERE h.store = p.store AND h.path = p.path;
         """,
     ]
 

@@ -561,9 +561,11 @@ final class PostgresStoreTests {
             """)
         let removed = try mount.run(["rm", mount.inMount("s.md")])
         #expect(!removed.succeeded && removed.error.contains("No such file"), "\(removed.output)\(removed.error)")
-        #expect(try cluster.query("SELECT count(*) FROM docfs_document_versions WHERE item IS NULL AND document = 's.md'::bytea") == "1")
-        #expect(try cluster.query("SELECT count(*) FROM docfs_document_versions v JOIN docfs_items i ON i.id = v.item WHERE i.name = 'away.md'::bytea") == "1")
-        #expect(try cluster.query("SELECT count(*) FROM docfs_document_versions WHERE document LIKE '.docfs/removed%'") == "0")
+        #expect(try cluster.query("SELECT count(*) FROM docfs_document_versions WHERE history IS NULL AND document = 's.md'::bytea") == "1")
+        #expect(try cluster.query(
+            "SELECT count(*) FROM docfs_document_versions v JOIN docfs_histories h ON h.id = v.history JOIN docfs_items i ON i.id = h.item WHERE i.name = 'away.md'::bytea"
+        ) == "1")
+        #expect(try cluster.query("SELECT count(*) FROM docfs_histories WHERE path LIKE '.docfs/removed%'") == "0")
     }
 
     @Test func concurrentSavesOfOneDocumentOneWinsTheOtherIsRefusedAndQuarantined() throws {
