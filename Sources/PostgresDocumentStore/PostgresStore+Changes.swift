@@ -512,7 +512,7 @@ extension PostgresStore {
         let wishes = takeVersionWishes(touching: [source, destination])
         var kept: [Int64] = []
         defer { settle(kept) }
-        // The database moves no version a rename carries (they name their documents' rows); this
+        // The database moves no history a rename carries (each names its document's row); this
         // mirror's archive, which shows them by path, follows where it holds any.
         let followsLocally = carryingVersions && (holdsHistory(at: source) || exchange && holdsHistory(at: destination))
         if followsLocally { beginHistoryMove() }

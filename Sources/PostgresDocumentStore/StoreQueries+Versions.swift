@@ -5,8 +5,9 @@ import SystemSupport
 /// A version row as a mount reads it, before it is checked (see `PostgresStore+Versions`).
 struct StoredVersion: Sendable {
     var id: Int64
-    /// The row of the document whose history it is; nil for a history no item holds: a removed
-    /// document's (at its path in a removal area) or one left at its path (see `followRename`).
+    /// The row of the document whose history it is in (`docfs_histories.item`); nil for a history
+    /// no item holds: a removed document's (at its path in a removal area) or one left at its path
+    /// (see `followRename`).
     var item: Int64?
     /// Where the history is when `item` is nil; otherwise where the document was when the version
     /// was kept (shown there only while this mount does not know the item).
