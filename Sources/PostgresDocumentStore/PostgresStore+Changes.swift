@@ -449,6 +449,7 @@ extension PostgresStore {
                 guard let item = state.withLock({ $0[path] }) else { return }
                 // Kept in the mirror now, before the store-wide change counter is locked.
                 kept += try keepInTransaction(db, wishes)
+                queries.lockItemLater(db, id: item.id, at: (parent.id, name.bytes))
                 // Before the row goes: deleting it would leave its history where it was kept. Who
                 // could read it is recorded only for a history that goes among the removed: an
                 // empty package made and removed again at the path narrows nobody's record.
@@ -513,10 +514,14 @@ extension PostgresStore {
         var kept: [Int64] = []
         defer { settle(kept) }
         // The database moves no history a rename carries (each names its document's row); this
-        // mirror's archive, which shows them by path, follows where it holds any.
+        // mirror's archive, which shows them by path, follows where it holds any. Where the rename
+        // may hand a history to another row (one at either name), the archive's idea of which row
+        // holds it is stale from the commit until it reads the rows again: nothing follows rows
+        // meanwhile (`beginHistoryMove`), and the end asks for that reading.
         let followsLocally = carryingVersions && (holdsHistory(at: source) || exchange && holdsHistory(at: destination))
-        if followsLocally { beginHistoryMove() }
-        defer { if followsLocally { endHistoryMove() } }
+        let handsOn = holdsHistory(at: source) || holdsHistory(at: destination)
+        if handsOn { beginHistoryMove() }
+        defer { if handsOn { endHistoryMove() } }
         try publishingAfterCommit(source, folders: [sourceParentPath, destinationParentPath], publish, {
             try checkRename(source, to: destination, exchange: exchange)
             try change(source, { db in
@@ -532,6 +537,7 @@ extension PostgresStore {
                 }
                 // Before the replaced row goes: deleting it would leave its history where it was kept.
                 if !FileSystemPath.same(source, destination) {
+                    queries.lockItemLater(db, id: item.id, at: atSource)
                     queries.followRename(
                         db, moved: item.id, replaced: replaced?.id, from: FileSystemPath.bytes(of: source), to: FileSystemPath.bytes(of: destination),
                         exchanging: exchange, carrying: carryingVersions)

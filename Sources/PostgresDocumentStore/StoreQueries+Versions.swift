@@ -237,14 +237,18 @@ extension StoreQueries {
 
     /// Moves the history of the removed item `id`, with any left at or below its `path`, among
     /// the removed, to `removed` (see `VersionArchive.removedPath(of:owner:)`): no item holds it
-    /// from now on. Returns how many histories moved; a history move is noted where any did.
+    /// from now on. Returns how many histories moved; a history move is noted where any did. A
+    /// history whose versions retention dropped stays behind (its row's deletion leaves it no
+    /// place): a removal that keeps nothing among the removed narrows nobody's record there.
     func retireHistory(_ db: PostgresConnection, of id: Int64, at path: [UInt8], to removed: [UInt8]) throws -> Int {
         let moved = try db.execute(
             """
             UPDATE docfs_histories SET
                 path = CASE WHEN item = $2::bigint THEN $4::bytea ELSE $4::bytea || substring(path FROM length($3::bytea) + 1) END,
                 item = NULL
-            WHERE store = $1::bigint AND (item = $2::bigint OR (item IS NULL AND \(Self.within("$3::bytea")))) RETURNING id
+            WHERE store = $1::bigint AND (item = $2::bigint OR (item IS NULL AND \(Self.within("$3::bytea"))))
+                AND EXISTS (SELECT 1 FROM docfs_document_versions v WHERE v.history = docfs_histories.id)
+            RETURNING id
             """,
             [.integer(storeID), .integer(id), .bytes(path), .bytes(removed)], prepared: true
         ).count
@@ -408,11 +412,16 @@ extension StoreQueries {
         return rows.count == 1 && !rows.isNull(0, 0) ? rows.integer(0, 0) : nil
     }
 
-    /// Every version of the store.
+    /// Every version of the store, each with the place of its history. A history whose row was
+    /// deleted some way that did not hand it on or retire it (`ON DELETE SET NULL`) has no place:
+    /// its versions are shown among root's removed documents, at the paths they were kept at, never
+    /// at a path where another document may be now.
     func versions(_ db: PostgresConnection) throws -> [StoredVersion] {
         let rows = try db.execute(
             """
-            SELECT v.id, coalesce(h.path, v.document), v.saved_ns, v.saved_by, v.unreachable, h.item
+            SELECT v.id, CASE WHEN h.id IS NOT NULL AND h.item IS NULL AND h.path IS NULL
+                    THEN '\(VersionArchive.removedPath(of: "", owner: 0))/'::bytea || v.document ELSE coalesce(h.path, v.document) END,
+                v.saved_ns, v.saved_by, v.unreachable, h.item
             FROM docfs_document_versions v LEFT JOIN docfs_histories h ON h.id = v.history WHERE v.store = $1 AND v.id > 0
             """,
             [.integer(storeID)])

@@ -217,6 +217,17 @@ struct StoreQueries: Sendable {
             [.integer(id), .integer(to.parent), .bytes(to.name), .integer(from.parent), .bytes(from.name)], prepared: true)
     }
 
+    /// Locks the item `id` at `at` (its folder's id and name, where the mount knows it) until the
+    /// transaction ends, held for the next round trip; fails that round trip with division_by_zero,
+    /// as `moveLater` does, where it is not there. A change to the item's history comes after it:
+    /// a save of the item through another mount, which keeps a version into that history, then
+    /// commits before it or waits for it, never in between.
+    func lockItemLater(_ db: PostgresConnection, id: Int64, at: (parent: Int64, name: [UInt8])) {
+        db.executeLater(
+            Self.exactlyOneRow("SELECT id FROM docfs_items WHERE id = $1 AND parent = $2 AND name = $3 FOR UPDATE"),
+            [.integer(id), .integer(at.parent), .bytes(at.name)], prepared: true)
+    }
+
     /// Removes the file `id` from `from` (its folder's id and name, where the mount knows it), held
     /// for the next round trip; fails that round trip with division_by_zero, as `moveLater` does,
     /// where it is not there. Before, a removal that matched nothing still moved the history at the
