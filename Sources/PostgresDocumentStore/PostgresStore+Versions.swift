@@ -224,8 +224,12 @@ extension PostgresStore {
                     gone.append(id)
                     continue
                 }
-                local.locations[id]?.item = row.item
-                local.locations[id]?.placements = LocalVersions.Entry.unchecked
+                // Looked at again where the rows say another row holds its history now, or another
+                // place (one no row holds); the others only where the mirror's paths moved.
+                if row.item != entry.item || row.item == nil && row.document != FileSystemPath.bytes(of: entry.document) {
+                    local.locations[id]?.item = row.item
+                    local.locations[id]?.placements = LocalVersions.Entry.unchecked
+                }
             }
             return gone
         }
@@ -269,19 +273,19 @@ extension PostgresStore {
         }
         guard !candidates.isEmpty else { return }
         let itemPaths = state.withLock { state in candidates.map { candidate in candidate.item.flatMap { state.path(of: $0) } } }
-        var moved = 0
+        var moves: [(id: Int64, place: [UInt8])] = []
         for (candidate, itemPath) in zip(candidates, itemPaths) {
             // An item this mirror does not know (yet) leaves its history where it is shown.
             let place = candidate.item == nil ? documents[candidate.id] : itemPath.map { FileSystemPath.bytes(of: $0) }
-            if let place, place != FileSystemPath.bytes(of: candidate.document) {
-                moveLocally(candidate.id, to: place, archive, readAt: generation)
-                moved += 1
-            }
-            localVersions.withLock { local in
-                if local.locations[candidate.id]?.generation ?? .max <= generation { local.locations[candidate.id]?.placements = placements }
+            if let place, place != FileSystemPath.bytes(of: candidate.document) { moves.append((candidate.id, place)) }
+        }
+        for move in moves { moveLocally(move.id, to: move.place, archive, readAt: generation) }
+        localVersions.withLock { local in
+            for candidate in candidates where local.locations[candidate.id]?.generation ?? .max <= generation {
+                local.locations[candidate.id]?.placements = placements
             }
         }
-        if moved > 0 { logger.debug("versions: \(moved) moved where their documents went") }
+        if !moves.isEmpty { logger.debug("versions: \(moves.count) moved where their documents went") }
     }
 
     private func removeLocally(_ id: Int64, _ archive: VersionArchive) {
