@@ -204,7 +204,7 @@ extension StoreQueries {
     }
 
     /// Whether the item whose id is the parameter is there: a rename whose item another mount
-    /// removed fails at its own statement (`isStaleBase`), not at a version naming no row.
+    /// removed fails at its own statement (`isStaleBase`), not at a history naming no row.
     private static func exists(_ parameter: String) -> String { "EXISTS (SELECT 1 FROM docfs_items WHERE id = \(parameter)::bigint)" }
 
     /// A history's path is the given path or below it: equal, or after `path/` and before `path0`
@@ -387,8 +387,8 @@ extension StoreQueries {
 
     /// The places (as `place`) of the histories with versions between two paths (SQL expressions),
     /// exclusive: a history's path where no item holds it, and a version row's own where it names
-    /// no history (a row written by hand, or by no DocFS). Served by the (store, path) index of
-    /// histories and the (store, document) index of versions.
+    /// no history (an earlier DocFS still running wrote it, or a hand). Served by the (store, path)
+    /// index of histories and the (store, document) index of versions.
     private static func places(between low: String, and high: String) -> String {
         """
         SELECT h.path AS place FROM docfs_histories h WHERE h.store = $1 AND h.path > \(low) AND h.path < \(high)
