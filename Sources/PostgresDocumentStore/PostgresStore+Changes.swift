@@ -518,8 +518,9 @@ extension PostgresStore {
         // may hand a history to another row (one at either name), the archive's idea of which row
         // holds it is stale from the commit until it reads the rows again: nothing follows rows
         // meanwhile (`beginHistoryMove`), and the end asks for that reading.
-        let followsLocally = carryingVersions && (holdsHistory(at: source) || exchange && holdsHistory(at: destination))
-        let handsOn = holdsHistory(at: source) || holdsHistory(at: destination)
+        let historyAtSource = holdsHistory(at: source), historyAtDestination = holdsHistory(at: destination)
+        let followsLocally = carryingVersions && (historyAtSource || exchange && historyAtDestination)
+        let handsOn = historyAtSource || historyAtDestination
         if handsOn { beginHistoryMove() }
         defer { if handsOn { endHistoryMove() } }
         try publishingAfterCommit(source, folders: [sourceParentPath, destinationParentPath], publish, {

@@ -154,7 +154,9 @@ extension StoreQueries {
     /// with the path; without it (vim's `a.md` renamed to its backup `a.md~`, whose `a.md` is
     /// written anew at once) the moved item's history stays at `source`, for the next document
     /// there, and the name's history becomes the moved item's. An exchange swaps what it swaps.
-    /// Held for the next round trip (the COMMIT); a history move is noted only where a row changed.
+    /// Held for the next round trip (the COMMIT), after the lock of the moved item
+    /// (`lockItemLater`), whose check fails a rename whose item another mount moved or removed
+    /// first; a history move is noted only where a row changed.
     func followRename(
         _ db: PostgresConnection, moved: Int64, replaced: Int64?, from source: [UInt8], to destination: [UInt8], exchanging: Bool, carrying: Bool
     ) {
@@ -169,7 +171,6 @@ extension StoreQueries {
                     path = CASE WHEN item IS NULL AND path <> $5::bytea AND path <> $6::bytea
                         THEN $6::bytea || substring(path FROM length($5::bytea) + 1) END
                 WHERE store = $1::bigint AND (item = $4::bigint OR (item IS NULL AND (path = $6::bytea OR \(Self.within("$5::bytea")))))
-                    AND \(Self.exists("$3"))
                 """,
                 items + [.bytes(source), .bytes(destination)])
         case (false, false):
@@ -180,7 +181,6 @@ extension StoreQueries {
                     item = CASE WHEN item = $3::bigint THEN NULL ELSE $3::bigint END,
                     path = CASE WHEN item = $3::bigint THEN $5::bytea END
                 WHERE store = $1::bigint AND (item = $3::bigint OR item = $4::bigint OR (item IS NULL AND path = $6::bytea))
-                    AND \(Self.exists("$3"))
                 """,
                 items + [.bytes(source), .bytes(destination)])
         case (true, true):
@@ -197,15 +197,11 @@ extension StoreQueries {
                 db,
                 """
                 UPDATE docfs_histories SET item = CASE WHEN item = $3::bigint THEN $4::bigint ELSE $3::bigint END
-                WHERE store = $1::bigint AND (item = $3::bigint OR item = $4::bigint) AND \(Self.exists("$3")) AND \(Self.exists("$4"))
+                WHERE store = $1::bigint AND (item = $3::bigint OR item = $4::bigint)
                 """,
                 items)
         }
     }
-
-    /// Whether the item whose id is the parameter is there: a rename whose item another mount
-    /// removed fails at its own statement (`isStaleBase`), not at a history naming no row.
-    private static func exists(_ parameter: String) -> String { "EXISTS (SELECT 1 FROM docfs_items WHERE id = \(parameter)::bigint)" }
 
     /// A history's path is the given path or below it: equal, or after `path/` and before `path0`
     /// ('0' follows '/'; bytea compares bytes), a range the (store, path) index serves.
