@@ -46,7 +46,7 @@ extension DocumentFileSystem {
                 let found = namespace.reading { () -> (Inode, FileStatus)? in
                     let status = listing.descriptor.flatMap { try? store.status(of: stored.name, in: $0, folder: listing.path) } ?? (try? store.status(of: path))
                     guard let status else { return nil }
-                    return (nodes.child(parent: inode, name: stored.name, counting: true, status: status, identity: storedIdentity), status)
+                    return (nodes.child(parent: inode, name: stored.name, counting: true, status: status, kinship: { kinship(of: status, toRecord: $0, at: $1) }), status)
                 }
                 guard let (child, status) = found else { continue }
                 if status.kind == .directory { watchDirectory(child, path: path, status: status) }

@@ -63,16 +63,27 @@ extension DocumentFileSystem {
         return (try? file.status(), 0)
     }
 
-    /// The identity of the stored file at `path` when it has several links (see `NodeTable.child`).
-    func storedIdentity(at path: String) -> StoredFileIdentity? {
-        (try? store.status(of: path)).flatMap(StoredFileIdentity.init)
+    /// How the item `status` describes, found at a name the node table does not hold, relates to the
+    /// live record with its number, at that record's `path` (see `NodeTable.child`).
+    func kinship(of status: FileStatus, toRecord record: Inode, at path: String) -> NodeTable.Kinship {
+        let there = try? store.status(of: path)
+        if let there, there.device == status.device, there.inode == status.inode {
+            return status.kind != .directory && status.linkCount > 1 ? .anotherName : .unrelated
+        }
+        if there?.identity == status.identity { return .unrelated }
+        // The number left the record's name. It is the same item only if the number cannot have
+        // been given to another since, or the record holds the very file open: a file system gives
+        // a number again once its file is gone, and a writer must never land in a stranger's file.
+        if store.identityIsNeverReused(status.identity) { return .moved }
+        guard let held = nodes.existingNode(record)?.state.withLock({ $0.live }), let file = try? held.status() else { return .unrelated }
+        return file.device == status.device && file.inode == status.inode ? .moved : .unrelated
     }
 
     /// Looks up a name that must now exist in the store and counts the kernel's new reference.
     func countedEntry(parent: Inode, name: FileName, path: String, caller: pid_t?) throws(FUSEError) -> Entry {
         try namespace.reading { () throws(FUSEError) -> Entry in
             let status = try storeCall { try store.status(of: path) }
-            let inode = nodes.child(parent: parent, name: name, counting: true, status: status, identity: storedIdentity)
+            let inode = nodes.child(parent: parent, name: name, counting: true, status: status, kinship: { kinship(of: status, toRecord: $0, at: $1) })
             if status.kind == .directory { watchDirectory(inode, path: path, status: status) }
             return entry(for: inode, path: path, status: status, caller: caller)
         }
@@ -398,7 +409,7 @@ extension DocumentFileSystem {
                 try storeCall { try store.makeHardLink(path, to: existing) }
                 // The kernel expects the same inode back under its new name.
                 let status = try storeCall { try store.status(of: path) }
-                linked = nodes.addName(inode, parent: newParent, name: newName, linkedFile: StoredFileIdentity(status)).map { ($0, status) }
+                linked = nodes.addName(inode, parent: newParent, name: newName).map { ($0, status) }
             }
         }
         guard let linked else { throw .noEntry }

@@ -143,6 +143,8 @@ final class DocumentFileSystem: FileSystemOperations {
                 // First: dropping the caches may move the name off the inode that holds the version.
                 keepVersionReplacedBeside(child)
                 dropCachedContent(of: child)
+            } else {
+                followRenamedBeside(parent: parent, name: name)
             }
             // The history listed at the name is its document's number's, wherever that went.
             if let versions = store.versions, let folder = nodes.path(of: parent) { versions.changedBeside(StorePath.join(folder, name)) }
@@ -154,6 +156,23 @@ final class DocumentFileSystem: FileSystemOperations {
                 keepVersionReplacedBeside(inode)
                 dropCachedContent(of: inode)
             }
+        }
+    }
+
+    /// An item the kernel holds under another name, renamed to `name` in `parent` beside DocFS (by
+    /// another program, or another mount of a PostgreSQL store): its inode follows it before anyone
+    /// looks the name up, so what is written through a file open on it lands at its new name.
+    private func followRenamedBeside(parent: Inode, name: FileName) {
+        namespace.reading {
+            guard let folder = nodes.path(of: parent) else { return }
+            let path = StorePath.join(folder, name)
+            guard let status = try? store.status(of: path),
+                  let (inode, from) = nodes.follow(parent: parent, name: name, status: status, kinship: { kinship(of: status, toRecord: $0, at: $1) })
+            else { return }
+            notifier.invalidateEntry(parent: from.parent, name: from.name)
+            let former = nodes.path(of: from.parent).map { StorePath.join($0, from.name) } ?? from.name.string
+            let message: Logger.Message = "\(former) was renamed to \(path) beside DocFS; the kernel's inode follows it"
+            if nodes.existingNode(inode) != nil { logger.info(message) } else { logger.debug(message) }
         }
     }
 

@@ -4,8 +4,12 @@ import Glibc
 import Synchronization
 import SystemSupport
 
-/// The inodes the kernel knows, by number and by (parent, name). Numbers are assigned here, not
-/// taken from the store, because a document's stored file is replaced by every save.
+/// The inodes the kernel knows, by number, by (parent, name), and by the number of the item each
+/// stands for (`FileStatus.identity`, the one the mount shows as `st_ino`: the store's, kept across
+/// saves, remounts and renames). Inode numbers are assigned here, not taken from the store: a
+/// writer may move a name off cached readers to a new inode (`supersede`), so one item can have two
+/// inodes for a while. But a name is found by its item: every name of a file is one inode, and an
+/// item renamed beside DocFS keeps its inode at the new name (`child`, `follow`).
 ///
 /// A record stays while the kernel holds a lookup on it, an open file, or a child record (a child's
 /// path is found through its parent). Nothing here holds a file descriptor, so a tree of any size
@@ -26,27 +30,41 @@ final class NodeTable: Sendable {
         var parent: Inode
         /// The root's record has no name of its own; this one is never looked up.
         var name: FileName
-        var lookupCount: UInt64 = 0
+        /// The item's number in the store (its identity: `FileStatus.identity`), as last seen at its
+        /// name; 0 where none was seen.
+        var identity: UInt64 = 0
+        /// The kernel's lookups not yet forgotten. 32 bits keep the record at 56 bytes (at 64 a walk
+        /// of many files left the daemon holding more memory once forgotten); a count that reaches
+        /// the top stays there, and the record with it, rather than go while the kernel holds it.
+        var lookupCount: UInt32 = 0
         var openCount: Int32 = 0
         var childRecords: Int32 = 0
         /// Removed from the store while the kernel still holds it (open, or not yet forgotten).
         var isDetached = false
     }
 
-    /// A record's other names (hard links) and its stored file, when that has several links:
-    /// other names of it join the record.
+    /// Counts one lookup of `inode` (see `Record.lookupCount`).
+    private static func countLookup(_ inode: Inode, in state: inout State) {
+        guard let count = state.records[inode]?.lookupCount, count < .max else { return }
+        state.records[inode]?.lookupCount = count + 1
+    }
+
+    /// The record of a stored file that has several links (present from the first lookup that saw
+    /// them), and how many of its other names the table holds.
     private struct Links {
         var aliases = 0
-        var file: StoredFileIdentity?
     }
 
     private struct State {
         var records: [Inode: Record] = [:]
         var byName: [ChildKey: Inode] = [:]
+        /// The live record of an item number, for the records that must be found by it: a folder's
+        /// (what is below it follows it), a file's with several links (every name of it is one
+        /// inode), and one with open-file state (what is open follows the item). A record whose item
+        /// another program renamed is found at the new name (see `child`). Kept to those, a walk of
+        /// many files adds nothing here.
+        var byIdentity: [UInt64: Inode] = [:]
         var links: [Inode: Links] = [:]
-        /// Records of stored files with several links, so every name of one is one inode, even
-        /// after the kernel forgot them and looks the names up afresh.
-        var byLinkedFile: [StoredFileIdentity: Inode] = [:]
         var nextInode: Inode = .root + 1
         /// Inodes a name moved off while they had cached readers (`supersede`), by that name: an
         /// append committed under the name extends their version too (`tail -f` follows it).
@@ -78,6 +96,10 @@ final class NodeTable: Sendable {
             let node = Node(inode: inode)
             record.node = node
             state.records[inode] = record
+            // What is open through it follows the item from now on (see `byIdentity`).
+            if !record.isDetached, record.identity != 0, Self.liveRecord(numbered: record.identity, in: state) == nil {
+                state.byIdentity[record.identity] = inode
+            }
             return node
         }
     }
@@ -106,7 +128,7 @@ final class NodeTable: Sendable {
     func countLookup(_ inode: Inode) -> Bool {
         state.withLock { state in
             guard state.records[inode] != nil else { return false }
-            state.records[inode]?.lookupCount += 1
+            Self.countLookup(inode, in: &state)
             return true
         }
     }
@@ -134,50 +156,139 @@ final class NodeTable: Sendable {
         return components.reversed().joined(separator: "/")
     }
 
-    /// The inode for `name` in `parent`, made if new; counts one lookup when `counting`.
-    /// `linkedFile` identifies a stored file with several links: a name of a file that already has
-    /// a record becomes another name of that inode, when `identity(at:)` says that record's stored
-    /// file still is that file. A record's file is replaced by a save, the file system then gives
-    /// its number to a new file, and a file has several links for a moment while a package is
-    /// cloned: without that check, two unrelated names became one inode, sharing one stage.
-    /// `status`: the item's, as just taken.
+    /// How an item found at a name the table does not hold relates to the live record that has its
+    /// number, at that record's path (`NodeTable.child`).
+    enum Kinship {
+        /// The same stored file (a hard link): the name becomes another name of the record.
+        case anotherName
+        /// The same item, gone from the record's name: renamed beside DocFS (by another program in
+        /// the store, or by another mount of a PostgreSQL store). The record moves to the name, so
+        /// the kernel's inode, and what is open through it, follows the item, as on a local file
+        /// system.
+        case moved
+        /// Another item: the name gets a record of its own.
+        case unrelated
+    }
+
+    /// The inode for `name` in `parent`, made if new; counts one lookup when `counting`. `status`:
+    /// the item's, as just taken. An item whose number a live record at another name has is that
+    /// record's item when `kinship` says so, asked with no lock held (it looks at the store): a
+    /// file's every name is one inode, and an item renamed beside DocFS keeps its inode.
     func child(
         parent: Inode, name: FileName, counting: Bool, status: FileStatus? = nil,
-        identity: (_ at: String) -> StoredFileIdentity? = { _ in nil }
+        kinship: (_ record: Inode, _ path: String) -> Kinship = { _, _ in .unrelated }
     ) -> Inode {
-        let linkedFile = status.flatMap(StoredFileIdentity.init)
-        return state.withLock { state in
-            let key = ChildKey(parent: parent, name: name)
-            if let inode = state.byName[key], var record = state.records[inode] {
-                if counting { record.lookupCount += 1 }
-                state.records[inode] = record
-                return inode
-            }
-            if let linkedFile, let inode = state.byLinkedFile[linkedFile], var record = state.records[inode], !record.isDetached {
-                if let path = Self.path(of: inode, in: state), identity(path) == linkedFile {
-                    state.links[inode, default: Links()].aliases += 1
-                    if counting { record.lookupCount += 1 }
-                    state.records[inode] = record
-                    state.byName[key] = inode
-                    return inode
-                }
-                // That record's file is another now: the identity is free for this name.
-                state.byLinkedFile[linkedFile] = nil
-                if state.links[inode]?.file == linkedFile { state.links[inode]?.file = nil }
-            }
-            let inode = state.nextInode
-            state.nextInode += 1
-            var record = Record(node: nil, parent: parent, name: name)
-            if counting { record.lookupCount = 1 }
-            state.records[inode] = record
-            state.byName[key] = inode
-            if let linkedFile {
-                state.links[inode, default: Links()].file = linkedFile
-                state.byLinkedFile[linkedFile] = inode
-            }
-            state.records[parent]?.childRecords += 1
-            return inode
+        // Never nil: a name with no record of its item gets one.
+        resolve(ChildKey(parent: parent, name: name), counting: counting, status: status, creating: true, kinship: kinship) ?? .root
+    }
+
+    /// An item that appeared at `name` in `parent` beside DocFS (reported by the store's watch or
+    /// change feed, with no lookup of the name yet): when `kinship` says it is a live record's item,
+    /// moved, that record moves to the name, so a write through it lands there. Returns the record
+    /// moved; makes none.
+    func follow(parent: Inode, name: FileName, status: FileStatus, kinship: (_ record: Inode, _ path: String) -> Kinship) -> (inode: Inode, from: (parent: Inode, name: FileName))? {
+        let key = ChildKey(parent: parent, name: name)
+        let before = state.withLock { state -> (Inode, Record)? in
+            guard state.byName[key] == nil, let inode = Self.liveRecord(numbered: status.identity, in: state), let record = state.records[inode] else { return nil }
+            return (inode, record)
         }
+        guard let (inode, record) = before, resolve(key, counting: false, status: status, creating: false, kinship: kinship) == inode else { return nil }
+        return (inode, (record.parent, record.name))
+    }
+
+    private func resolve(
+        _ key: ChildKey, counting: Bool, status: FileStatus?, creating: Bool, kinship: (_ record: Inode, _ path: String) -> Kinship
+    ) -> Inode? {
+        let found = state.withLock { state -> (inode: Inode?, elsewhere: String?) in
+            if let inode = Self.known(key, identity: status?.identity, counting: counting, in: &state) { return (inode, nil) }
+            if let status, let other = Self.liveRecord(numbered: status.identity, in: state), let path = Self.path(of: other, in: state) {
+                return (other, path)
+            }
+            return (creating ? Self.makeRecord(key, status: status, counting: counting, in: &state) : nil, nil)
+        }
+        guard let elsewhere = found.elsewhere, let other = found.inode else { return found.inode }
+        let relation = kinship(other, elsewhere)
+        return state.withLock { state in
+            // Another request may have placed the name meanwhile, or moved the record.
+            if let inode = Self.known(key, identity: status?.identity, counting: counting, in: &state) { return inode }
+            let unchanged = Self.liveRecord(numbered: status?.identity, in: state) == other && Self.path(of: other, in: state).map { FileSystemPath.same($0, elsewhere) } == true
+            switch relation {
+            case .anotherName where unchanged && creating:
+                state.links[other, default: Links()].aliases += 1
+                state.byName[key] = other
+                if counting { Self.countLookup(other, in: &state) }
+                return other
+            case .moved where unchanged && !Self.isAncestor(other, of: key.parent, in: state):
+                Self.rename(other, to: key, in: &state)
+                if counting { Self.countLookup(other, in: &state) }
+                return other
+            default:
+                return creating ? Self.makeRecord(key, status: status, counting: counting, in: &state) : nil
+            }
+        }
+    }
+
+    /// The record at `key`, counted, its number brought up to date (a change beside DocFS may have
+    /// put another item there).
+    private static func known(_ key: ChildKey, identity: UInt64?, counting: Bool, in state: inout State) -> Inode? {
+        guard let inode = state.byName[key] else { return nil }
+        if counting { countLookup(inode, in: &state) }
+        guard var record = state.records[inode] else { return nil }
+        if let identity, identity != record.identity, !record.isDetached {
+            let indexed = state.byIdentity[record.identity] == inode
+            if indexed { state.byIdentity[record.identity] = nil }
+            record.identity = identity
+            if indexed || record.node != nil { state.byIdentity[identity] = inode }
+        }
+        state.records[inode] = record
+        return inode
+    }
+
+    private static func liveRecord(numbered identity: UInt64?, in state: State) -> Inode? {
+        guard let identity, identity != 0, let inode = state.byIdentity[identity], state.records[inode]?.isDetached == false else { return nil }
+        return inode
+    }
+
+    private static func makeRecord(_ key: ChildKey, status: FileStatus?, counting: Bool, in state: inout State) -> Inode {
+        let inode = state.nextInode
+        state.nextInode += 1
+        var record = Record(node: nil, parent: key.parent, name: key.name)
+        if counting { record.lookupCount = 1 }
+        if let status, status.identity != 0 {
+            record.identity = status.identity
+            let linked = status.linkCount > 1 && status.kind != .directory
+            if linked || status.kind == .directory { state.byIdentity[status.identity] = inode }
+            // A file with several links is never moved off its name (see `supersede`).
+            if linked { state.links[inode] = Links() }
+        }
+        state.records[inode] = record
+        state.byName[key] = inode
+        state.records[key.parent]?.childRecords += 1
+        return inode
+    }
+
+    /// Whether `inode` is `descendant` or holds it: a record moved below itself would make a cycle
+    /// of parents.
+    private static func isAncestor(_ inode: Inode, of descendant: Inode, in state: State) -> Bool {
+        var current = descendant
+        while true {
+            if current == inode { return true }
+            guard current != .root, let record = state.records[current] else { return false }
+            current = record.parent
+        }
+    }
+
+    /// Gives `inode`'s record the name `key`, which no record holds, taking it off its own.
+    private static func rename(_ inode: Inode, to key: ChildKey, in state: inout State) {
+        guard var record = state.records[inode] else { return }
+        let oldKey = ChildKey(parent: record.parent, name: record.name)
+        if state.byName[oldKey] == inode { state.byName[oldKey] = nil }
+        state.records[record.parent]?.childRecords -= 1
+        record.parent = key.parent
+        record.name = key.name
+        state.records[inode] = record
+        state.records[key.parent]?.childRecords += 1
+        state.byName[key] = inode
     }
 
     /// The known inode at a store path, following known names from the root.
@@ -217,7 +328,7 @@ final class NodeTable: Sendable {
     func forget(_ inode: Inode, count: UInt64) {
         let shrank = state.withLock { state in
             guard inode != .root, var record = state.records[inode] else { return false }
-            record.lookupCount -= min(count, record.lookupCount)
+            if record.lookupCount < .max { record.lookupCount -= UInt32(min(count, UInt64(record.lookupCount))) }
             state.records[inode] = record
             Self.removeIfUnused(inode, in: &state)
             return Self.shrinkIfMostlyEmpty(&state)
@@ -235,8 +346,11 @@ final class NodeTable: Sendable {
         for (inode, record) in state.records { records[inode] = record }
         var byName = [ChildKey: Inode](minimumCapacity: state.byName.count)
         for (key, inode) in state.byName { byName[key] = inode }
+        var byIdentity = [UInt64: Inode](minimumCapacity: state.byIdentity.count)
+        for (identity, inode) in state.byIdentity { byIdentity[identity] = inode }
         state.records = records
         state.byName = byName
+        state.byIdentity = byIdentity
         return true
     }
 
@@ -318,19 +432,14 @@ final class NodeTable: Sendable {
     }
 
     /// A hard link: `name` in `parent` is another name of `inode`. Counts one lookup.
-    func addName(_ inode: Inode, parent: Inode, name: FileName, linkedFile: StoredFileIdentity?) -> Inode? {
+    func addName(_ inode: Inode, parent: Inode, name: FileName) -> Inode? {
         state.withLock { state in
-            guard var record = state.records[inode] else { return nil }
+            guard state.records[inode] != nil else { return nil }
             let key = ChildKey(parent: parent, name: name)
             if let previous = state.byName[key], previous != inode { Self.detach(key, of: previous, in: &state) }
             state.byName[key] = inode
             state.links[inode, default: Links()].aliases += 1
-            record.lookupCount += 1
-            if let linkedFile {
-                state.links[inode, default: Links()].file = linkedFile
-                state.byLinkedFile[linkedFile] = inode
-            }
-            state.records[inode] = record
+            Self.countLookup(inode, in: &state)
             return inode
         }
     }
@@ -362,9 +471,15 @@ final class NodeTable: Sendable {
             state.records[inode] = record
             return
         }
+        markDetached(inode, &record, in: &state)
+        removeIfUnused(inode, in: &state)
+    }
+
+    /// The record names no stored item any more: its number is free for the item's next record.
+    private static func markDetached(_ inode: Inode, _ record: inout Record, in state: inout State) {
         record.isDetached = true
         state.records[inode] = record
-        removeIfUnused(inode, in: &state)
+        if state.byIdentity[record.identity] == inode { state.byIdentity[record.identity] = nil }
     }
 
     /// Detaches `inode`, held by `node`'s cached readers, from its name, as a rename over the name
@@ -378,8 +493,7 @@ final class NodeTable: Sendable {
             guard inode != .root, var record = state.records[inode], !record.isDetached, state.links[inode] == nil else { return nil }
             let key = ChildKey(parent: record.parent, name: record.name)
             guard state.byName[key] == inode else { return nil }
-            record.isDetached = true
-            state.records[inode] = record
+            Self.markDetached(inode, &record, in: &state)
             state.byName[key] = nil
             state.leftBehind[key, default: []].removeAll { $0.node == nil }
             state.leftBehind[key, default: []].append(WeakNode(node: node))
@@ -453,26 +567,12 @@ final class NodeTable: Sendable {
                 let kept = left.filter { $0.node.map { $0.inode != current } ?? false }
                 state.leftBehind[key] = kept.isEmpty ? nil : kept
             }
-            if let links = state.links.removeValue(forKey: current) {
-                if links.aliases > 0 { state.byName = state.byName.filter { $0.value != current } }
-                if let file = links.file, state.byLinkedFile[file] == current { state.byLinkedFile[file] = nil }
+            if let links = state.links.removeValue(forKey: current), links.aliases > 0 {
+                state.byName = state.byName.filter { $0.value != current }
             }
+            if state.byIdentity[record.identity] == current { state.byIdentity[record.identity] = nil }
             state.records[record.parent]?.childRecords -= 1
             current = record.parent
         }
-    }
-}
-
-/// A stored file by its device and inode number.
-struct StoredFileIdentity: Hashable, Sendable {
-    var device: UInt64
-    var inode: UInt64
-
-    /// The identity of a stored item that has several names, nil for one with a single name (and for
-    /// directories, whose link count counts their subdirectories).
-    init?(_ status: FileStatus) {
-        guard status.linkCount > 1, status.kind != .directory else { return nil }
-        device = status.device
-        inode = status.inode
     }
 }

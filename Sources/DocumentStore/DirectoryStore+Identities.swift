@@ -4,6 +4,12 @@ import SystemSupport
 /// Each item's number in the mount (see `ItemIdentities`): read with its status, carried over by
 /// every save that replaces its file.
 extension DirectoryStore {
+    /// Fresh numbers are counted, never handed out twice; a file system's own are given again once
+    /// their file is gone.
+    public func identityIsNeverReused(_ identity: UInt64) -> Bool {
+        identities?.attributeName != nil && identity >= ItemIdentities.freshBase && identity < ItemIdentities.transientBit
+    }
+
     /// The status of the item `name` in `directory` (AT_FDCWD: `name` is a whole path), with its
     /// identity where `numbered` (else the file system's number); `document`: the item's path in
     /// the store.

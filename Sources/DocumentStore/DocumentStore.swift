@@ -18,6 +18,10 @@ public protocol DocumentStore: AnyObject, Sendable {
     func localPath(of path: String) -> String?
 
     func status(of path: String) throws -> FileStatus
+    /// Whether `identity` (a `FileStatus.identity` this store gave) names one item for as long as
+    /// the store exists, never another after it is gone: an item found under it at a new name is
+    /// that item, renamed. False where numbers may be given again (a local file system's own).
+    func identityIsNeverReused(_ identity: UInt64) -> Bool
     /// `status(of:)` without the number the item is known by (`identity` is the file system's
     /// number): for a judgement of what is there, which asks for nothing else, at less cost.
     func unnumberedStatus(of path: String) throws -> FileStatus
@@ -244,6 +248,7 @@ public typealias Publication = (_ apply: () throws -> Void) throws -> Void
 
 extension DocumentStore {
     public func unnumberedStatus(of path: String) throws -> FileStatus { try status(of: path) }
+    public func identityIsNeverReused(_ identity: UInt64) -> Bool { false }
     @discardableResult
     public func persist(_ wrapper: FileWrapper, at path: String, durable: Bool) throws -> FileStatus {
         try persist(wrapper, at: path, durable: durable, publishing: { try $0() })

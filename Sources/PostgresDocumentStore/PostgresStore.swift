@@ -272,6 +272,9 @@ public final class PostgresStore: DocumentStore {
         return status
     }
 
+    /// A row's id is never given to another row; a mirror's own number (the high bit set) may be.
+    public func identityIsNeverReused(_ identity: UInt64) -> Bool { identity != 0 && identity & 1 << 63 == 0 }
+
     private static func identity(row id: Int64?, mirrored: UInt64) -> UInt64 {
         guard let id, id > 0 else { return mirrored | 1 << 63 }
         return UInt64(id)

@@ -568,6 +568,36 @@ final class PostgresStoreTests {
         #expect(try cluster.query("SELECT count(*) FROM docfs_histories WHERE path LIKE '.docfs/removed%'") == "0")
     }
 
+    /// Issue 35, identity: a document open for writing through one mount, renamed (or its folder
+    /// renamed) through another, takes the writes along: the first mount's inode is the row's,
+    /// found again by the row's id at the new name when the change arrives. Before, the write went
+    /// to the old name: a new document there, and the renamed one never changed.
+    @Test func aDocumentAnotherMountRenamesWhileOpenTakesItsWritesAlong() throws {
+        let first = try MountedStore(postgres: location)
+        let second = try MountedStore(postgres: location)
+        defer { first.unmount(); second.unmount() }
+        try first.shell(#"mkdir f && printf '{"a": 1}' > doc.json && printf '{"c": 1}' > f/in.json"#)
+        #expect(within(Self.arrival) { contents(second.inMount("f/in.json")) == #"{"c": 1}"# && contents(second.inMount("doc.json")) != nil } != nil)
+        func writeThrough(_ descriptor: Int32, _ text: String) -> (write: Int, truncate: Int32, close: Int32) {
+            let written = text.withCString { pwrite(descriptor, $0, strlen($0), 0) }
+            let truncated = ftruncate(descriptor, off_t(text.utf8.count))
+            return (written, truncated == 0 ? 0 : errno, close(descriptor) == 0 ? 0 : errno)
+        }
+        for (open, renamed, moved, text) in [("doc.json", "doc.json", "moved.json", #"{"a": 2}"#), ("f/in.json", "f", "g", #"{"c": 2}"#)] {
+            let descriptor = Glibc.open(first.inMount(open), O_RDWR)
+            #expect(descriptor >= 0)
+            #expect(try second.run(["mv", second.inMount(renamed), second.inMount(moved)]).succeeded)
+            #expect(within(Self.arrival) { first.log.contains("\(renamed) was renamed to \(moved) beside DocFS") } != nil, "\(first.log.suffix(2000))")
+            let result = writeThrough(descriptor, text)
+            #expect(result.write == 8 && result.truncate == 0 && result.close == 0, "\(result) \(first.log.suffix(2000))")
+            let now = moved + open.dropFirst(renamed.count)
+            #expect(within(Self.arrival) { contents(second.inMount(now)) == text } != nil, "\(contents(second.inMount(now)) ?? "nothing") at \(now)")
+            #expect(contents(first.inMount(now)) == text)
+            #expect(!FileManager.default.fileExists(atPath: first.inMount(renamed)), "the write made \(renamed) again")
+        }
+        #expect(try cluster.query("SELECT count(*) FROM docfs_items WHERE name IN ('doc.json'::bytea, 'f'::bytea)") == "0")
+    }
+
     @Test func concurrentSavesOfOneDocumentOneWinsTheOtherIsRefusedAndQuarantined() throws {
         let first = try MountedStore(postgres: location)
         let second = try MountedStore(postgres: location)

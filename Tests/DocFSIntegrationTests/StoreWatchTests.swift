@@ -155,4 +155,52 @@ struct StoreWatchTests {
         #expect(afterExternalText == "changed beside DocFS\n")
         #expect(afterExternal > 0, "after a change in the store the kernel's pages are dropped")
     }
+    /// Issue 35, identity: a document open for writing through the mount and renamed beside it (by
+    /// another program, in the store) takes the writes along, as a file open on a local file
+    /// system does: its inode is the item's, found again by the item's number at the new name.
+    /// Before, the write-back and truncation went to the old name (the truncation failed with
+    /// ENOENT, the close made a new document there, 0600) and the renamed one kept the old bytes.
+    /// Twice: followed at the kernel's lookup of the new name, and by the store's watch alone.
+    @Test func aDocumentRenamedBesideTheMountWhileOpenTakesItsWritesAlong() throws {
+        let mount = try MountedStore(texts: ["doc.json": #"{"a": 1}"#, "other.json": #"{"b": 1}"#, "f/in.json": #"{"c": 1}"#])
+        defer { mount.unmount() }
+        func writeThrough(_ descriptor: Int32, _ text: String) -> (write: Int, truncate: Int32, close: Int32) {
+            let written = text.withCString { pwrite(descriptor, $0, strlen($0), 0) }
+            let truncated = ftruncate(descriptor, off_t(text.utf8.count))
+            return (written, truncated == 0 ? 0 : errno, close(descriptor) == 0 ? 0 : errno)
+        }
+
+        // Looked up at the new name first (ls, stat: the kernel asks for it).
+        let first = open(mount.inMount("doc.json"), O_RDWR)
+        #expect(first >= 0)
+        #expect(rename(mount.inStore("doc.json"), mount.inStore("moved.json")) == 0)
+        #expect(MountedStore.waitUntil { (try? mount.read("moved.json")) == #"{"a": 1}"# })
+        let firstResult = writeThrough(first, #"{"a": 2}"#)
+        #expect(firstResult.write == 8 && firstResult.truncate == 0 && firstResult.close == 0, "\(firstResult)")
+        #expect(mount.storeContents("moved.json") == #"{"a": 2}"#)
+        #expect(!FileManager.default.fileExists(atPath: mount.inStore("doc.json")), "the write made a new document at the old name")
+
+        // Followed by the watch alone: nothing looks the new name up before the write.
+        let second = open(mount.inMount("other.json"), O_RDWR)
+        #expect(second >= 0)
+        #expect(rename(mount.inStore("other.json"), mount.inStore("renamed.json")) == 0)
+        #expect(MountedStore.waitUntil { mount.log.contains("other.json was renamed to renamed.json beside DocFS") }, "\(mount.log)")
+        let secondResult = writeThrough(second, #"{"b": 2}"#)
+        #expect(secondResult.write == 8 && secondResult.truncate == 0 && secondResult.close == 0, "\(secondResult)")
+        #expect(mount.storeContents("renamed.json") == #"{"b": 2}"#)
+        #expect(!FileManager.default.fileExists(atPath: mount.inStore("other.json")))
+        #expect(try mount.read("renamed.json") == #"{"b": 2}"#)
+        #expect(try mount.read("other.json") == nil)
+
+        // A name another file takes is that file's: a writer of the old one never lands in it.
+        let third = open(mount.inMount("f/in.json"), O_RDWR)
+        #expect(third >= 0)
+        #expect(rename(mount.inStore("f/in.json"), mount.inStore("f/kept.json")) == 0)
+        try mount.writeToStore("f/in.json", Data(#"{"stranger": true}"#.utf8))
+        #expect(MountedStore.waitUntil { (try? mount.read("f/kept.json")) == #"{"c": 1}"# && (try? mount.read("f/in.json")) == #"{"stranger": true}"# })
+        let thirdResult = writeThrough(third, #"{"c": 2}"#)
+        #expect(thirdResult.write == 8 && thirdResult.close == 0, "\(thirdResult)")
+        #expect(mount.storeContents("f/kept.json") == #"{"c": 2}"#)
+        #expect(mount.storeContents("f/in.json") == #"{"stranger": true}"#)
+    }
 }
