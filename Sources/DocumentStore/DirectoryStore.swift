@@ -652,6 +652,12 @@ public final class DirectoryStore: DocumentStore {
             try? Paths.setPermissions(full, (mode | (made.mode & S_ISGID)) & 0o7777)
         }
         if let owner = ownerToSet(for: owner, at: full) { try? Paths.setOwner(full, userID: owner.userID, groupID: owner.groupID) }
+        // A number never given again, as a new file gets: a folder renamed beside DocFS is then
+        // known at its new name for what it is, and what is open below it follows it.
+        if identities?.attributeName != nil, let folder = try? FileIO.open(full, O_RDONLY | O_DIRECTORY | O_NOFOLLOW) {
+            assignFreshIdentity(to: folder)
+            close(folder)
+        }
     }
 
     /// The process's umask, from /proc (reading it with umask(2) would change it for a moment

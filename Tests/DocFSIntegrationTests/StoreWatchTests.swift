@@ -202,5 +202,16 @@ struct StoreWatchTests {
         #expect(thirdResult.write == 8 && thirdResult.close == 0, "\(thirdResult)")
         #expect(mount.storeContents("f/kept.json") == #"{"c": 2}"#)
         #expect(mount.storeContents("f/in.json") == #"{"stranger": true}"#)
+
+        // A folder made through the mount, renamed beside it: what is open below it follows it.
+        #expect(try mount.shell(#"mkdir made && printf '{"d": 1}' > made/deep.json"#).succeeded)
+        let fourth = open(mount.inMount("made/deep.json"), O_RDWR)
+        #expect(fourth >= 0)
+        #expect(rename(mount.inStore("made"), mount.inStore("elsewhere")) == 0)
+        #expect(MountedStore.waitUntil { mount.log.contains("made was renamed to elsewhere beside DocFS") }, "\(mount.log)")
+        let fourthResult = writeThrough(fourth, #"{"d": 2}"#)
+        #expect(fourthResult.write == 8 && fourthResult.truncate == 0 && fourthResult.close == 0, "\(fourthResult)")
+        #expect(mount.storeContents("elsewhere/deep.json") == #"{"d": 2}"#)
+        #expect(!FileManager.default.fileExists(atPath: mount.inStore("made")), "the write made the folder again")
     }
 }
