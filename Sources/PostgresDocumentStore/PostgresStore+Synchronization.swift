@@ -226,7 +226,11 @@ extension PostgresStore {
             guard let name = acceptedName(of: child, at: path) else { continue }
             let childPath = StorePath.join(path, name)
             names.insert(name)
-            let known = state.withLock { $0[childPath] }
+            var known = state.withLock { $0[childPath] }
+            if known == nil, let moved = try movedHere(child, to: childPath, &changes) {
+                known = moved
+                changed = true
+            }
             var descend = complete && child.isDirectory
             if known?.id != child.id {
                 if known != nil || (try? mirror.status(of: childPath)) != nil { try removeLocal(childPath) }
@@ -287,6 +291,27 @@ extension PostgresStore {
             if path.isEmpty { changes.append(.entry(folder: "", name: nil)) }
         }
     }
+
+    /// The row `item`, which the mirror holds at another path (another mount renamed it, or a folder
+    /// holding it), moved to `path` in the mirror, as it is known there: a file's content, fetched or
+    /// not, and all that is below a folder stay, and keep their numbers on this machine, so what is
+    /// open on them follows them. (Before, the item was removed and made anew as placeholders: every
+    /// file of a folder another mount renamed was downloaded again at its next open.) Nil, changing
+    /// nothing, where the mirror does not hold the row elsewhere or something is at `path`; the item
+    /// is then fetched as a new one. The change is reported at both names.
+    private func movedHere(_ item: StoredItem, to path: String, _ changes: inout [StoreChange]) throws -> KnownItem? {
+        guard let from = state.withLock({ state in state.path(of: item.id).flatMap { state[$0]?.id == item.id ? $0 : nil } }),
+              !FileSystemPath.same(from, path), !StorePath.isWithin(path, from), (try? mirror.status(of: path)) == nil,
+              let (oldFolder, oldName) = StorePath.split(from), let (newFolder, newName) = StorePath.split(path),
+              (try? mirror.rename(from, to: path, flags: Self.renameNoReplace)) != nil
+        else { return nil }
+        state.withLock { $0.moveSubtree(from: from, to: path) }
+        changes.append(.entry(folder: newFolder, name: newName))
+        changes.append(.entry(folder: oldFolder, name: oldName))
+        return state.withLock { $0[path] }
+    }
+
+    private static let renameNoReplace: UInt32 = 1
 
     /// Creates the item (a folder with everything in it) in the mirror at `at`, known as `record`.
     /// A file of `linking` (the mirror's files whose content it holds, by row) at the same content

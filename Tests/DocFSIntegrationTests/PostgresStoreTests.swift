@@ -598,6 +598,29 @@ final class PostgresStoreTests {
         #expect(try cluster.query("SELECT count(*) FROM docfs_items WHERE name IN ('doc.json'::bytea, 'f'::bytea)") == "0")
     }
 
+    /// Issue 35, identity: a folder another mount renames stays what it was in this mount's mirror,
+    /// moved: its files keep the content fetched and their numbers on this machine. Before, the
+    /// mount removed it and made it anew at the new name as placeholders, so every file in it was
+    /// downloaded again at its next open.
+    @Test func aFolderAnotherMountRenamesKeepsItsContentInThisMountsMirror() throws {
+        let first = try MountedStore(postgres: location)
+        let second = try MountedStore(postgres: location)
+        defer { first.unmount(); second.unmount() }
+        let text = String(repeating: "a line kept in the mirror\n", count: 40_000)
+        #expect(try first.shell(#"mkdir -p f/sub && python3 -c "open('f/sub/big.txt', 'w').write('a line kept in the mirror\\n' * 40000)""#).succeeded)
+        #expect(within(Self.arrival) { FileManager.default.fileExists(atPath: second.inMount("f/sub/big.txt")) } != nil)
+        var before = stat()
+        #expect(stat(first.inStore("f/sub/big.txt"), &before) == 0 && before.st_blocks * 512 >= text.utf8.count, "the content is in the mirror")
+        #expect(try second.run(["mv", second.inMount("f"), second.inMount("g")]).succeeded)
+        #expect(within(Self.arrival) { FileManager.default.fileExists(atPath: first.inMount("g/sub/big.txt")) && !FileManager.default.fileExists(atPath: first.inMount("f")) } != nil)
+        var after = stat()
+        #expect(stat(first.inStore("g/sub/big.txt"), &after) == 0)
+        #expect(after.st_ino == before.st_ino, "the mirror's file was made anew")
+        #expect(after.st_blocks == before.st_blocks, "the content was dropped: \(after.st_blocks) blocks of \(before.st_blocks)")
+        #expect(try first.read("g/sub/big.txt") == text)
+        #expect(try second.read("g/sub/big.txt") == text)
+    }
+
     @Test func concurrentSavesOfOneDocumentOneWinsTheOtherIsRefusedAndQuarantined() throws {
         let first = try MountedStore(postgres: location)
         let second = try MountedStore(postgres: location)
