@@ -20,7 +20,10 @@ extension DocumentFileSystem {
     func readDirectory(inode: Inode, handle: UInt64, offset: Int64, plus: Bool, add: (DirectoryEntry) -> Bool) throws(FUSEError) {
         guard var listing = directories.get(handle) else { throw .badHandle }
         if offset == 0 {
-            // The first read, or a rewinddir(3): the directory as it is now, not as it was at opendir.
+            // The first read, or a rewinddir(3): the directory as it is now, not as it was at opendir,
+            // wherever it is now (entries are looked up as its children: never another folder's).
+            listing.path = try path(of: inode)
+            listing.descriptor = nil
             listing.entries = try storeCall { try store.list(listing.path) }
             if plus, listing.descriptor == nil { listing.descriptor = try? store.openDirectory(listing.path) }
             listing.ownIdentity = (try? store.status(of: listing.path))?.identity ?? 0

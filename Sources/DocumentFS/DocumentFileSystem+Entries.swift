@@ -71,12 +71,19 @@ extension DocumentFileSystem {
             return status.kind != .directory && status.linkCount > 1 ? .anotherName : .unrelated
         }
         if there?.identity == status.identity { return .unrelated }
-        // The number left the record's name. It is the same item only if the number cannot have
-        // been given to another since, or the record holds the very file open: a file system gives
-        // a number again once its file is gone, and a writer must never land in a stranger's file.
-        if store.identityIsNeverReused(status.identity) { return .moved }
-        guard let held = nodes.existingNode(record)?.state.withLock({ $0.live }), let file = try? held.status() else { return .unrelated }
-        return file.device == status.device && file.inode == status.inode ? .moved : .unrelated
+        // The number left the record's name. A writer must never land in a stranger's file, so it
+        // is the same item only where that is certain: the record holds that very file open (a file
+        // system gives a number again only once its file is gone), or the number cannot have been
+        // given to another (a row's id, a fresh number) and is the one the record's handles opened.
+        let (held, opened) = nodes.existingNode(record)?.state.withLock { ($0.live, $0.shownIdentity) } ?? (nil, nil)
+        if let opened, opened != status.identity { return .unrelated }
+        if let file = try? held?.status() {
+            if file.device == status.device && file.inode == status.inode { return .moved }
+            // A database store's mirror holds a row's content in a file it may make anew; a
+            // directory store's file is the item itself.
+            guard store.hasChangeFeed else { return .unrelated }
+        }
+        return store.identityIsNeverReused(status.identity) ? .moved : .unrelated
     }
 
     /// Looks up a name that must now exist in the store and counts the kernel's new reference.

@@ -218,7 +218,7 @@ final class NodeTable: Sendable {
                 state.byName[key] = other
                 if counting { Self.countLookup(other, in: &state) }
                 return other
-            case .moved where unchanged && !Self.isAncestor(other, of: key.parent, in: state):
+            case .moved where unchanged && Self.path(of: key.parent, in: state) != nil && !Self.isAncestor(other, of: key.parent, in: state):
                 Self.rename(other, to: key, in: &state)
                 if counting { Self.countLookup(other, in: &state) }
                 return other
@@ -228,19 +228,18 @@ final class NodeTable: Sendable {
         }
     }
 
-    /// The record at `key`, counted, its number brought up to date (a change beside DocFS may have
-    /// put another item there).
+    /// The record at `key`, counted. Its number stays the one it was made with, whatever is at the
+    /// name now: a name is not the item, and only the item's own number may bring the record to a
+    /// new name. But a second name (a hard link) that holds another item now (`identity`: what is
+    /// there) is that item's, no longer this record's: nil, the link gone from the record.
     private static func known(_ key: ChildKey, identity: UInt64?, counting: Bool, in state: inout State) -> Inode? {
-        guard let inode = state.byName[key] else { return nil }
-        if counting { countLookup(inode, in: &state) }
-        guard var record = state.records[inode] else { return nil }
-        if let identity, identity != record.identity, !record.isDetached {
-            let indexed = state.byIdentity[record.identity] == inode
-            if indexed { state.byIdentity[record.identity] = nil }
-            record.identity = identity
-            if indexed || record.node != nil { state.byIdentity[identity] = inode }
+        guard let inode = state.byName[key], let record = state.records[inode] else { return nil }
+        if let identity, record.identity != 0, identity != record.identity, key.parent != record.parent || key.name != record.name {
+            state.byName[key] = nil
+            state.links[inode]?.aliases -= 1
+            return nil
         }
-        state.records[inode] = record
+        if counting { countLookup(inode, in: &state) }
         return inode
     }
 
@@ -257,7 +256,10 @@ final class NodeTable: Sendable {
         if let status, status.identity != 0 {
             record.identity = status.identity
             let linked = status.linkCount > 1 && status.kind != .directory
-            if linked || status.kind == .directory { state.byIdentity[status.identity] = inode }
+            // Never in place of another live record of the number (one with writers stays followed).
+            if linked || status.kind == .directory, liveRecord(numbered: status.identity, in: state) == nil {
+                state.byIdentity[status.identity] = inode
+            }
             // A file with several links is never moved off its name (see `supersede`).
             if linked { state.links[inode] = Links() }
         }
@@ -284,11 +286,14 @@ final class NodeTable: Sendable {
         let oldKey = ChildKey(parent: record.parent, name: record.name)
         if state.byName[oldKey] == inode { state.byName[oldKey] = nil }
         state.records[record.parent]?.childRecords -= 1
+        let oldParent = record.parent
         record.parent = key.parent
         record.name = key.name
         state.records[inode] = record
         state.records[key.parent]?.childRecords += 1
         state.byName[key] = inode
+        // A folder the kernel forgot, kept only for this record, goes now.
+        removeIfUnused(oldParent, in: &state)
     }
 
     /// The known inode at a store path, following known names from the root.
@@ -440,6 +445,10 @@ final class NodeTable: Sendable {
             state.byName[key] = inode
             state.links[inode, default: Links()].aliases += 1
             Self.countLookup(inode, in: &state)
+            // A name linked beside DocFS later is found to be this file too.
+            if let identity = state.records[inode]?.identity, identity != 0, Self.liveRecord(numbered: identity, in: state) == nil {
+                state.byIdentity[identity] = inode
+            }
             return inode
         }
     }

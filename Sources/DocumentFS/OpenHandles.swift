@@ -57,7 +57,8 @@ final class ReadView: Sendable {
 /// An open directory: the listing taken at the last read from offset 0, so the offsets of the reads
 /// that continue it stay valid while the directory changes.
 struct DirectoryListing: Sendable {
-    let path: String
+    /// Where the directory was when its listing was taken (see `readDirectory`).
+    var path: String
     var entries: [StoreDirectoryEntry]
     /// The directory, opened at the first listing and kept while the handle is, so readdirplus stats
     /// entries relative to it. An open whose listing the kernel has cached never opens it.

@@ -199,7 +199,7 @@ struct StoreWatchTests {
         try mount.writeToStore("f/in.json", Data(#"{"stranger": true}"#.utf8))
         #expect(MountedStore.waitUntil { (try? mount.read("f/kept.json")) == #"{"c": 1}"# && (try? mount.read("f/in.json")) == #"{"stranger": true}"# })
         let thirdResult = writeThrough(third, #"{"c": 2}"#)
-        #expect(thirdResult.write == 8 && thirdResult.close == 0, "\(thirdResult)")
+        #expect(thirdResult.write == 8 && thirdResult.truncate == 0 && thirdResult.close == 0, "\(thirdResult)")
         #expect(mount.storeContents("f/kept.json") == #"{"c": 2}"#)
         #expect(mount.storeContents("f/in.json") == #"{"stranger": true}"#)
 
@@ -213,5 +213,42 @@ struct StoreWatchTests {
         #expect(fourthResult.write == 8 && fourthResult.truncate == 0 && fourthResult.close == 0, "\(fourthResult)")
         #expect(mount.storeContents("elsewhere/deep.json") == #"{"d": 2}"#)
         #expect(!FileManager.default.fileExists(atPath: mount.inStore("made")), "the write made the folder again")
+
+        // A document made through the mount, open only for writing (no file held to compare): its
+        // fresh number is what its handle opened, and the open file shows the number of the name it
+        // is at now.
+        #expect(try mount.shell(#"printf '{"e": 1}' > own.json"#).succeeded)
+        let fifth = open(mount.inMount("own.json"), O_WRONLY)
+        #expect(fifth >= 0)
+        #expect(rename(mount.inStore("own.json"), mount.inStore("own-moved.json")) == 0)
+        #expect(MountedStore.waitUntil { mount.log.contains("own.json was renamed to own-moved.json beside DocFS") }, "\(mount.log)")
+        var held = stat(), named = stat()
+        #expect(fstat(fifth, &held) == 0 && stat(mount.inMount("own-moved.json"), &named) == 0 && held.st_ino == named.st_ino)
+        let fifthResult = writeThrough(fifth, #"{"e": 2}"#)
+        #expect(fifthResult.write == 8 && fifthResult.truncate == 0 && fifthResult.close == 0, "\(fifthResult)")
+        #expect(mount.storeContents("own-moved.json") == #"{"e": 2}"#)
+        #expect(!FileManager.default.fileExists(atPath: mount.inStore("own.json")))
+    }
+
+    /// What a writer's handle follows is its own item, never a number a name happens to show: a
+    /// document with a second name (a hard link), whose second name a stranger's file takes beside
+    /// the mount and is then looked up and renamed, keeps its writer at its own name. (A record
+    /// that took the number of whatever its names showed followed the stranger's file there.)
+    @Test func aWriterNeverFollowsAnotherFilesNumber() throws {
+        let mount = try MountedStore(texts: [:])
+        defer { mount.unmount() }
+        #expect(try mount.shell(#"printf '{"mine": 1}' > a.json && ln a.json b.json && printf '{"stranger": 1}' > stranger.json"#).succeeded)
+        let writer = open(mount.inMount("a.json"), O_RDWR)
+        #expect(writer >= 0)
+        #expect(rename(mount.inStore("stranger.json"), mount.inStore("b.json")) == 0)
+        #expect(MountedStore.waitUntil { (try? mount.read("b.json")) == #"{"stranger": 1}"# })
+        #expect(rename(mount.inStore("b.json"), mount.inStore("z.json")) == 0)
+        #expect(MountedStore.waitUntil { (try? mount.read("z.json")) == #"{"stranger": 1}"# && (try? mount.read("b.json")) == nil })
+        let text = #"{"mine": 2}"#
+        #expect(text.withCString { pwrite(writer, $0, strlen($0), 0) } == text.utf8.count)
+        #expect(ftruncate(writer, off_t(text.utf8.count)) == 0)
+        #expect(close(writer) == 0)
+        #expect(mount.storeContents("a.json") == text)
+        #expect(mount.storeContents("z.json") == #"{"stranger": 1}"#, "the writer landed in the stranger's file")
     }
 }
