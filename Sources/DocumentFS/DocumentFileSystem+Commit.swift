@@ -195,6 +195,11 @@ extension DocumentFileSystem {
             return (state.pageCacheInUse, previous)
         }
         notifier.invalidateAttributes(of: node.inode)
+        // A save through a name of a file with several links made that name a file of its own, with
+        // a number of its own (`install`'s status has the file system's).
+        if nodes.hasOtherNames(node.inode), let saved = try? store.status(of: path) {
+            for name in nodes.renumber(node.inode, to: saved.identity) { notifier.invalidateEntry(parent: name.parent, name: name.name) }
+        }
         if stage.onlyAppends { carryAppend(of: node, from: previous, to: live) }
         // Write-only handles bypass the page cache, so pages cached from before hold the old version.
         if dropPages || reencoded { invalidateContentUnlessHeld(node) }

@@ -436,6 +436,30 @@ final class NodeTable: Sendable {
         }
     }
 
+    /// A commit gave `inode`'s item the number `identity`: a save through a name of a file with
+    /// several links, after which the saved name is a file of its own and the other names keep the
+    /// old file (and number). Those names leave the record, which is known by the new number from
+    /// now on. Returns the names that left, for the kernel to look them up again.
+    func renumber(_ inode: Inode, to identity: UInt64) -> [(parent: Inode, name: FileName)] {
+        state.withLock { state in
+            guard identity != 0, var record = state.records[inode], !record.isDetached, record.identity != identity,
+                  let links = state.links[inode], links.aliases > 0
+            else { return [] }
+            let own = ChildKey(parent: record.parent, name: record.name)
+            let left = state.byName.compactMap { key, value in value == inode && key != own ? key : nil }
+            for key in left { state.byName[key] = nil }
+            state.links[inode]?.aliases = 0
+            if state.byIdentity[record.identity] == inode { state.byIdentity[record.identity] = nil }
+            record.identity = identity
+            state.records[inode] = record
+            if Self.liveRecord(numbered: identity, in: state) == nil, record.node != nil { state.byIdentity[identity] = inode }
+            return left.map { ($0.parent, $0.name) }
+        }
+    }
+
+    /// Whether the table holds other names (hard links) of `inode`.
+    func hasOtherNames(_ inode: Inode) -> Bool { state.withLock { ($0.links[inode]?.aliases ?? 0) > 0 } }
+
     /// A hard link: `name` in `parent` is another name of `inode`. Counts one lookup.
     func addName(_ inode: Inode, parent: Inode, name: FileName) -> Inode? {
         state.withLock { state in

@@ -100,10 +100,12 @@ extension PostgresStore {
                 // yet would be made here out of turn: the next poll applies them.
                 guard !state.withLock({ state in paths.contains { $0.map(state.isPublishing(within:)) ?? false } }) else { return nil }
                 var changes: [StoreChange] = []
-                for ((folder, tree), path) in zip(read.folders, paths) {
-                    // A folder this mount does not mirror (removed, or new under a folder that
-                    // changed too) is reached through its parent's change.
-                    guard let path else { continue }
+                for (folder, tree) in read.folders {
+                    // Where the folder is now: an earlier folder's changes may have moved it (a
+                    // rename applied as a move) or put another in its place. A folder this mount does
+                    // not mirror (removed, or new under a folder that changed too) is reached through
+                    // its parent's change.
+                    guard let path = state.withLock({ $0.path(of: folder) }) ?? (folder == rootID ? "" : nil) else { continue }
                     try apply(tree, folder: folder, path: path, complete: false, subtree: subtree, &changes)
                 }
                 state.withLock { state in

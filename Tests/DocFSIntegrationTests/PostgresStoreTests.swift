@@ -619,6 +619,17 @@ final class PostgresStoreTests {
         #expect(after.st_blocks == before.st_blocks, "the content was dropped: \(after.st_blocks) blocks of \(before.st_blocks)")
         #expect(try first.read("g/sub/big.txt") == text)
         #expect(try second.read("g/sub/big.txt") == text)
+
+        // Several moves at once (one poll reads them together): each folder's changes are applied
+        // where the folder is after the ones before (they were applied where it had been: `d`'s
+        // new folder lost `x` and took the moved folder's row).
+        #expect(try second.shell("mkdir d && echo x > d/x.txt && echo y > d/y.txt && mv d d2 && mkdir d && mv d2/x.txt d/x.txt").succeeded)
+        let settled = within(Self.arrival) {
+            contents(first.inMount("d/x.txt")) == "x\n" && contents(first.inMount("d2/y.txt")) == "y\n" && !FileManager.default.fileExists(atPath: first.inMount("d2/x.txt"))
+        }
+        #expect(settled != nil, "\((try? first.run(["find", first.mountPoint]).output) ?? "")")
+        #expect(try first.run(["ls", first.inMount("d")]).output == "x.txt\n")
+        #expect(try first.run(["ls", first.inMount("d2")]).output == "y.txt\n")
     }
 
     @Test func concurrentSavesOfOneDocumentOneWinsTheOtherIsRefusedAndQuarantined() throws {

@@ -250,5 +250,15 @@ struct StoreWatchTests {
         #expect(close(writer) == 0)
         #expect(mount.storeContents("a.json") == text)
         #expect(mount.storeContents("z.json") == #"{"stranger": 1}"#, "the writer landed in the stranger's file")
+
+        // A save through one name of a linked document makes that name a file of its own (its
+        // other names keep the old file): the other name shows, and takes writes into, its own.
+        #expect(try mount.shell(#"printf '{"v": 1}' > c.json && ln c.json d.json && printf '{"v": 2}' > c.json"#).succeeded)
+        #expect(mount.storeContents("d.json") == #"{"v": 1}"#)
+        #expect(try mount.read("d.json") == #"{"v": 1}"#)
+        #expect(try mount.shell(#"printf '{"v": 3}' > d.json"#).succeeded)
+        #expect(mount.storeContents("d.json") == #"{"v": 3}"#)
+        #expect(mount.storeContents("c.json") == #"{"v": 2}"#, "a write through the other name landed in the saved one")
+        #expect(try mount.read("c.json") == #"{"v": 2}"#)
     }
 }
