@@ -164,53 +164,48 @@ struct StoreWatchTests {
     @Test func aDocumentRenamedBesideTheMountWhileOpenTakesItsWritesAlong() throws {
         let mount = try MountedStore(texts: ["doc.json": #"{"a": 1}"#, "other.json": #"{"b": 1}"#, "f/in.json": #"{"c": 1}"#])
         defer { mount.unmount() }
-        func writeThrough(_ descriptor: Int32, _ text: String) -> (write: Int, truncate: Int32, close: Int32) {
+        /// Opens `path` through the mount, renames `from` to `to` in the store, and returns the
+        /// descriptor once `arrived` holds.
+        func openThenRename(_ path: String, flags: Int32 = O_RDWR, _ from: String, _ to: String, until arrived: () -> Bool) -> Int32 {
+            let descriptor = open(mount.inMount(path), flags)
+            #expect(descriptor >= 0)
+            #expect(rename(mount.inStore(from), mount.inStore(to)) == 0)
+            let inTime = MountedStore.waitUntil(arrived)
+            #expect(inTime, "\(mount.log)")
+            return descriptor
+        }
+        func followed(_ from: String, _ to: String) -> () -> Bool { { mount.log.contains("\(from) was renamed to \(to) beside DocFS") } }
+        /// Writes `text` over the file open as `descriptor`, truncates it there and closes it.
+        func writeThrough(_ descriptor: Int32, _ text: String) {
             let written = text.withCString { pwrite(descriptor, $0, strlen($0), 0) }
-            let truncated = ftruncate(descriptor, off_t(text.utf8.count))
-            return (written, truncated == 0 ? 0 : errno, close(descriptor) == 0 ? 0 : errno)
+            let truncated = ftruncate(descriptor, off_t(text.utf8.count)) == 0 ? 0 : errno
+            let closed = close(descriptor) == 0 ? 0 : errno
+            #expect(written == text.utf8.count && truncated == 0 && closed == 0, "wrote \(written), truncate errno \(truncated), close errno \(closed)")
         }
 
         // Looked up at the new name first (ls, stat: the kernel asks for it).
-        let first = open(mount.inMount("doc.json"), O_RDWR)
-        #expect(first >= 0)
-        #expect(rename(mount.inStore("doc.json"), mount.inStore("moved.json")) == 0)
-        #expect(MountedStore.waitUntil { (try? mount.read("moved.json")) == #"{"a": 1}"# })
-        let firstResult = writeThrough(first, #"{"a": 2}"#)
-        #expect(firstResult.write == 8 && firstResult.truncate == 0 && firstResult.close == 0, "\(firstResult)")
+        writeThrough(openThenRename("doc.json", "doc.json", "moved.json") { (try? mount.read("moved.json")) == #"{"a": 1}"# }, #"{"a": 2}"#)
         #expect(mount.storeContents("moved.json") == #"{"a": 2}"#)
         #expect(!FileManager.default.fileExists(atPath: mount.inStore("doc.json")), "the write made a new document at the old name")
 
         // Followed by the watch alone: nothing looks the new name up before the write.
-        let second = open(mount.inMount("other.json"), O_RDWR)
-        #expect(second >= 0)
-        #expect(rename(mount.inStore("other.json"), mount.inStore("renamed.json")) == 0)
-        #expect(MountedStore.waitUntil { mount.log.contains("other.json was renamed to renamed.json beside DocFS") }, "\(mount.log)")
-        let secondResult = writeThrough(second, #"{"b": 2}"#)
-        #expect(secondResult.write == 8 && secondResult.truncate == 0 && secondResult.close == 0, "\(secondResult)")
+        writeThrough(openThenRename("other.json", "other.json", "renamed.json", until: followed("other.json", "renamed.json")), #"{"b": 2}"#)
         #expect(mount.storeContents("renamed.json") == #"{"b": 2}"#)
         #expect(!FileManager.default.fileExists(atPath: mount.inStore("other.json")))
         #expect(try mount.read("renamed.json") == #"{"b": 2}"#)
         #expect(try mount.read("other.json") == nil)
 
         // A name another file takes is that file's: a writer of the old one never lands in it.
-        let third = open(mount.inMount("f/in.json"), O_RDWR)
-        #expect(third >= 0)
-        #expect(rename(mount.inStore("f/in.json"), mount.inStore("f/kept.json")) == 0)
+        let third = openThenRename("f/in.json", "f/in.json", "f/kept.json") { true }
         try mount.writeToStore("f/in.json", Data(#"{"stranger": true}"#.utf8))
         #expect(MountedStore.waitUntil { (try? mount.read("f/kept.json")) == #"{"c": 1}"# && (try? mount.read("f/in.json")) == #"{"stranger": true}"# })
-        let thirdResult = writeThrough(third, #"{"c": 2}"#)
-        #expect(thirdResult.write == 8 && thirdResult.truncate == 0 && thirdResult.close == 0, "\(thirdResult)")
+        writeThrough(third, #"{"c": 2}"#)
         #expect(mount.storeContents("f/kept.json") == #"{"c": 2}"#)
         #expect(mount.storeContents("f/in.json") == #"{"stranger": true}"#)
 
         // A folder made through the mount, renamed beside it: what is open below it follows it.
         #expect(try mount.shell(#"mkdir made && printf '{"d": 1}' > made/deep.json"#).succeeded)
-        let fourth = open(mount.inMount("made/deep.json"), O_RDWR)
-        #expect(fourth >= 0)
-        #expect(rename(mount.inStore("made"), mount.inStore("elsewhere")) == 0)
-        #expect(MountedStore.waitUntil { mount.log.contains("made was renamed to elsewhere beside DocFS") }, "\(mount.log)")
-        let fourthResult = writeThrough(fourth, #"{"d": 2}"#)
-        #expect(fourthResult.write == 8 && fourthResult.truncate == 0 && fourthResult.close == 0, "\(fourthResult)")
+        writeThrough(openThenRename("made/deep.json", "made", "elsewhere", until: followed("made", "elsewhere")), #"{"d": 2}"#)
         #expect(mount.storeContents("elsewhere/deep.json") == #"{"d": 2}"#)
         #expect(!FileManager.default.fileExists(atPath: mount.inStore("made")), "the write made the folder again")
 
@@ -218,14 +213,10 @@ struct StoreWatchTests {
         // fresh number is what its handle opened, and the open file shows the number of the name it
         // is at now.
         #expect(try mount.shell(#"printf '{"e": 1}' > own.json"#).succeeded)
-        let fifth = open(mount.inMount("own.json"), O_WRONLY)
-        #expect(fifth >= 0)
-        #expect(rename(mount.inStore("own.json"), mount.inStore("own-moved.json")) == 0)
-        #expect(MountedStore.waitUntil { mount.log.contains("own.json was renamed to own-moved.json beside DocFS") }, "\(mount.log)")
+        let fifth = openThenRename("own.json", flags: O_WRONLY, "own.json", "own-moved.json", until: followed("own.json", "own-moved.json"))
         var held = stat(), named = stat()
         #expect(fstat(fifth, &held) == 0 && stat(mount.inMount("own-moved.json"), &named) == 0 && held.st_ino == named.st_ino)
-        let fifthResult = writeThrough(fifth, #"{"e": 2}"#)
-        #expect(fifthResult.write == 8 && fifthResult.truncate == 0 && fifthResult.close == 0, "\(fifthResult)")
+        writeThrough(fifth, #"{"e": 2}"#)
         #expect(mount.storeContents("own-moved.json") == #"{"e": 2}"#)
         #expect(!FileManager.default.fileExists(atPath: mount.inStore("own.json")))
     }
