@@ -23,9 +23,8 @@ extension DocumentFileSystem {
             // The first read, or a rewinddir(3): the directory as it is now, not as it was at opendir,
             // wherever it is now (entries are looked up as its children: never another folder's).
             listing.path = try path(of: inode)
-            listing.descriptor = nil
             listing.entries = try storeCall { try store.list(listing.path) }
-            if plus, listing.descriptor == nil { listing.descriptor = try? store.openDirectory(listing.path) }
+            listing.descriptor = plus ? try? store.openDirectory(listing.path) : nil
             listing.ownIdentity = (try? store.status(of: listing.path))?.identity ?? 0
             let parentPath = inode == .root ? listing.path : nodes.parent(of: inode).flatMap { nodes.path(of: $0) }
             listing.parentIdentity = parentPath.flatMap { try? store.status(of: $0) }?.identity ?? 0

@@ -12,7 +12,8 @@ import SystemSupport
 ///
 /// **Requests.** libfuse hands requests to a few threads (`FUSESession`); each method here answers
 /// one. An inode the kernel holds is a `Node` in the `NodeTable`, found by its parent and its name
-/// (bytes: `FileName`), and its store path is its parents' names joined.
+/// (bytes: `FileName`), or by its item's number where the name is new to it (a hard link, an item
+/// renamed beside the mount), and its store path is its parents' names joined.
 ///
 /// **Versions.** A document's content is a committed file of the store, never changed in place.
 /// Writes go to a private stage (`Stage`); a commit (`CommitPipeline`, one pipeline for every way

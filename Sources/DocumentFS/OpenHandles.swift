@@ -60,8 +60,9 @@ struct DirectoryListing: Sendable {
     /// Where the directory was when its listing was taken (see `readDirectory`).
     var path: String
     var entries: [StoreDirectoryEntry]
-    /// The directory, opened at the first listing and kept while the handle is, so readdirplus stats
-    /// entries relative to it. An open whose listing the kernel has cached never opens it.
+    /// The directory, opened with each listing (readdirplus only) and kept for the reads that
+    /// continue it, so they stat entries relative to it. An open whose listing the kernel has cached
+    /// never opens it.
     var descriptor: OwnedDescriptor?
     /// The numbers `.` and `..` are listed with, taken with the listing.
     var ownIdentity: UInt64 = 0
