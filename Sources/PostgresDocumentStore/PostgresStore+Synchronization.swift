@@ -229,7 +229,7 @@ extension PostgresStore {
             let childPath = StorePath.join(path, name)
             names.insert(name)
             var known = state.withLock { $0[childPath] }
-            if known == nil, let moved = try movedHere(child, to: childPath, &changes) {
+            if known == nil, let moved = movedHere(child, to: childPath, &changes) {
                 known = moved
                 changed = true
             }
@@ -301,7 +301,7 @@ extension PostgresStore {
     /// file of a folder another mount renamed was downloaded again at its next open.) Nil, changing
     /// nothing, where the mirror does not hold the row elsewhere or something is at `path`; the item
     /// is then fetched as a new one. The change is reported at both names.
-    private func movedHere(_ item: StoredItem, to path: String, _ changes: inout [StoreChange]) throws -> KnownItem? {
+    private func movedHere(_ item: StoredItem, to path: String, _ changes: inout [StoreChange]) -> KnownItem? {
         guard let from = state.withLock({ state in state.path(of: item.id).flatMap { state[$0]?.id == item.id ? $0 : nil } }),
               !FileSystemPath.same(from, path), !StorePath.isWithin(path, from), (try? mirror.status(of: path)) == nil,
               let (oldFolder, oldName) = StorePath.split(from), let (newFolder, newName) = StorePath.split(path),
