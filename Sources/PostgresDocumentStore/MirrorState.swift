@@ -4,14 +4,27 @@ import SystemSupport
 /// files' content the mirror holds (and how much), what each write in progress is based on, and how
 /// far the change log has been read.
 struct MirrorState {
-    private(set) var known: [PathKey: KnownItem] = [:]
-    private var paths: [Int64: String] = [:]
-    /// The known paths in each folder, by the folder's path (`""` for the root): what is under a
-    /// folder is found from it, not by a scan of everything known (a package opened on a store of
-    /// 100,000 items looked at every one of them).
-    private var children: [PathKey: Set<PathKey>] = [:]
-    /// How many folders the index lists paths of (none once nothing is known).
-    var indexedFolders: Int { children.count }
+    /// A name in the mirror's tree of folders, and the row mirrored under it, if one is known. A
+    /// place is kept while it holds a row or a place below does (a row may be known before the
+    /// folder above it: a manifest is read in no order, a folder is recorded after its entries).
+    private struct Place {
+        var parent: Int
+        /// Nil for the store's root only.
+        var name: FileName?
+        var item: KnownItem?
+        var children: [FileName: Int] = [:]
+    }
+
+    /// The tree of places, by number; the root is `rootPlace`, a freed number is nil until reused.
+    /// A path is where its place is: a folder renamed (here, or by another mount) moves one place,
+    /// and everything below it goes along (a table of every known path had to re-key each one).
+    private var places: [Place?] = [Place(parent: 0, name: nil)]
+    private var freePlaces: [Int] = []
+    private static let rootPlace = 0
+    /// Where each known row is, by the row's id: the identity of an item in every mount.
+    private var placeOfRow: [Int64: Int] = [:]
+    /// How many places list places below them (none once nothing is known).
+    var indexedFolders: Int { places.reduce(0) { $0 + ($1.map { $0.children.isEmpty ? 0 : 1 } ?? 0) } }
     /// The rows whose content the mirror holds, by content key: where a file with that content can
     /// be copied from, and the candidates for eviction.
     private var fetched: [ContentKey: Set<Int64>] = [:]
@@ -53,41 +66,59 @@ struct MirrorState {
     /// Rows that are never mirrored (see `PostgresStore.acceptedName`), by id.
     var invalidRows: [Int64: InvalidRow] = [:]
 
-    subscript(path: String) -> KnownItem? { known[PathKey(path)] }
+    subscript(path: String) -> KnownItem? { place(of: path).flatMap { places[$0]?.item } }
 
-    /// What is known, for the manifest a clean unmount leaves.
-    var allKnown: [PathKey: KnownItem] { known }
+    /// What `name` in the folder at `folder` holds.
+    subscript(name: FileName, inFolder folder: String) -> KnownItem? { items(named: [name], inFolder: folder)[0] }
 
-    func path(of id: Int64) -> String? { paths[id] }
+    /// What each of `names` in the folder at `folder` holds, the folder found once.
+    func items(named names: [FileName], inFolder folder: String) -> [KnownItem?] {
+        guard let place = place(of: folder), let children = places[place]?.children else { return names.map { _ in nil } }
+        return names.map { name in children[name].flatMap { places[$0]?.item } }
+    }
+
+    /// What is known, by path: the manifest a clean unmount leaves.
+    var allKnown: [PathKey: KnownItem] {
+        Dictionary(knownPlaces(under: Self.rootPlace, at: "").compactMap { found in places[found.place]?.item.map { (PathKey(found.path), $0) } }, uniquingKeysWith: { first, _ in first })
+    }
+
+    func path(of id: Int64) -> String? { placeOfRow[id].map(path(ofPlace:)) }
 
     /// Records what `path` holds. A new version of the same content (an attribute change) keeps
-    /// whether its content was fetched, and when it was last used.
+    /// whether its content was fetched, and when it was last used. A row known at another path is
+    /// there no more (another mount moved it, and the move arrives as the row at its new path).
     mutating func set(_ path: String, _ item: KnownItem) {
+        guard let place = makePlace(path) else { return }
         var item = item
-        if let old = known[PathKey(path)] {
+        if let old = places[place]?.item {
             if old.id == item.id, old.contentVersion == item.contentVersion {
                 item.isFetched = old.isFetched
                 item.lastUse = old.lastUse
             }
-            forget(old, at: path)
+            forget(at: place)
         }
-        remember(path, item)
+        let elsewhere = placeOfRow[item.id].flatMap { $0 == place ? nil : $0 }
+        if let elsewhere { forget(at: elsewhere) }
+        remember(item, at: place)
+        // After the row is here: the place it left may be the only thing below this one.
+        if let elsewhere { prune(elsewhere) }
     }
 
-    private mutating func remember(_ path: String, _ item: KnownItem) {
+    private mutating func remember(_ item: KnownItem, at place: Int) {
         clock = max(clock, item.lastUse)
-        place(PathKey(path), item)
-        if paths[item.id].map({ !FileSystemPath.same($0, path) }) ?? true { placements &+= 1 }
-        paths[item.id] = path
+        if placeOfRow[item.id] != place { placements &+= 1 }
+        placeOfRow[item.id] = place
+        places[place]?.item = item
         guard item.isFetched, let key = item.contentKey else { return }
         fetched[key, default: []].insert(item.id)
         fetchedBytes += item.size
     }
 
-    /// `path` holds `item` no more. (A row that moved elsewhere, as a folder renamed by another
-    /// mount arrives — at its new path before it leaves its old one — keeps its new path.)
-    private mutating func forget(_ item: KnownItem, at path: String) {
-        if let known = paths[item.id], FileSystemPath.same(known, path) { paths[item.id] = nil }
+    /// `place` holds its row no more.
+    private mutating func forget(at place: Int) {
+        guard let item = places[place]?.item else { return }
+        places[place]?.item = nil
+        if placeOfRow[item.id] == place { placeOfRow[item.id] = nil }
         guard item.isFetched, let key = item.contentKey else { return }
         fetched[key]?.remove(item.id)
         if fetched[key]?.isEmpty == true { fetched[key] = nil }
@@ -97,38 +128,150 @@ struct MirrorState {
     /// Forgets `path` and everything under it.
     mutating func removeSubtree(_ path: String) {
         placements &+= 1
-        for key in keys(under: path) {
-            if let item = displace(key) { forget(item, at: key.path) }
+        guard let place = place(of: path) else { return }
+        if place == Self.rootPlace {
+            forget(at: place)
+            for child in places[place]?.children.values.map({ $0 }) ?? [] { free(child) }
+            places[place]?.children = [:]
+        } else {
+            detach(place)
+            free(place)
         }
     }
 
-    /// `key` holds `item` in `known`, and is listed in its folder, and each folder on the way in
-    /// its own (known or not: a path is found from every folder above it).
-    private mutating func place(_ key: PathKey, _ item: KnownItem) {
-        known[key] = item
-        var child = key
-        while !child.path.isEmpty {
-            let folder = Self.folder(of: child)
-            guard children[folder, default: []].insert(child).inserted else { return }
-            child = folder
+    /// `from` and everything under it now have `to` in its place (what was at `to` is forgotten).
+    /// A folder cannot move into itself (rename(2) refuses it): such a move changes nothing.
+    mutating func moveSubtree(from source: String, to destination: String) {
+        guard !StorePath.isWithin(destination, source), let moving = place(of: source), moving != Self.rootPlace else { return }
+        placements &+= 1
+        detach(moving)
+        attach(moving, at: destination)
+        // `fetched` is by row, which a rename keeps.
+    }
+
+    /// What is at `first` is at `second` now, and the other way round (rename(2)'s
+    /// RENAME_EXCHANGE: neither holds the other).
+    mutating func exchange(_ first: String, _ second: String) {
+        guard !StorePath.isWithin(first, second), !StorePath.isWithin(second, first) else { return }
+        placements &+= 1
+        let firstPlace = place(of: first), secondPlace = place(of: second)
+        for place in [firstPlace, secondPlace].compactMap({ $0 }) { detach(place) }
+        if let firstPlace { attach(firstPlace, at: second) }
+        if let secondPlace { attach(secondPlace, at: first) }
+    }
+
+    // MARK: The tree of places
+
+    /// The place of `path`, where anything is known at or below it.
+    private func place(of path: String) -> Int? {
+        var place = Self.rootPlace
+        for component in path.utf8.split(separator: UInt8(ascii: "/")) {
+            guard let name = try? FileName(String(Substring(component))), let child = places[place]?.children[name] else { return nil }
+            place = child
+        }
+        return place
+    }
+
+    /// The place of `path`, made with those of the folders above it where missing; nil for a path
+    /// that is not one (DocFS names every path it records).
+    private mutating func makePlace(_ path: String) -> Int? {
+        var place = Self.rootPlace
+        for component in path.utf8.split(separator: UInt8(ascii: "/")) {
+            guard let name = try? FileName(String(Substring(component))) else { return nil }
+            if let child = places[place]?.children[name] {
+                place = child
+            } else {
+                let child = allocate(Place(parent: place, name: name))
+                places[place]?.children[name] = child
+                place = child
+            }
+        }
+        return place
+    }
+
+    private mutating func allocate(_ place: Place) -> Int {
+        if let reused = freePlaces.popLast() {
+            places[reused] = place
+            return reused
+        }
+        places.append(place)
+        return places.count - 1
+    }
+
+    /// Forgets the rows at and below `place`, which is out of the tree, and frees its places.
+    private mutating func free(_ place: Int) {
+        var pending = [place]
+        while let next = pending.popLast() {
+            forget(at: next)
+            pending.append(contentsOf: places[next]?.children.values.map { $0 } ?? [])
+            places[next] = nil
+            freePlaces.append(next)
         }
     }
 
-    /// `key` leaves `known`, and its folder's list once nothing is known at or below it (and so on
-    /// up); what it held, if anything.
-    private mutating func displace(_ key: PathKey) -> KnownItem? {
-        let item = known.removeValue(forKey: key)
-        var child = key
-        while !child.path.isEmpty, known[child] == nil, children[child] == nil {
-            let folder = Self.folder(of: child)
-            children[folder]?.remove(child)
-            if children[folder]?.isEmpty == true { children[folder] = nil }
-            child = folder
-        }
-        return item
+    /// Takes `place` out of its folder's place, which goes too if nothing is known at or below it.
+    private mutating func detach(_ place: Int) {
+        guard let parent = places[place]?.parent, let name = places[place]?.name else { return }
+        places[parent]?.children[name] = nil
+        prune(parent)
     }
 
-    private static func folder(of key: PathKey) -> PathKey { PathKey(StorePath.split(key.path)?.parent ?? "") }
+    /// Frees `place` and the folders' places above it, up to the first that holds a row or more.
+    private mutating func prune(_ place: Int) {
+        var current = place
+        while current != Self.rootPlace, let found = places[current], found.item == nil, found.children.isEmpty, let name = found.name {
+            places[found.parent]?.children[name] = nil
+            places[current] = nil
+            freePlaces.append(current)
+            current = found.parent
+        }
+    }
+
+    /// Puts `place`, out of the tree, at `path`, in the place of whatever was there.
+    private mutating func attach(_ place: Int, at path: String) {
+        guard let (folder, name) = StorePath.split(path) else {
+            free(place)
+            return
+        }
+        removeSubtree(path)
+        guard let parent = makePlace(folder) else {
+            free(place)
+            return
+        }
+        places[place]?.parent = parent
+        places[place]?.name = name
+        places[parent]?.children[name] = place
+        // Every row below moved: where each is known is the place it always was.
+    }
+
+    private func path(ofPlace place: Int) -> String {
+        var names: [String] = []
+        var current = place
+        while let found = places[current], let name = found.name {
+            names.append(name.string)
+            current = found.parent
+        }
+        return names.reversed().joined(separator: "/")
+    }
+
+    /// The places holding a row at or below `place` (found at `path`), with their paths.
+    private func knownPlaces(under place: Int, at path: String) -> [(place: Int, path: String)] {
+        var found: [(place: Int, path: String)] = []
+        var pending = [(place, path)]
+        while let (next, nextPath) = pending.popLast() {
+            guard let current = places[next] else { continue }
+            if current.item != nil { found.append((next, nextPath)) }
+            for (name, child) in current.children { pending.append((child, StorePath.join(nextPath, name))) }
+        }
+        return found
+    }
+
+    /// `path`, if known, and every known path below it; only `path` where it holds a file.
+    private func known(under path: String) -> [(place: Int, path: String)] {
+        guard let place = place(of: path) else { return [] }
+        if !path.isEmpty, let item = places[place]?.item, !item.isFolder { return [(place, path)] }
+        return knownPlaces(under: place, at: path)
+    }
 
     // MARK: The content cache
 
@@ -136,64 +279,54 @@ struct MirrorState {
     mutating func use(under path: String) -> [String] {
         clock += 1
         var unfetched: [String] = []
-        for key in keys(under: path) where known[key]?.isFolder == false {
-            known[key]?.lastUse = clock
-            if known[key]?.isFetched == false { unfetched.append(key.path) }
+        for (place, path) in known(under: path) where places[place]?.item?.isFolder == false {
+            places[place]?.item?.lastUse = clock
+            if places[place]?.item?.isFetched == false { unfetched.append(path) }
         }
         return unfetched
     }
 
     /// The content of `path` is in the mirror now (or, `isFetched` false, a placeholder stands there).
     mutating func setFetched(_ path: String, _ isFetched: Bool) {
-        guard var item = known[PathKey(path)] else { return }
-        forget(item, at: path)
+        guard let place = place(of: path), var item = places[place]?.item else { return }
+        forget(at: place)
         item.isFetched = isFetched
         clock += 1
         item.lastUse = clock
-        remember(path, item)
+        remember(item, at: place)
     }
 
     /// A path in the mirror that holds content with `key`, to copy instead of fetching.
     func fetchedPath(withKey key: ContentKey?) -> String? {
         guard let key, let id = fetched[key]?.first else { return nil }
-        return paths[id]
+        return path(of: id)
     }
 
     /// Every path whose content is in the mirror, least recently used first.
     func evictionOrder() -> [String] {
-        let items = fetched.values.flatMap { $0 }.compactMap { id in paths[id].flatMap { path in known[PathKey(path)].map { (path, $0.lastUse) } } }
+        let items = fetched.values.flatMap { $0 }.compactMap { id in
+            placeOfRow[id].flatMap { place in places[place]?.item.map { (path(ofPlace: place), $0.lastUse) } }
+        }
         return items.sorted { $0.1 < $1.1 }.map(\.0)
     }
 
     /// What the mirror holds at or under `path`: the newest content version among its items, and
     /// their count (see `ContentFingerprint`).
     func content(under path: String) -> ContentFingerprint {
-        let items = keys(under: path).compactMap { known[$0] }
+        let items = known(under: path).compactMap { places[$0.place]?.item }
         return ContentFingerprint(newest: items.map(\.contentVersion).max() ?? 0, items: items.count)
     }
 
     /// What is known below the folder `path` (not `path` itself), by path.
     func items(below path: String) -> [(path: String, item: KnownItem)] {
-        keys(under: path).compactMap { key in
-            FileSystemPath.same(key.path, path) ? nil : known[key].map { (key.path, $0) }
+        known(under: path).compactMap { found in
+            FileSystemPath.same(found.path, path) ? nil : places[found.place]?.item.map { (found.path, $0) }
         }
     }
 
     /// The regular files at or under `path` whose content is not in the mirror.
     func unfetched(under path: String) -> [String] {
-        keys(under: path).filter { known[$0]?.isFetched == false }.map(\.path)
-    }
-
-    /// `from` and everything under it now have `to` in its place.
-    mutating func moveSubtree(from source: String, to destination: String) {
-        placements &+= 1
-        let moved = keys(under: source).compactMap { key in displace(key).map { (key, $0) } }
-        for (key, item) in moved {
-            let renamed = StorePath.replacingFolder(source, with: destination, in: key.path)
-            place(PathKey(renamed), item)
-            paths[item.id] = renamed
-        }
-        // `fetched` is by row, which a rename keeps.
+        known(under: path).filter { places[$0.place]?.item?.isFetched == false }.map(\.path)
     }
 
     /// The base of a write for `document`, when one is in progress.
@@ -202,19 +335,7 @@ struct MirrorState {
     }
 
     /// `path`, if known, and every known path below it, found folder by folder.
-    func keys(under path: String) -> [PathKey] {
-        let key = PathKey(path)
-        if !path.isEmpty, let item = known[key], !item.isFolder { return [key] }
-        var found = known[key] == nil ? [] : [key]
-        var folders = [key]
-        while let folder = folders.popLast() {
-            for child in children[folder] ?? [] {
-                if known[child] != nil { found.append(child) }
-                if children[child] != nil { folders.append(child) }
-            }
-        }
-        return found
-    }
+    func keys(under path: String) -> [PathKey] { known(under: path).map { PathKey($0.path) } }
 }
 
 /// A row of `docfs_items` the mirror refuses to show, and why.

@@ -574,10 +574,7 @@ extension PostgresStore {
             try mirror.rename(source, to: destination, flags: flags)
             state.withLock { state in
                 if exchange {
-                    let parked = "\u{0}exchange"
-                    state.moveSubtree(from: destination, to: parked)
-                    state.moveSubtree(from: source, to: destination)
-                    state.moveSubtree(from: parked, to: source)
+                    state.exchange(source, destination)
                 } else if !FileSystemPath.same(source, destination) {
                     state.removeSubtree(destination)
                     state.moveSubtree(from: source, to: destination)

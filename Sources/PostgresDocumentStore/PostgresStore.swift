@@ -246,16 +246,20 @@ public final class PostgresStore: DocumentStore {
 
     // MARK: Reading: served by the mirror, content fetched first when only its placeholder is there
 
-    public func status(of path: String) throws -> FileStatus { identified(Self.blocksAsFetched(try mirror.status(of: path)), at: path) }
+    public func status(of path: String) throws -> FileStatus {
+        let status = Self.blocksAsFetched(try mirror.status(of: path))
+        return identified(status, as: path.isEmpty ? rootID : state.withLock { $0[path]?.id })
+    }
     public func status(of name: FileName, in directory: OwnedDescriptor, folder: String) throws -> FileStatus {
-        identified(Self.blocksAsFetched(try mirror.status(of: name, in: directory, folder: folder)), at: StorePath.join(folder, name))
+        let status = Self.blocksAsFetched(try mirror.status(of: name, in: directory, folder: folder))
+        return identified(status, as: state.withLock { $0[name, inFolder: folder]?.id })
     }
     public func openDirectory(_ path: String) throws -> OwnedDescriptor { try mirror.openDirectory(path) }
     /// The mirror's count of an open file's names: the names its version archive holds are not the store's.
     public func status(ofOpen file: OwnedDescriptor) throws -> FileStatus { try mirror.status(ofOpen: file) }
     public func list(_ path: String) throws -> [StoreDirectoryEntry] {
         let entries = try mirror.list(path)
-        let ids = state.withLock { state in entries.map { state[StorePath.join(path, $0.name)]?.id } }
+        let ids = state.withLock { $0.items(named: entries.map(\.name), inFolder: path) }.map { $0?.id }
         return zip(entries, ids).map { entry, id in
             var entry = entry
             entry.identity = Self.identity(row: id, mirrored: entry.identity)
@@ -265,9 +269,8 @@ public final class PostgresStore: DocumentStore {
 
     /// An item is known by its row's id in every mount, across remounts and saves. An item the
     /// database does not hold (the private area) is known by its mirror's number, kept apart.
-    private func identified(_ status: FileStatus, at path: String) -> FileStatus {
+    private func identified(_ status: FileStatus, as id: Int64?) -> FileStatus {
         var status = status
-        let id: Int64? = path.isEmpty ? rootID : state.withLock { $0[path]?.id }
         status.identity = Self.identity(row: id, mirrored: status.inode)
         return status
     }

@@ -2,48 +2,108 @@
 import SystemSupport
 import Testing
 
-/// What a PostgreSQL mount knows is under a folder (`MirrorState.keys(under:)`) is found from the
-/// folder, through an index of each folder's paths, where it was a scan of every known path (a
-/// package opened on a store of 100,000 items looked at each of them). The index must find exactly
-/// what the scan found, through every change the mirror takes.
+/// What a PostgreSQL mount knows of the database (`MirrorState`) is a tree of names holding rows,
+/// each row found by its id. Through every change the mirror takes, it must hold exactly what a
+/// plain table of paths holds (the model here): each row at one path, found from its id, from
+/// its path and from every folder above it, and the bytes of fetched content counted once.
 @Suite struct MirrorStateTests {
     /// Names that differ only by their bytes (NFC and NFD, a name that is not UTF-8) are two paths.
     private static let names = ["a", "b", "caf\u{E9}", "cafe\u{301}", FileSystemPath.string(fromBytes: [0x78, 0xFF]), "P.textbundle"]
 
-    private static func scan(_ state: MirrorState, under path: String) -> Set<PathKey> {
-        Set(state.allKnown.keys.filter { StorePath.isWithin($0.path, path) })
+    /// The table of paths the mirror's state must agree with.
+    private struct Model {
+        var known: [PathKey: KnownItem] = [:]
+
+        func under(_ path: String) -> [PathKey] { known.keys.filter { StorePath.isWithin($0.path, path) } }
+
+        mutating func set(_ path: String, _ item: KnownItem) {
+            var item = item
+            if let old = known[PathKey(path)], old.id == item.id, old.contentVersion == item.contentVersion {
+                item.isFetched = old.isFetched
+                item.lastUse = old.lastUse
+            }
+            // A row is at one path: set at another, it left the first.
+            for (key, other) in known where other.id == item.id { known[key] = nil }
+            known[PathKey(path)] = item
+        }
+
+        mutating func remove(_ path: String) { for key in under(path) { known[key] = nil } }
+
+        mutating func move(_ source: String, to destination: String) {
+            let moving = under(source)
+            guard !StorePath.isWithin(destination, source), !moving.isEmpty else { return }
+            let items = moving.compactMap { key in known[key].map { (key, $0) } }
+            for key in moving { known[key] = nil }
+            remove(destination)
+            for (key, item) in items { known[PathKey(StorePath.replacingFolder(source, with: destination, in: key.path))] = item }
+        }
+
+        mutating func exchange(_ first: String, _ second: String) {
+            guard !StorePath.isWithin(first, second), !StorePath.isWithin(second, first) else { return }
+            let firstItems = under(first).compactMap { key in known[key].map { (key, $0) } }
+            let secondItems = under(second).compactMap { key in known[key].map { (key, $0) } }
+            remove(first)
+            remove(second)
+            for (key, item) in firstItems { known[PathKey(StorePath.replacingFolder(first, with: second, in: key.path))] = item }
+            for (key, item) in secondItems { known[PathKey(StorePath.replacingFolder(second, with: first, in: key.path))] = item }
+        }
     }
 
-    @Test func keysUnderAFolderAreWhatAScanFinds() {
+    @Test func theTreeOfRowsHoldsWhatATableOfPathsHolds() {
         let seed = UInt64.random(in: 0...UInt64.max)
         var generator = ByteNameTests.SeededGenerator(state: seed)
         var state = MirrorState()
+        var model = Model()
         var nextID: Int64 = 1
         func randomPath() -> String {
             (0..<Int.random(in: 1...3, using: &generator)).map { _ in Self.names.randomElement(using: &generator) ?? "a" }.joined(separator: "/")
         }
         for step in 0..<3000 {
             let path = randomPath()
-            switch Int.random(in: 0..<10, using: &generator) {
+            switch Int.random(in: 0..<12, using: &generator) {
             case 0..<6:
-                // Folders and files at random, orphans too (an item whose folder is not known).
-                state.set(path, KnownItem(id: nextID, version: 1, contentVersion: 1, isFolder: Bool.random(using: &generator)))
-                nextID += 1
+                // Folders and files at random, orphans too (an item whose folder is not known), and
+                // now and then a row known elsewhere (another mount moved it).
+                let id = Int.random(in: 0..<4, using: &generator) == 0 ? Int64.random(in: 1...nextID, using: &generator) : nextID
+                if id == nextID { nextID += 1 }
+                let size = Int64.random(in: 0...4096, using: &generator)
+                let item = KnownItem(
+                    id: id, version: 1, contentVersion: Int64.random(in: 1...2, using: &generator), isFolder: Bool.random(using: &generator),
+                    size: size, contentKey: ContentKey(chunks: [UInt8(truncatingIfNeeded: id)]), isFetched: Bool.random(using: &generator))
+                state.set(path, item)
+                model.set(path, item)
             case 6:
-                state.setFetched(path, Bool.random(using: &generator))
+                let fetched = Bool.random(using: &generator)
+                state.setFetched(path, fetched)
+                model.known[PathKey(path)]?.isFetched = fetched
             case 7:
                 state.removeSubtree(path)
+                model.remove(path)
+            case 8:
+                let other = randomPath()
+                state.exchange(path, other)
+                model.exchange(path, other)
             default:
-                state.moveSubtree(from: path, to: randomPath())
+                let destination = randomPath()
+                state.moveSubtree(from: path, to: destination)
+                model.move(path, to: destination)
             }
+            let context = "seed \(seed), step \(step)"
+            #expect(Dictionary(uniqueKeysWithValues: state.allKnown.map { ($0.key, $0.value.id) }) == model.known.mapValues(\.id), "\(context)")
+            for (key, item) in model.known {
+                #expect(state.path(of: item.id).map(PathKey.init) == key, "\(context): row \(item.id) is at \(key)")
+                #expect(state[key.path]?.id == item.id, "\(context): \(key) holds row \(item.id)")
+            }
+            let fetchedBytes = model.known.values.filter { $0.isFetched && $0.contentKey != nil }.reduce(0) { $0 + $1.size }
+            #expect(state.fetchedBytes == fetchedBytes, "\(context): fetched bytes")
             for folder in ["", path, StorePath.split(path)?.parent ?? "", randomPath()] {
                 let found = state.keys(under: folder)
-                #expect(Set(found) == Self.scan(state, under: folder) || state[folder]?.isFolder == false, "seed \(seed), step \(step), under \(folder)")
-                #expect(found.count == Set(found).count, "seed \(seed), step \(step): a path found twice under \(folder)")
+                #expect(Set(found) == Set(model.under(folder)) || state[folder]?.isFolder == false, "\(context), under \(folder)")
+                #expect(found.count == Set(found).count, "\(context): a path found twice under \(folder)")
             }
         }
-        // Nothing known, nothing indexed: a path's links go with the last item at or below it.
+        // Nothing known, nothing indexed: a folder's place goes with the last item at or below it.
         state.removeSubtree("")
-        #expect(state.allKnown.isEmpty && state.indexedFolders == 0, "seed \(seed): \(state.indexedFolders) folders still indexed")
+        #expect(state.allKnown.isEmpty && state.indexedFolders == 0 && state.fetchedBytes == 0, "seed \(seed): \(state.indexedFolders) folders still indexed")
     }
 }
