@@ -84,6 +84,13 @@ struct MirrorState {
 
     func path(of id: Int64) -> String? { placeOfRow[id].map(path(ofPlace:)) }
 
+    /// Whether the row `id` is known in a folder other than the row `folder`: another mount moved it
+    /// into `folder`, and this mount has not applied the move yet.
+    func isKnown(_ id: Int64, outsideFolder folder: Int64) -> Bool {
+        guard let place = placeOfRow[id], let parent = places[place]?.parent else { return false }
+        return places[parent]?.item?.id != folder
+    }
+
     /// Records what `path` holds. A new version of the same content (an attribute change) keeps
     /// whether its content was fetched, and when it was last used. A row known at another path is
     /// there no more (another mount moved it, and the move arrives as the row at its new path).

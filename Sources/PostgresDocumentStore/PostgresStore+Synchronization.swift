@@ -100,7 +100,20 @@ extension PostgresStore {
                 // yet would be made here out of turn: the next poll applies them.
                 guard !state.withLock({ state in paths.contains { $0.map(state.isPublishing(within:)) ?? false } }) else { return nil }
                 var changes: [StoreChange] = []
-                for (folder, tree) in read.folders {
+                // The folders rows moved into first: the mirror's file moves from the folder it left
+                // (`movedHere`), which, applied first, would have removed it. (The log lists a move's
+                // two folders in no set order.)
+                let (incoming, others) = state.withLock { state in
+                    read.folders.reduce(into: ([(Int64, ItemTree)](), [(Int64, ItemTree)]())) { split, entry in
+                        let (folder, tree) = entry
+                        if tree.childItems(of: folder).contains(where: { state.isKnown($0.id, outsideFolder: folder) }) {
+                            split.0.append(entry)
+                        } else {
+                            split.1.append(entry)
+                        }
+                    }
+                }
+                for (folder, tree) in incoming + others {
                     // Where the folder is now: an earlier folder's changes may have moved it (a
                     // rename applied as a move) or put another in its place. A folder this mount does
                     // not mirror (removed, or new under a folder that changed too) is reached through

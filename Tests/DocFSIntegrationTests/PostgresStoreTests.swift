@@ -632,6 +632,35 @@ final class PostgresStoreTests {
         #expect(try first.run(["ls", first.inMount("d2")]).output == "y.txt\n")
     }
 
+    /// A file, and a folder, that another mount moves into another folder: the change log names
+    /// the folder it left before the one it came into, and the mirror removed the file there,
+    /// then made a placeholder at its new place, downloaded again at its next open.
+    @Test func whatAnotherMountMovesToAnotherFolderKeepsItsContentInThisMountsMirror() throws {
+        let first = try MountedStore(postgres: location)
+        let second = try MountedStore(postgres: location)
+        defer { first.unmount(); second.unmount() }
+        let text = String(repeating: "a line kept in the mirror\n", count: 40_000)
+        let write = #"python3 -c "import sys; open(sys.argv[1], 'w').write('a line kept in the mirror\\n' * 40000)""#
+        #expect(try first.shell("mkdir -p f/sub g && \(write) f/big.txt && \(write) f/sub/inner.txt").succeeded)
+        #expect(within(Self.arrival) { FileManager.default.fileExists(atPath: second.inMount("f/sub/inner.txt")) } != nil)
+        var before = (file: stat(), inner: stat())
+        #expect(stat(first.inStore("f/big.txt"), &before.file) == 0 && before.file.st_blocks * 512 >= text.utf8.count, "the content is in the mirror")
+        #expect(stat(first.inStore("f/sub/inner.txt"), &before.inner) == 0 && before.inner.st_blocks * 512 >= text.utf8.count)
+        #expect(try second.shell("mv f/big.txt g/big.txt && mv f/sub g/sub").succeeded)
+        let arrived = within(Self.arrival) {
+            FileManager.default.fileExists(atPath: first.inMount("g/sub/inner.txt")) && FileManager.default.fileExists(atPath: first.inMount("g/big.txt"))
+                && !FileManager.default.fileExists(atPath: first.inMount("f/big.txt")) && !FileManager.default.fileExists(atPath: first.inMount("f/sub"))
+        }
+        #expect(arrived != nil)
+        for (path, was) in [("g/big.txt", before.file), ("g/sub/inner.txt", before.inner)] {
+            var after = stat()
+            #expect(stat(first.inStore(path), &after) == 0)
+            #expect(after.st_ino == was.st_ino, "\(path): the mirror's file was made anew")
+            #expect(after.st_blocks == was.st_blocks, "\(path): the content was dropped: \(after.st_blocks) blocks of \(was.st_blocks)")
+            #expect(try first.read(path) == text)
+        }
+    }
+
     @Test func concurrentSavesOfOneDocumentOneWinsTheOtherIsRefusedAndQuarantined() throws {
         let first = try MountedStore(postgres: location)
         let second = try MountedStore(postgres: location)
