@@ -69,7 +69,9 @@ struct MirrorState {
     subscript(path: String) -> KnownItem? { place(of: path).flatMap { places[$0]?.item } }
 
     /// What `name` in the folder at `folder` holds.
-    subscript(name: FileName, inFolder folder: String) -> KnownItem? { items(named: [name], inFolder: folder)[0] }
+    subscript(name: FileName, inFolder folder: String) -> KnownItem? {
+        place(of: folder).flatMap { places[$0]?.children[name] }.flatMap { places[$0]?.item }
+    }
 
     /// What each of `names` in the folder at `folder` holds, the folder found once.
     func items(named names: [FileName], inFolder folder: String) -> [KnownItem?] {
@@ -79,7 +81,7 @@ struct MirrorState {
 
     /// What is known, by path: the manifest a clean unmount leaves.
     var allKnown: [PathKey: KnownItem] {
-        Dictionary(knownPlaces(under: Self.rootPlace, at: "").compactMap { found in places[found.place]?.item.map { (PathKey(found.path), $0) } }, uniquingKeysWith: { first, _ in first })
+        Dictionary(uniqueKeysWithValues: knownPlaces(under: Self.rootPlace).compactMap { place in places[place]?.item.map { (PathKey(path(ofPlace: place)), $0) } })
     }
 
     func path(of id: Int64) -> String? { placeOfRow[id].map(path(ofPlace:)) }
@@ -182,9 +184,14 @@ struct MirrorState {
     /// The place of `path`, made with those of the folders above it where missing; nil for a path
     /// that is not one (DocFS names every path it records).
     private mutating func makePlace(_ path: String) -> Int? {
+        // Every name checked before any place is made: a path refused halfway left a place holding
+        // nothing.
+        guard let names = try? StorePath.components(path) else {
+            assertionFailure("\(path) is not a store path")
+            return nil
+        }
         var place = Self.rootPlace
-        for component in path.utf8.split(separator: UInt8(ascii: "/")) {
-            guard let name = try? FileName(String(Substring(component))) else { return nil }
+        for name in names {
             if let child = places[place]?.children[name] {
                 place = child
             } else {
@@ -261,23 +268,25 @@ struct MirrorState {
         return names.reversed().joined(separator: "/")
     }
 
-    /// The places holding a row at or below `place` (found at `path`), with their paths.
-    private func knownPlaces(under place: Int, at path: String) -> [(place: Int, path: String)] {
-        var found: [(place: Int, path: String)] = []
-        var pending = [(place, path)]
-        while let (next, nextPath) = pending.popLast() {
+    /// The places holding a row at or below `place`.
+    private func knownPlaces(under place: Int) -> [Int] {
+        var found: [Int] = []
+        var pending = [place]
+        while let next = pending.popLast() {
             guard let current = places[next] else { continue }
-            if current.item != nil { found.append((next, nextPath)) }
-            for (name, child) in current.children { pending.append((child, StorePath.join(nextPath, name))) }
+            if current.item != nil { found.append(next) }
+            pending.append(contentsOf: current.children.values)
         }
         return found
     }
 
-    /// `path`, if known, and every known path below it; only `path` where it holds a file.
-    private func known(under path: String) -> [(place: Int, path: String)] {
+    /// The place of `path`, if known, and of every known path below it; only `path`'s where it
+    /// holds a file. (Paths are made only for what a caller needs: a package of 20,000 files is
+    /// looked at twice at each open.)
+    private func known(under path: String) -> [Int] {
         guard let place = place(of: path) else { return [] }
-        if !path.isEmpty, let item = places[place]?.item, !item.isFolder { return [(place, path)] }
-        return knownPlaces(under: place, at: path)
+        if !path.isEmpty, let item = places[place]?.item, !item.isFolder { return [place] }
+        return knownPlaces(under: place)
     }
 
     // MARK: The content cache
@@ -286,9 +295,9 @@ struct MirrorState {
     mutating func use(under path: String) -> [String] {
         clock += 1
         var unfetched: [String] = []
-        for (place, path) in known(under: path) where places[place]?.item?.isFolder == false {
+        for place in known(under: path) where places[place]?.item?.isFolder == false {
             places[place]?.item?.lastUse = clock
-            if places[place]?.item?.isFetched == false { unfetched.append(path) }
+            if places[place]?.item?.isFetched == false { unfetched.append(self.path(ofPlace: place)) }
         }
         return unfetched
     }
@@ -309,31 +318,36 @@ struct MirrorState {
         return path(of: id)
     }
 
-    /// Every path whose content is in the mirror, least recently used first.
-    func evictionOrder() -> [String] {
-        let items = fetched.values.flatMap { $0 }.compactMap { id in
-            placeOfRow[id].flatMap { place in places[place]?.item.map { (path(ofPlace: place), $0.lastUse) } }
-        }
-        return items.sorted { $0.1 < $1.1 }.map(\.0)
+    /// The rows whose content is in the mirror, least recently used first.
+    func evictionOrder() -> [Int64] {
+        fetchedUses().sorted { $0.lastUse < $1.lastUse }.map(\.id)
+    }
+
+    /// The path of the content in the mirror used last (being read: eviction spares it).
+    func lastUsedFetchedPath() -> String? { fetchedUses().max { $0.lastUse < $1.lastUse }.flatMap { path(of: $0.id) } }
+
+    private func fetchedUses() -> [(id: Int64, lastUse: UInt64)] {
+        fetched.values.flatMap { $0 }.compactMap { id in placeOfRow[id].flatMap { places[$0]?.item }.map { (id, $0.lastUse) } }
     }
 
     /// What the mirror holds at or under `path`: the newest content version among its items, and
     /// their count (see `ContentFingerprint`).
     func content(under path: String) -> ContentFingerprint {
-        let items = known(under: path).compactMap { places[$0.place]?.item }
+        let items = known(under: path).compactMap { places[$0]?.item }
         return ContentFingerprint(newest: items.map(\.contentVersion).max() ?? 0, items: items.count)
     }
 
     /// What is known below the folder `path` (not `path` itself), by path.
     func items(below path: String) -> [(path: String, item: KnownItem)] {
-        known(under: path).compactMap { found in
-            FileSystemPath.same(found.path, path) ? nil : places[found.place]?.item.map { (found.path, $0) }
+        let folder = place(of: path)
+        return known(under: path).compactMap { place in
+            place == folder ? nil : places[place]?.item.map { (self.path(ofPlace: place), $0) }
         }
     }
 
-    /// The regular files at or under `path` whose content is not in the mirror.
-    func unfetched(under path: String) -> [String] {
-        known(under: path).filter { places[$0.place]?.item?.isFetched == false }.map(\.path)
+    /// Whether the mirror holds the content of every regular file at or under `path`.
+    func isFetched(under path: String) -> Bool {
+        !known(under: path).contains { places[$0]?.item?.isFetched == false }
     }
 
     /// The base of a write for `document`, when one is in progress.
@@ -342,7 +356,37 @@ struct MirrorState {
     }
 
     /// `path`, if known, and every known path below it, found folder by folder.
-    func keys(under path: String) -> [PathKey] { known(under: path).map { PathKey($0.path) } }
+    func keys(under path: String) -> [PathKey] { known(under: path).map { PathKey(self.path(ofPlace: $0)) } }
+
+    /// What is wrong with the tree of places, if anything (for tests): every place but the root
+    /// holds a row or has places below; each is listed in its folder's place under its name; each
+    /// number is in the tree or free, once; rows and their places agree.
+    func problems() -> [String] {
+        var problems: [String] = []
+        var reached = Set<Int>()
+        var pending = [Self.rootPlace]
+        while let next = pending.popLast() {
+            guard reached.insert(next).inserted else {
+                problems.append("place \(next) is reached twice")
+                continue
+            }
+            guard let place = places[next] else {
+                problems.append("place \(next) is listed but free")
+                continue
+            }
+            if next != Self.rootPlace, place.item == nil, place.children.isEmpty { problems.append("place \(next) holds nothing") }
+            if let item = place.item, placeOfRow[item.id] != next { problems.append("row \(item.id) is at place \(next), known at \(placeOfRow[item.id] ?? -1)") }
+            for (name, child) in place.children {
+                if places[child]?.parent != next || places[child]?.name != name { problems.append("place \(child) does not name its folder \(next) and \(name)") }
+                pending.append(child)
+            }
+        }
+        let free = Set(freePlaces)
+        if free.count != freePlaces.count { problems.append("a free place is listed twice") }
+        if reached.count + free.count != places.count || !reached.isDisjoint(with: free) { problems.append("\(places.count) places, \(reached.count) in the tree, \(free.count) free") }
+        for (id, place) in placeOfRow where places[place]?.item?.id != id { problems.append("row \(id) is known at place \(place), which holds another") }
+        return problems
+    }
 }
 
 /// A row of `docfs_items` the mirror refuses to show, and why.

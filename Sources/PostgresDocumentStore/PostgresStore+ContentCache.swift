@@ -31,7 +31,7 @@ extension PostgresStore {
         for _ in 0..<Self.fetchAttempts {
             for file in state.withLock({ $0.use(under: path) }) { try fetchFile(file) }
             let result: T? = try applying.reading { () throws -> T? in
-                state.withLock { $0.unfetched(under: path).isEmpty } ? try body() : nil
+                state.withLock { $0.isFetched(under: path) } ? try body() : nil
             }
             if let result {
                 evictIfNeeded()
@@ -141,7 +141,7 @@ extension PostgresStore {
         guard state.withLock({ $0.fetchedBytes }) > contentCacheLimit else { return }
         let target = contentCacheLimit / 10 * 9
         // Not worth holding readers up for: the next call evicts if this one cannot now.
-        evict(sparing: state.withLock { $0.evictionOrder().last }) { state.withLock { $0.fetchedBytes } <= target }
+        evict(sparing: state.withLock { $0.lastUsedFetchedPath() }) { state.withLock { $0.fetchedBytes } <= target }
     }
 
     /// A write to the mirror's disk (a save's staging file) found it full: content used least
@@ -171,8 +171,10 @@ extension PostgresStore {
 
     private func evict(sparing spared: String?, until done: () -> Bool) {
         applying.writing(within: Self.applyingPatience) {
-            for path in state.withLock({ $0.evictionOrder() }) where !(spared.map { FileSystemPath.same(path, $0) } ?? false) {
+            for row in state.withLock({ $0.evictionOrder() }) {
                 guard !done() else { break }
+                // A path is made only for the rows evicted.
+                guard let path = state.withLock({ $0.path(of: row) }), !(spared.map { FileSystemPath.same(path, $0) } ?? false) else { continue }
                 do {
                     try placePlaceholder(at: path, keepingTimes: true)
                     state.withLock { $0.setFetched(path, false) }

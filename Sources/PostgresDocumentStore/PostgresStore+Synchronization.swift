@@ -100,20 +100,17 @@ extension PostgresStore {
                 // yet would be made here out of turn: the next poll applies them.
                 guard !state.withLock({ state in paths.contains { $0.map(state.isPublishing(within:)) ?? false } }) else { return nil }
                 var changes: [StoreChange] = []
-                // The folders rows moved into first: the mirror's file moves from the folder it left
-                // (`movedHere`), which, applied first, would have removed it. (The log lists a move's
-                // two folders in no set order.)
-                let (incoming, others) = state.withLock { state in
-                    read.folders.reduce(into: ([(Int64, ItemTree)](), [(Int64, ItemTree)]())) { split, entry in
-                        let (folder, tree) = entry
-                        if tree.childItems(of: folder).contains(where: { state.isKnown($0.id, outsideFolder: folder) }) {
-                            split.0.append(entry)
-                        } else {
-                            split.1.append(entry)
-                        }
+                // Rows moved between folders move in the mirror first, the content it holds with them:
+                // a folder's changes remove what left it, and the log lists a move's two folders in
+                // no set order (two folders may also swap rows).
+                for (folder, tree) in read.folders {
+                    guard let path = state.withLock({ $0.path(of: folder) }) ?? (folder == rootID ? "" : nil) else { continue }
+                    for child in tree.childItems(of: folder) where state.withLock({ $0.isKnown(child.id, outsideFolder: folder) }) {
+                        guard let name = acceptedName(of: child, at: path) else { continue }
+                        _ = movedHere(child, to: StorePath.join(path, name), &changes)
                     }
                 }
-                for (folder, tree) in incoming + others {
+                for (folder, tree) in read.folders {
                     // Where the folder is now: an earlier folder's changes may have moved it (a
                     // rename applied as a move) or put another in its place. A folder this mount does
                     // not mirror (removed, or new under a folder that changed too) is reached through

@@ -136,7 +136,7 @@ extension PostgresStore {
     /// others are fetched by the change feed.
     func keepLocally(_ kept: [KeptVersion]) {
         guard let archive = mirror.versions else { return }
-        for version in kept where state.withLock({ $0.unfetched(under: version.wish.path).isEmpty && $0.content(under: version.wish.path) == version.version.content }) {
+        for version in kept where state.withLock({ $0.isFetched(under: version.wish.path) && $0.content(under: version.wish.path) == version.version.content }) {
             localVersions.withLock { local in
                 local.scanIfNeeded(archive)
                 guard local.locations[version.version.id] == nil else { return }

@@ -288,7 +288,7 @@ public final class PostgresStore: DocumentStore {
         guard !Self.isPrivate(path) else { return try mirror.openForReading(path) }
         // Under `applying`, as `withContent` opens: eviction cannot put a placeholder there meanwhile.
         let opened = try applying.reading { () throws -> OwnedDescriptor? in
-            state.withLock { $0.unfetched(under: path).isEmpty } ? try mirror.openForReading(path) : nil
+            state.withLock { $0.isFetched(under: path) } ? try mirror.openForReading(path) : nil
         }
         // What the open holds stays its own: only now may the cache give back room.
         if opened != nil { evictIfNeeded() }

@@ -89,11 +89,21 @@ import Testing
                 model.move(path, to: destination)
             }
             let context = "seed \(seed), step \(step)"
-            #expect(Dictionary(uniqueKeysWithValues: state.allKnown.map { ($0.key, $0.value.id) }) == model.known.mapValues(\.id), "\(context)")
+            let problems = state.problems()
+            #expect(problems.isEmpty, "\(context): \(problems)")
+            #expect(state.allKnown.mapValues(\.id) == model.known.mapValues(\.id), "\(context)")
             for (key, item) in model.known {
                 #expect(state.path(of: item.id).map(PathKey.init) == key, "\(context): row \(item.id) is at \(key)")
-                #expect(state[key.path]?.id == item.id, "\(context): \(key) holds row \(item.id)")
+                let known = state[key.path]
+                #expect(known?.id == item.id && known?.isFetched == item.isFetched && known?.contentVersion == item.contentVersion, "\(context): \(key) holds row \(item.id)")
+                if let (folder, name) = StorePath.split(key.path) {
+                    #expect(state[name, inFolder: folder]?.id == item.id, "\(context): \(name) in \(folder)")
+                }
             }
+            let fetchedRows = Set(model.known.values.filter { $0.isFetched && $0.contentKey != nil }.map(\.id))
+            #expect(Set(state.evictionOrder()) == fetchedRows, "\(context): the rows eviction may take")
+            let unfetched = model.under(path).contains { model.known[$0]?.isFetched == false }
+            #expect(state.isFetched(under: path) == !unfetched || state[path]?.isFolder == false, "\(context): whether \(path) is fetched")
             let fetchedBytes = model.known.values.filter { $0.isFetched && $0.contentKey != nil }.reduce(0) { $0 + $1.size }
             #expect(state.fetchedBytes == fetchedBytes, "\(context): fetched bytes")
             for folder in ["", path, StorePath.split(path)?.parent ?? "", randomPath()] {

@@ -632,27 +632,29 @@ final class PostgresStoreTests {
         #expect(try first.run(["ls", first.inMount("d2")]).output == "y.txt\n")
     }
 
-    /// A file, and a folder, that another mount moves into another folder: the change log names
-    /// the folder it left before the one it came into, and the mirror removed the file there,
-    /// then made a placeholder at its new place, downloaded again at its next open.
+    /// A file, and a folder, that another mount moves into another folder, and a file moved the
+    /// other way at once: where the change log named the folder an item left before the one it came
+    /// into (it names them in no set order), the mirror removed the item there, then made a
+    /// placeholder at its new place, downloaded again at its next open.
     @Test func whatAnotherMountMovesToAnotherFolderKeepsItsContentInThisMountsMirror() throws {
         let first = try MountedStore(postgres: location)
         let second = try MountedStore(postgres: location)
         defer { first.unmount(); second.unmount() }
         let text = String(repeating: "a line kept in the mirror\n", count: 40_000)
         let write = #"python3 -c "import sys; open(sys.argv[1], 'w').write('a line kept in the mirror\\n' * 40000)""#
-        #expect(try first.shell("mkdir -p f/sub g && \(write) f/big.txt && \(write) f/sub/inner.txt").succeeded)
+        #expect(try first.shell("mkdir -p f/sub g && \(write) f/big.txt && \(write) f/sub/inner.txt && \(write) g/back.txt").succeeded)
         #expect(within(Self.arrival) { FileManager.default.fileExists(atPath: second.inMount("f/sub/inner.txt")) } != nil)
-        var before = (file: stat(), inner: stat())
+        var before = (file: stat(), inner: stat(), back: stat())
         #expect(stat(first.inStore("f/big.txt"), &before.file) == 0 && before.file.st_blocks * 512 >= text.utf8.count, "the content is in the mirror")
         #expect(stat(first.inStore("f/sub/inner.txt"), &before.inner) == 0 && before.inner.st_blocks * 512 >= text.utf8.count)
-        #expect(try second.shell("mv f/big.txt g/big.txt && mv f/sub g/sub").succeeded)
+        #expect(stat(first.inStore("g/back.txt"), &before.back) == 0 && before.back.st_blocks * 512 >= text.utf8.count)
+        #expect(try second.shell("mv f/big.txt g/big.txt && mv f/sub g/sub && mv g/back.txt f/back.txt").succeeded)
         let arrived = within(Self.arrival) {
-            FileManager.default.fileExists(atPath: first.inMount("g/sub/inner.txt")) && FileManager.default.fileExists(atPath: first.inMount("g/big.txt"))
-                && !FileManager.default.fileExists(atPath: first.inMount("f/big.txt")) && !FileManager.default.fileExists(atPath: first.inMount("f/sub"))
+            ["g/sub/inner.txt", "g/big.txt", "f/back.txt"].allSatisfy { FileManager.default.fileExists(atPath: first.inMount($0)) }
+                && !["f/big.txt", "f/sub", "g/back.txt"].contains { FileManager.default.fileExists(atPath: first.inMount($0)) }
         }
         #expect(arrived != nil)
-        for (path, was) in [("g/big.txt", before.file), ("g/sub/inner.txt", before.inner)] {
+        for (path, was) in [("g/big.txt", before.file), ("g/sub/inner.txt", before.inner), ("f/back.txt", before.back)] {
             var after = stat()
             #expect(stat(first.inStore(path), &after) == 0)
             #expect(after.st_ino == was.st_ino, "\(path): the mirror's file was made anew")
