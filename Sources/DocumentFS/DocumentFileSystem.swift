@@ -179,13 +179,15 @@ final class DocumentFileSystem: FileSystemOperations {
 
     /// A document replaced or removed beside DocFS while open through the mount keeps the version
     /// it replaced, as a save through the mount would: the daemon holds that file open. (Closed,
-    /// or changed in place, its bytes are gone before the notice comes.)
+    /// or changed in place, its bytes are gone before the notice comes.) A file the store still
+    /// holds under another name (renamed: the watch reports the old name first; or a hard link)
+    /// lost nothing, and keeps none.
     private func keepVersionReplacedBeside(_ inode: Inode) {
         guard store.versions != nil, let node = nodes.existingNode(inode), let path = nodes.path(of: inode),
               classifier.packageMember(of: path) == nil, classifier.claim(forPath: path, isDirectory: false) != nil
         else { return }
         let (live, kept) = node.state.withLock { ($0.live, $0.keptBesideInode) }
-        guard let live, let held = try? live.status(), held.kind == .regular, held.inode != kept,
+        guard let live, let held = try? live.status(), held.kind == .regular, held.linkCount == 0, held.inode != kept,
               (try? store.status(of: path))?.inode != held.inode
         else { return }
         do {
