@@ -350,9 +350,12 @@ struct MirrorState {
         !known(under: path).contains { places[$0]?.item?.isFetched == false }
     }
 
-    /// The base of a write for `document`, when one is in progress.
+    /// The base of a write for `document`, when one is in progress: the write begun on the row
+    /// `document` holds now, wherever it was then (another mount may have renamed it since), else
+    /// one begun at `document` (on a row gone since, or on no row: a conflict, or a new document).
     func base(forDocument document: String) -> KnownItem?? {
-        bases.values.first { FileSystemPath.same($0.document, document) }.map { $0.base }
+        if let row = self[document]?.id, let write = bases.values.first(where: { $0.base?.id == row }) { return write.base }
+        return bases.values.first { FileSystemPath.same($0.document, document) }.map { $0.base }
     }
 
     /// `path`, if known, and every known path below it, found folder by folder.

@@ -116,4 +116,27 @@ import Testing
         state.removeSubtree("")
         #expect(state.allKnown.isEmpty && state.indexedFolders == 0 && state.fetchedBytes == 0, "seed \(seed): \(state.indexedFolders) folders still indexed")
     }
+
+    /// A save the document type re-encodes (`PostgresStore.persist`) finds the version its write
+    /// began from by the document's row: another mount may have renamed the document since (this
+    /// mount follows it) and saved it, which must be a conflict, not a save over the other's. By
+    /// path, the write was not found at the new name, and the row as it is now was taken as the base.
+    @Test func aWritesBaseIsFoundByItsRowWhereverTheDocumentWent() {
+        var state = MirrorState()
+        let begun = KnownItem(id: 7, version: 1, contentVersion: 1)
+        state.set("a.txt", begun)
+        state.set("b.txt", KnownItem(id: 8, version: 1, contentVersion: 1))
+        state.bases[PathKey(".docfs/tmp/stage-1")] = ("a.txt", begun)
+        state.bases[PathKey(".docfs/tmp/stage-2")] = ("c.txt", nil)
+        // Another mount renames a.txt to moved.txt and saves it; a new row takes a.txt.
+        state.moveSubtree(from: "a.txt", to: "moved.txt")
+        state.set("moved.txt", KnownItem(id: 7, version: 2, contentVersion: 2))
+        state.set("a.txt", KnownItem(id: 9, version: 1, contentVersion: 1))
+        #expect(state.base(forDocument: "moved.txt")??.version == 1, "the write's base is the version it began from")
+        // At the old name, another row: the write begun there is its base still (a conflict).
+        #expect(state.base(forDocument: "a.txt")??.id == 7)
+        // A write begun on no row (a new document), and none at all.
+        #expect(state.base(forDocument: "c.txt").map { $0 == nil } == true)
+        #expect(state.base(forDocument: "b.txt") == nil)
+    }
 }
