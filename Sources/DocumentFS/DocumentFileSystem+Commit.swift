@@ -196,9 +196,10 @@ extension DocumentFileSystem {
         }
         notifier.invalidateAttributes(of: node.inode)
         // A save through a name of a file with several links made that name a file of its own, with
-        // a number of its own (`install`'s status has the file system's).
-        if nodes.hasOtherNames(node.inode), let saved = try? store.status(of: path) {
-            for name in nodes.renumber(node.inode, to: saved.identity) { notifier.invalidateEntry(parent: name.parent, name: name.name) }
+        // a number of its own (`install`'s status has the file system's); the others keep the old
+        // file, with one link fewer.
+        if nodes.isLinked(node.inode), let saved = try? store.status(of: path) {
+            for other in nodes.renumber(node.inode, to: saved.identity) { notifier.invalidateAttributes(of: other) }
         }
         if stage.onlyAppends { carryAppend(of: node, from: previous, to: live) }
         // Write-only handles bypass the page cache, so pages cached from before hold the old version.

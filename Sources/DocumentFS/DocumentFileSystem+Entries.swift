@@ -153,6 +153,8 @@ extension DocumentFileSystem {
 
     func setAttributes(inode: Inode, changes: AttributeChanges, handle: UInt64?, context: RequestContext) throws(FUSEError) -> AttributesReply {
         try requireWritable()
+        // Before the reply: `chmod a; stat b` of two links shows the new mode, as on a local disk.
+        defer { otherNamesChanged(of: inode, content: changes.size != nil) }
         if let size = changes.size { try requireFits(offset: size) }
         guard let path = nodes.path(of: inode) else {
             // A truncation by a name that moved meanwhile: the kernel looks it up again.
@@ -338,6 +340,9 @@ extension DocumentFileSystem {
     func unlink(parent: Inode, name: FileName, context: RequestContext) throws(FUSEError) {
         try requireWritable()
         let path = try childPath(parent: parent, name: name)
+        // The file's other names show one link fewer.
+        let otherNames = nodes.existingChild(parent: parent, name: name).map { nodes.otherNames(of: $0) } ?? []
+        defer { for other in otherNames { notifier.invalidateAttributes(of: other) } }
         let detachMember = publishing { [nodes] in nodes.detach(parent: parent, name: name) }
         if try changeInPackage(parent: parent, name: name, publishing: detachMember, { .removeFile($0) }) { return }
         try changingNames { () throws(FUSEError) in
@@ -414,13 +419,16 @@ extension DocumentFileSystem {
         try changingNames { () throws(FUSEError) in
             try namespace.writing { () throws(FUSEError) in
                 try storeCall { try store.makeHardLink(path, to: existing) }
-                // The kernel expects the same inode back under its new name.
+                // An inode of its own (see `NodeTable`), which the kernel takes: FUSE allows a link's
+                // new name to be another inode of the same file.
                 let status = try storeCall { try store.status(of: path) }
-                linked = nodes.addName(inode, parent: newParent, name: newName).map { ($0, status) }
+                linked = (nodes.addName(inode, parent: newParent, name: newName, status: status), status)
             }
         }
         guard let linked else { throw .noEntry }
-        return entry(for: linked.inode, path: existing, status: linked.status, caller: context.processID)
+        // The file's other names show one link more.
+        otherNamesChanged(of: linked.inode, content: false)
+        return entry(for: linked.inode, path: path, status: linked.status, caller: context.processID)
     }
 
     func rename(parent: Inode, name: FileName, newParent: Inode, newName: FileName, flags: UInt32, context: RequestContext) throws(FUSEError) {
@@ -431,7 +439,7 @@ extension DocumentFileSystem {
         }
         // The moving files' writes are held still (the staging lock, taken first in the documented
         // order) while the rename judges them and installs them under their new names.
-        // Once each: two names of one file (hard links) exchanged are one node.
+        // Once each (an exchange of a name with itself names one node).
         let moving = Set([nodes.existingChild(parent: parent, name: name)] + (exchange ? [nodes.existingChild(parent: newParent, name: newName)] : []))
             .compactMap { $0 }.sorted().compactMap { nodes.node($0) }
         try holdingWritesStill(moving[...]) { () throws(FUSEError) in
@@ -494,6 +502,13 @@ extension DocumentFileSystem {
             // under either name changed meanwhile (a hard link made changes its file's ctime too);
             // writes through the mount are held still.
             let judged = renameState(of: source, destination, numbered: false)
+            // Two names of one file (hard links): rename(2) does nothing and succeeds. (Each name is
+            // an inode of its own here, so the kernel asks.)
+            if !exchange, let from = judged.source, let to = judged.destination, from.kind != .directory,
+               from.device == to.device, from.inode == to.inode
+            {
+                return
+            }
             try judgeRename(of: source, as: destination, exchange: exchange, state: judged)
             try changingNames { () throws(FUSEError) in
                 let now = renameState(of: source, destination)

@@ -82,7 +82,10 @@ extension DocumentFileSystem {
             }
             try storeCall { try FileIO.writeAll(descriptor.rawValue, bytes, offset: offset) }
         }
-        if wroteInPlace { return bytes.count }
+        if wroteInPlace {
+            otherNamesChanged(of: file.node.inode, content: true)
+            return bytes.count
+        }
         // Renamed to a name a document type claims while open: its writes are staged from now on.
         var seed: OwnedDescriptor?
         if case .raw(let descriptor) = file.access { seed = descriptor }
@@ -328,6 +331,7 @@ extension DocumentFileSystem {
         if try inPlace(file, { (descriptor: OwnedDescriptor) throws(FUSEError) in
             try storeCall { try retryingOnInterrupt("fallocate") { docfs_fallocate(descriptor.rawValue, mode, off_t(offset), off_t(length)) } }
         }) {
+            otherNamesChanged(of: file.node.inode, content: true)
             return
         }
         try modifyStage(of: file.node, caller: context.processID) { (stage: inout Stage) throws(FUSEError) in

@@ -198,6 +198,14 @@ final class DocumentFileSystem: FileSystemOperations {
         }
     }
 
+    /// A change through one name of a file with several links: the kernel's inodes of its other
+    /// names hold stale attributes (a link count, a mode) and, after a write in place, stale pages.
+    func otherNamesChanged(of inode: Inode, content: Bool) {
+        for other in nodes.otherNames(of: inode) {
+            if content { notifier.invalidateContent(of: other) } else { notifier.invalidateAttributes(of: other) }
+        }
+    }
+
     /// A package commit swapped a new directory in under the package's name: watch that one.
     func rewatchPackage(_ root: String) {
         guard watcher != nil, let inode = nodes.existingInode(atPath: root), let status = try? store.status(of: root) else { return }

@@ -8,8 +8,11 @@ import SystemSupport
 /// stands for (`FileStatus.identity`, the one the mount shows as `st_ino`: the store's, kept across
 /// saves, remounts and renames). Inode numbers are assigned here, not taken from the store: a
 /// writer may move a name off cached readers to a new inode (`supersede`), so one item can have two
-/// inodes for a while. But a name is found by its item: every name of a file is one inode, and an
-/// item renamed beside DocFS keeps its inode at the new name (`child`, `follow`).
+/// inodes for a while. An item renamed beside DocFS keeps its inode at the new name (`child`,
+/// `follow`). Each name of a file with several links (hard links) is an inode of its own, showing
+/// the one number: the kernel writes to an inode, never to a name, and a save through a name must
+/// land at that name (it ends the link). A change through one name tells the kernel the others'
+/// attributes and content changed (`otherNames`).
 ///
 /// A record stays while the kernel holds a lookup on it, an open file, or a child record (a child's
 /// path is found through its parent). Nothing here holds a file descriptor, so a tree of any size
@@ -24,7 +27,7 @@ final class NodeTable: Sendable {
     }
 
     /// 56 bytes: one per inode the kernel holds, so a million of them are a dictionary of this size.
-    /// What only hard-linked files need lives in `links`.
+    /// What only hard-linked files need lives in `linked`.
     private struct Record {
         var node: Node?
         var parent: Inode
@@ -49,22 +52,16 @@ final class NodeTable: Sendable {
         state.records[inode]?.lookupCount = count + 1
     }
 
-    /// The record of a stored file that has several links (present from the first lookup that saw
-    /// them), and how many of its other names the table holds.
-    private struct Links {
-        var aliases = 0
-    }
-
     private struct State {
         var records: [Inode: Record] = [:]
         var byName: [ChildKey: Inode] = [:]
         /// The live record of an item number, for the records that must be found by it: a folder's
-        /// (what is below it follows it), a file's with several links (every name of it is one
-        /// inode), and one with open-file state (what is open follows the item). A record whose item
-        /// another program renamed is found at the new name (see `child`). Kept to those, a walk of
-        /// many files adds nothing here.
+        /// (what is below it follows it), a file's with several links, and one with open-file state
+        /// (what is open follows the item). A record whose item another program renamed is found at
+        /// the new name (see `child`). Kept to those, a walk of many files adds nothing here.
         var byIdentity: [UInt64: Inode] = [:]
-        var links: [Inode: Links] = [:]
+        /// The records of files seen with several links, by item number: one for each name.
+        var linked: [UInt64: Set<Inode>] = [:]
         var nextInode: Inode = .root + 1
         /// Inodes a name moved off while they had cached readers (`supersede`), by that name: an
         /// append committed under the name extends their version too (`tail -f` follows it).
@@ -159,7 +156,7 @@ final class NodeTable: Sendable {
     /// How an item found at a name the table does not hold relates to the live record that has its
     /// number, at that record's path (`NodeTable.child`).
     enum Kinship {
-        /// The same stored file (a hard link): the name becomes another name of the record.
+        /// The same stored file (a hard link): the name gets a record of its own, of the same number.
         case anotherName
         /// The same item, gone from the record's name: renamed beside DocFS (by another program in
         /// the store, or by another mount of a PostgreSQL store). The record moves to the name, so
@@ -172,8 +169,8 @@ final class NodeTable: Sendable {
 
     /// The inode for `name` in `parent`, made if new; counts one lookup when `counting`. `status`:
     /// the item's, as just taken. An item whose number a live record at another name has is that
-    /// record's item when `kinship` says so, asked with no lock held (it looks at the store): a
-    /// file's every name is one inode, and an item renamed beside DocFS keeps its inode.
+    /// record's item, moved, when `kinship` says so, asked with no lock held (it looks at the store):
+    /// an item renamed beside DocFS keeps its inode.
     func child(
         parent: Inode, name: FileName, counting: Bool, status: FileStatus? = nil,
         kinship: (_ record: Inode, _ path: String) -> Kinship = { _, _ in .unrelated }
@@ -200,7 +197,7 @@ final class NodeTable: Sendable {
         _ key: ChildKey, counting: Bool, status: FileStatus?, creating: Bool, kinship: (_ record: Inode, _ path: String) -> Kinship
     ) -> Inode? {
         let found = state.withLock { state -> (inode: Inode?, elsewhere: String?) in
-            if let inode = Self.known(key, identity: status?.identity, counting: counting, in: &state) { return (inode, nil) }
+            if let inode = Self.known(key, counting: counting, in: &state) { return (inode, nil) }
             if let status, let other = Self.liveRecord(numbered: status.identity, in: state), let path = Self.path(of: other, in: state) {
                 return (other, path)
             }
@@ -210,14 +207,13 @@ final class NodeTable: Sendable {
         let relation = kinship(other, elsewhere)
         return state.withLock { state in
             // Another request may have placed the name meanwhile, or moved the record.
-            if let inode = Self.known(key, identity: status?.identity, counting: counting, in: &state) { return inode }
+            if let inode = Self.known(key, counting: counting, in: &state) { return inode }
             let unchanged = Self.liveRecord(numbered: status?.identity, in: state) == other && Self.path(of: other, in: state).map { FileSystemPath.same($0, elsewhere) } == true
             switch relation {
-            case .anotherName where unchanged && creating:
-                state.links[other, default: Links()].aliases += 1
-                state.byName[key] = other
-                if counting { Self.countLookup(other, in: &state) }
-                return other
+            case .anotherName where creating:
+                // Linked beside DocFS since the record was made: both are names of one file now.
+                if let identity = status?.identity, identity != 0 { state.linked[identity, default: []].insert(other) }
+                return Self.makeRecord(key, status: status, counting: counting, in: &state)
             case .moved where unchanged && Self.path(of: key.parent, in: state) != nil && !Self.isAncestor(other, of: key.parent, in: state):
                 Self.rename(other, to: key, in: &state)
                 if counting { Self.countLookup(other, in: &state) }
@@ -230,15 +226,9 @@ final class NodeTable: Sendable {
 
     /// The record at `key`, counted. Its number stays the one it was made with, whatever is at the
     /// name now: a name is not the item, and only the item's own number may bring the record to a
-    /// new name. But a second name (a hard link) that holds another item now (`identity`: what is
-    /// there) is that item's, no longer this record's: nil, the link gone from the record.
-    private static func known(_ key: ChildKey, identity: UInt64?, counting: Bool, in state: inout State) -> Inode? {
-        guard let inode = state.byName[key], let record = state.records[inode] else { return nil }
-        if let identity, record.identity != 0, identity != record.identity, key.parent != record.parent || key.name != record.name {
-            state.byName[key] = nil
-            state.links[inode]?.aliases -= 1
-            return nil
-        }
+    /// new name.
+    private static func known(_ key: ChildKey, counting: Bool, in state: inout State) -> Inode? {
+        guard let inode = state.byName[key], state.records[inode] != nil else { return nil }
         if counting { countLookup(inode, in: &state) }
         return inode
     }
@@ -261,7 +251,7 @@ final class NodeTable: Sendable {
                 state.byIdentity[status.identity] = inode
             }
             // A file with several links is never moved off its name (see `supersede`).
-            if linked { state.links[inode] = Links() }
+            if linked { state.linked[status.identity, default: []].insert(inode) }
         }
         state.records[inode] = record
         state.byName[key] = inode
@@ -306,18 +296,21 @@ final class NodeTable: Sendable {
         return current
     }
 
-    /// Every path of a live inode: its own, and its other hard links' (looked for only where it
-    /// has some).
+    /// Every path of a live inode's file: its own, and its other hard links' the table holds.
     func paths(of inode: Inode) -> [String] {
         state.withLock { state in
             guard let own = Self.path(of: inode, in: state) else { return [] }
-            guard let links = state.links[inode], links.aliases > 0 else { return [own] }
-            let others = state.byName.compactMap { key, value -> String? in
-                guard value == inode, let folder = Self.path(of: key.parent, in: state) else { return nil }
-                return StorePath.join(folder, key.name)
-            }
-            return [own] + others.filter { !FileSystemPath.same($0, own) }
+            return [own] + Self.otherNames(of: inode, in: state).compactMap { Self.path(of: $0, in: state) }
         }
+    }
+
+    /// The live records of the other names (hard links) of `inode`'s file: a change through one
+    /// name changes what the others show (their link count, their attributes, a raw file's bytes).
+    func otherNames(of inode: Inode) -> [Inode] { state.withLock { Self.otherNames(of: inode, in: $0) } }
+
+    private static func otherNames(of inode: Inode, in state: State) -> [Inode] {
+        guard let identity = state.records[inode]?.identity, let records = state.linked[identity], records.contains(inode) else { return [] }
+        return records.filter { $0 != inode && state.records[$0]?.isDetached == false }.sorted()
     }
 
     /// Every name the table knows: (parent, name, inode).
@@ -436,45 +429,44 @@ final class NodeTable: Sendable {
         }
     }
 
-    /// A commit gave `inode`'s item the number `identity`: a save through a name of a file with
-    /// several links, after which the saved name is a file of its own and the other names keep the
-    /// old file (and number). Those names leave the record, which is known by the new number from
-    /// now on. Returns the names that left, for the kernel to look them up again.
-    func renumber(_ inode: Inode, to identity: UInt64) -> [(parent: Inode, name: FileName)] {
+    /// A save through a name of a file with several links made that name a file of its own, with
+    /// a number of its own (the store's status after the install): the record is known by it from
+    /// now on. Returns the records of the file's other names, whose link count changed.
+    func renumber(_ inode: Inode, to identity: UInt64) -> [Inode] {
         state.withLock { state in
-            guard identity != 0, var record = state.records[inode], !record.isDetached, record.identity != identity,
-                  let links = state.links[inode], links.aliases > 0
-            else { return [] }
-            let own = ChildKey(parent: record.parent, name: record.name)
-            let left = state.byName.compactMap { key, value in value == inode && key != own ? key : nil }
-            for key in left { state.byName[key] = nil }
-            state.links[inode]?.aliases = 0
-            if state.byIdentity[record.identity] == inode { state.byIdentity[record.identity] = nil }
+            guard identity != 0, var record = state.records[inode], !record.isDetached, record.identity != identity else { return [] }
+            let others = Self.otherNames(of: inode, in: state)
+            Self.unlink(inode, from: record.identity, in: &state)
             record.identity = identity
             state.records[inode] = record
             if Self.liveRecord(numbered: identity, in: state) == nil, record.node != nil { state.byIdentity[identity] = inode }
-            return left.map { ($0.parent, $0.name) }
+            return others
         }
     }
 
-    /// Whether the table holds other names (hard links) of `inode`.
-    func hasOtherNames(_ inode: Inode) -> Bool { state.withLock { ($0.links[inode]?.aliases ?? 0) > 0 } }
+    /// Whether `inode`'s file was seen with several links (hard links).
+    func isLinked(_ inode: Inode) -> Bool {
+        state.withLock { state in state.records[inode].map { state.linked[$0.identity]?.contains(inode) == true } ?? false }
+    }
 
-    /// A hard link: `name` in `parent` is another name of `inode`. Counts one lookup.
-    func addName(_ inode: Inode, parent: Inode, name: FileName) -> Inode? {
+    /// A hard link made through the mount: `name` in `parent` is a new name of `inode`'s file, which
+    /// `status` describes, with an inode of its own (see the type's comment). Counts one lookup.
+    func addName(_ inode: Inode, parent: Inode, name: FileName, status: FileStatus) -> Inode {
         state.withLock { state in
-            guard state.records[inode] != nil else { return nil }
             let key = ChildKey(parent: parent, name: name)
-            if let previous = state.byName[key], previous != inode { Self.detach(key, of: previous, in: &state) }
-            state.byName[key] = inode
-            state.links[inode, default: Links()].aliases += 1
-            Self.countLookup(inode, in: &state)
-            // A name linked beside DocFS later is found to be this file too.
-            if let identity = state.records[inode]?.identity, identity != 0, Self.liveRecord(numbered: identity, in: state) == nil {
-                state.byIdentity[identity] = inode
-            }
-            return inode
+            if let previous = state.byName[key] { Self.detach(key, of: previous, in: &state) }
+            if status.identity != 0, state.records[inode]?.identity == status.identity { state.linked[status.identity, default: []].insert(inode) }
+            return Self.makeRecord(key, status: status, counting: true, in: &state)
         }
+    }
+
+    /// `inode` is no longer one of the records of `identity`'s links: another of them, if any, is
+    /// the one found by the number.
+    private static func unlink(_ inode: Inode, from identity: UInt64, in state: inout State) {
+        state.linked[identity]?.remove(inode)
+        if state.linked[identity]?.isEmpty == true { state.linked[identity] = nil }
+        guard state.byIdentity[identity] == inode else { return }
+        state.byIdentity[identity] = state.linked[identity]?.first { state.records[$0]?.isDetached == false }
     }
 
     /// `name` in `parent` is gone from the store (unlink, rmdir, replaced by a rename).
@@ -486,24 +478,10 @@ final class NodeTable: Sendable {
         }
     }
 
-    /// Removes one name of `inode`; the inode is detached when it was the last.
+    /// `inode`'s name went: the inode is detached.
     private static func detach(_ key: ChildKey, of inode: Inode, in state: inout State) {
         state.byName[key] = nil
         guard var record = state.records[inode] else { return }
-        if let links = state.links[inode], links.aliases > 0 {
-            state.links[inode]?.aliases -= 1
-            if record.parent == key.parent && record.name == key.name,
-               let other = state.byName.first(where: { $0.value == inode })?.key
-            {
-                // The primary name went; another link carries the inode on.
-                state.records[record.parent]?.childRecords -= 1
-                record.parent = other.parent
-                record.name = other.name
-                state.records[other.parent]?.childRecords += 1
-            }
-            state.records[inode] = record
-            return
-        }
         markDetached(inode, &record, in: &state)
         removeIfUnused(inode, in: &state)
     }
@@ -512,7 +490,9 @@ final class NodeTable: Sendable {
     private static func markDetached(_ inode: Inode, _ record: inout Record, in state: inout State) {
         record.isDetached = true
         state.records[inode] = record
-        if state.byIdentity[record.identity] == inode { state.byIdentity[record.identity] = nil }
+        if state.byIdentity[record.identity] == inode {
+            state.byIdentity[record.identity] = state.linked[record.identity]?.first { state.records[$0]?.isDetached == false }
+        }
     }
 
     /// Detaches `inode`, held by `node`'s cached readers, from its name, as a rename over the name
@@ -523,7 +503,7 @@ final class NodeTable: Sendable {
     func supersede(_ node: Node, writer: pid_t?) -> (parent: Inode, name: FileName)? {
         let inode = node.inode
         return state.withLock { state in
-            guard inode != .root, var record = state.records[inode], !record.isDetached, state.links[inode] == nil else { return nil }
+            guard inode != .root, var record = state.records[inode], !record.isDetached, state.linked[record.identity]?.contains(inode) != true else { return nil }
             let key = ChildKey(parent: record.parent, name: record.name)
             guard state.byName[key] == inode else { return nil }
             Self.markDetached(inode, &record, in: &state)
@@ -600,10 +580,7 @@ final class NodeTable: Sendable {
                 let kept = left.filter { $0.node.map { $0.inode != current } ?? false }
                 state.leftBehind[key] = kept.isEmpty ? nil : kept
             }
-            if let links = state.links.removeValue(forKey: current), links.aliases > 0 {
-                state.byName = state.byName.filter { $0.value != current }
-            }
-            if state.byIdentity[record.identity] == current { state.byIdentity[record.identity] = nil }
+            unlink(current, from: record.identity, in: &state)
             state.records[record.parent]?.childRecords -= 1
             current = record.parent
         }
