@@ -5,8 +5,9 @@ import SystemSupport
 
 /// Names and attributes: lookup, getattr, setattr, and the operations that make or remove names.
 extension DocumentFileSystem {
-    /// renameat2's RENAME_EXCHANGE, which Glibc's module does not export.
+    /// renameat2's RENAME_EXCHANGE and RENAME_NOREPLACE, which Glibc's module does not export.
     var renameExchange: UInt32 { 2 }
+    var renameNoReplace: UInt32 { 1 }
 
     private static let timeNow = Int((1 << 30) - 1)
     private static let timeOmit = Int((1 << 30) - 2)
@@ -502,11 +503,15 @@ extension DocumentFileSystem {
             // under either name changed meanwhile (a hard link made changes its file's ctime too);
             // writes through the mount are held still.
             let judged = renameState(of: source, destination, numbered: false)
-            // Two names of one file (hard links): rename(2) does nothing and succeeds. (Each name is
-            // an inode of its own here, so the kernel asks.)
-            if !exchange, let from = judged.source, let to = judged.destination, from.kind != .directory,
+            // Two names of one file (hard links): rename(2) does nothing and succeeds. Each name is
+            // an inode of its own here, so the kernel asks, and takes the success for a move of the
+            // source's inode to the destination's name: both names are looked up again once the
+            // rename is answered (queued; the kernel holds the folders until it has moved them).
+            if !exchange, flags & renameNoReplace == 0, let from = judged.source, let to = judged.destination, from.kind != .directory,
                from.device == to.device, from.inode == to.inode
             {
+                notifier.invalidateEntry(parent: parent, name: name)
+                notifier.invalidateEntry(parent: newParent, name: newName)
                 return
             }
             try judgeRename(of: source, as: destination, exchange: exchange, state: judged)
@@ -514,6 +519,9 @@ extension DocumentFileSystem {
                 let now = renameState(of: source, destination)
                 if now.versions != judged.versions { try judgeRename(of: source, as: destination, exchange: exchange, state: now) }
                 let replacedFile = exchange ? nil : replacedFile(parent: newParent, name: newName, path: destination, status: now.destination)
+                // A linked file's name replaced: its other names show one link fewer.
+                let replacedLinks = exchange ? [] : nodes.existingChild(parent: newParent, name: newName).map { nodes.otherNames(of: $0) } ?? []
+                defer { for other in replacedLinks { notifier.invalidateAttributes(of: other) } }
                 let sourceKind = documentKind(now.source, at: source)
                 // A file saved in under a document's name (sed -i's temporary, vim's new file) is a
                 // save; a document moved keeps the record of its own save.

@@ -86,6 +86,8 @@ extension DocumentFileSystem {
 
     func setExtendedAttribute(inode: Inode, name: String, value: UnsafeRawBufferPointer, flags: Int32, context: RequestContext) throws(FUSEError) {
         try requireWritable()
+        // The kernel caches a POSIX ACL (and the mode it sets) per inode: a file's other names too.
+        defer { otherNamesChanged(of: inode, content: false) }
         if name == Self.restoreAttribute {
             return try restoreVersion(named: String(decoding: value, as: UTF8.self), ofPackage: inode, context: context)
         }
@@ -106,6 +108,7 @@ extension DocumentFileSystem {
 
     func removeExtendedAttribute(inode: Inode, name: String, context: RequestContext) throws(FUSEError) {
         try requireWritable()
+        defer { otherNamesChanged(of: inode, content: false) }
         guard !Self.isVirtual(name) else { throw .notPermitted }
         guard nodes.path(of: inode) != nil else {
             let file = try detachedFile(inode)

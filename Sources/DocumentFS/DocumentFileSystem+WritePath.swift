@@ -80,7 +80,14 @@ extension DocumentFileSystem {
             {
                 try dropSetIDBits(of: file.node, path: path, writer: owner(context), process: context.processID)
             }
-            try storeCall { try FileIO.writeAll(descriptor.rawValue, bytes, offset: offset) }
+            // O_APPEND at the file's end: the kernel sends its own idea of the size, which another
+            // name of the file (an inode of its own) or a program beside the mount may have passed.
+            let end = file.appends ? try storeCall { try descriptor.status().size } : offset
+            try storeCall { try FileIO.writeAll(descriptor.rawValue, bytes, offset: end) }
+            if end != offset {
+                notifier.invalidateAttributes(of: file.node.inode)
+                notifier.invalidateContent(of: file.node.inode)
+            }
         }
         if wroteInPlace {
             otherNamesChanged(of: file.node.inode, content: true)

@@ -144,6 +144,9 @@ final class DocumentFileSystem: FileSystemOperations {
                 // First: dropping the caches may move the name off the inode that holds the version.
                 keepVersionReplacedBeside(child)
                 dropCachedContent(of: child)
+                // The watch reports the name the change was made through; a file's other names
+                // (hard links) are inodes of their own.
+                for other in nodes.otherNames(of: child) { dropCachedContent(of: other) }
             } else {
                 followRenamedBeside(parent: parent, name: name)
             }
@@ -179,15 +182,13 @@ final class DocumentFileSystem: FileSystemOperations {
 
     /// A document replaced or removed beside DocFS while open through the mount keeps the version
     /// it replaced, as a save through the mount would: the daemon holds that file open. (Closed,
-    /// or changed in place, its bytes are gone before the notice comes.) A file the store still
-    /// holds under another name (renamed: the watch reports the old name first; or a hard link)
-    /// lost nothing, and keeps none.
+    /// or changed in place, its bytes are gone before the notice comes.)
     private func keepVersionReplacedBeside(_ inode: Inode) {
         guard store.versions != nil, let node = nodes.existingNode(inode), let path = nodes.path(of: inode),
               classifier.packageMember(of: path) == nil, classifier.claim(forPath: path, isDirectory: false) != nil
         else { return }
         let (live, kept) = node.state.withLock { ($0.live, $0.keptBesideInode) }
-        guard let live, let held = try? live.status(), held.kind == .regular, held.linkCount == 0, held.inode != kept,
+        guard let live, let held = try? live.status(), held.kind == .regular, held.inode != kept,
               (try? store.status(of: path))?.inode != held.inode
         else { return }
         do {
@@ -202,7 +203,10 @@ final class DocumentFileSystem: FileSystemOperations {
     /// names hold stale attributes (a link count, a mode) and, after a write in place, stale pages.
     func otherNamesChanged(of inode: Inode, content: Bool) {
         for other in nodes.otherNames(of: inode) {
-            if content { notifier.invalidateContent(of: other) } else { notifier.invalidateAttributes(of: other) }
+            // The attributes at once (a size read next must be the new one); pages queued, as a
+            // content invalidation must be.
+            notifier.invalidateAttributes(of: other)
+            if content { notifier.invalidateContent(of: other) }
         }
     }
 

@@ -93,8 +93,12 @@ final class NodeTable: Sendable {
             let node = Node(inode: inode)
             record.node = node
             state.records[inode] = record
-            // What is open through it follows the item from now on (see `byIdentity`).
-            if !record.isDetached, record.identity != 0, Self.liveRecord(numbered: record.identity, in: state) == nil {
+            // What is open through it follows the item from now on (see `byIdentity`): among the
+            // names of a linked file, the one opened (a sibling without open-file state only stands
+            // for the number).
+            if !record.isDetached, record.identity != 0,
+               Self.liveRecord(numbered: record.identity, in: state).map({ state.records[$0]?.node == nil && state.linked[record.identity]?.contains($0) == true }) ?? true
+            {
                 state.byIdentity[record.identity] = inode
             }
             return node
@@ -212,7 +216,9 @@ final class NodeTable: Sendable {
             switch relation {
             case .anotherName where creating:
                 // Linked beside DocFS since the record was made: both are names of one file now.
-                if let identity = status?.identity, identity != 0 { state.linked[identity, default: []].insert(other) }
+                if unchanged, let identity = status?.identity, state.records[other]?.identity == identity {
+                    state.linked[identity, default: []].insert(other)
+                }
                 return Self.makeRecord(key, status: status, counting: counting, in: &state)
             case .moved where unchanged && Self.path(of: key.parent, in: state) != nil && !Self.isAncestor(other, of: key.parent, in: state):
                 Self.rename(other, to: key, in: &state)
