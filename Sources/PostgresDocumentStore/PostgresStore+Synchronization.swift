@@ -105,7 +105,8 @@ extension PostgresStore {
                 // no set order (two folders may also swap rows).
                 for (folder, tree) in read.folders {
                     guard let path = state.withLock({ $0.path(of: folder) }) ?? (folder == rootID ? "" : nil) else { continue }
-                    for child in tree.childItems(of: folder) where state.withLock({ $0.isKnown(child.id, outsideFolder: folder) }) {
+                    let movedIn = state.withLock { state in tree.childItems(of: folder).filter { state.isKnown($0.id, outsideFolder: folder) } }
+                    for child in movedIn {
                         guard let name = acceptedName(of: child, at: path) else { continue }
                         _ = movedHere(child, to: StorePath.join(path, name), &changes)
                     }
@@ -312,7 +313,7 @@ extension PostgresStore {
     /// nothing, where the mirror does not hold the row elsewhere or something is at `path`; the item
     /// is then fetched as a new one. The change is reported at both names.
     private func movedHere(_ item: StoredItem, to path: String, _ changes: inout [StoreChange]) -> KnownItem? {
-        guard let from = state.withLock({ state in state.path(of: item.id).flatMap { state[$0]?.id == item.id ? $0 : nil } }),
+        guard let from = state.withLock({ $0.path(of: item.id) }),
               !FileSystemPath.same(from, path), !StorePath.isWithin(path, from), (try? mirror.status(of: path)) == nil,
               let (oldFolder, oldName) = StorePath.split(from), let (newFolder, newName) = StorePath.split(path),
               (try? mirror.rename(from, to: path, flags: Self.renameNoReplace)) != nil
