@@ -9,7 +9,7 @@ import SystemSupport
 /// let into the cache, would end those readers' reads early, run them on past their version's
 /// end, or splice another version into theirs. So the document's name gets a new inode and the
 /// readers keep theirs, with their version's size, until they close. Where the name cannot move
-/// (hard links, a lock held on the inode, a writer already on it) their version is held instead:
+/// (a lock held on the inode, a writer already on it) their version is held instead:
 /// no attribute reply shows a size below its size, everyone else who opens meanwhile bypasses the
 /// cache, and the kernel is told the truth when the last of those readers closes.
 extension DocumentFileSystem {

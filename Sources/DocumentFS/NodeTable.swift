@@ -256,7 +256,6 @@ final class NodeTable: Sendable {
             if linked || status.kind == .directory, liveRecord(numbered: status.identity, in: state) == nil {
                 state.byIdentity[status.identity] = inode
             }
-            // A file with several links is never moved off its name (see `supersede`).
             if linked { state.linked[status.identity, default: []].insert(inode) }
         }
         state.records[inode] = record
@@ -504,12 +503,12 @@ final class NodeTable: Sendable {
     /// Detaches `inode`, held by `node`'s cached readers, from its name, as a rename over the name
     /// would: the kernel's next lookup of the name gets another inode, while whoever holds this one
     /// keeps it. `writer`: the thread whose request is answered ESTALE for it, expected back at the
-    /// name (see `isContended`). Nil, changing nothing, for the root, a detached inode, or one
-    /// whose stored file has other names (hard links).
+    /// name (see `isContended`). Nil, changing nothing, for the root or a detached inode. A name of
+    /// a file with several links moves as any name does: the others are inodes of their own.
     func supersede(_ node: Node, writer: pid_t?) -> (parent: Inode, name: FileName)? {
         let inode = node.inode
         return state.withLock { state in
-            guard inode != .root, var record = state.records[inode], !record.isDetached, state.linked[record.identity]?.contains(inode) != true else { return nil }
+            guard inode != .root, var record = state.records[inode], !record.isDetached else { return nil }
             let key = ChildKey(parent: record.parent, name: record.name)
             guard state.byName[key] == inode else { return nil }
             Self.markDetached(inode, &record, in: &state)

@@ -103,6 +103,28 @@ struct TornReadTests {
         #expect(try mount.read("doc.txt") == "01")
     }
 
+    /// A document with a second name (a hard link) is left to its cached readers as any other: the
+    /// writer gets an inode of its own. Before, a linked name never moved; the reader's version was
+    /// held on the inode the writer wrote through, whose one size the kernel grew with every write,
+    /// and the reader read on past its version's end into zeros.
+    @Test func aReaderOfAHardLinkedDocumentReadsNothingOfALongerVersionBeingWritten() throws {
+        let mount = try MountedStore(files: ["doc.json": Data(Self.original)])
+        defer { mount.unmount() }
+        #expect(link(mount.inMount("doc.json"), mount.inMount("other.json")) == 0, "the link is made: \(errno)")
+        let reader = try StepReader(mount.inMount("doc.json"))
+        reader.read(upTo: 1 << 16)
+        let longer = 9 + (3 << 20) + 3
+        let save = try mount.python("open('doc.json', 'w').write('{\"pad\": \"' + 'y' * (3 << 20) + '\"}\\n')")
+        #expect(save.succeeded, "the save succeeds: \(save.error)")
+        #expect(reader.size == Int64(Self.original.count), "fstat of the reader shows its version's size, not \(reader.size ?? -1)")
+        reader.read(upTo: Int.max)
+        #expect(reader.bytes.count == Self.original.count, "the reader got \(reader.bytes.count) of \(Self.original.count) bytes")
+        #expect(reader.read(exactly: Self.original), "and they are the version it opened")
+        #expect(size(mount.inMount("doc.json")) == Int64(longer), "stat by name shows the new version at once")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: mount.inMount("other.json"))) == Data(Self.original), "the other name keeps the file the save unlinked")
+        reader.close()
+    }
+
     /// Locks are the kernel's, one set per inode: while a descriptor that holds one is open, a
     /// writer of the document stays on that inode (its version is held for the reader instead),
     /// so the next locker still waits.
