@@ -40,17 +40,17 @@ extension DocumentFileSystem {
     /// for writing whatever mode it gave the file (`cp` of a read-only file makes a 0444 copy and
     /// writes to it), as on a local disk.
     func open(inode: Inode, flags: Int32, context: RequestContext, created: Bool) throws(FUSEError) -> OpenReply {
-        // A commit that lands between finding the committed file and counting the open makes the
-        // open look again (see `openStaged`); one that keeps landing is given up on after a few.
-        for _ in 0..<8 {
-            if let reply = try open(inode: inode, flags: flags, context: context, unlessRaced: true, created: created) { return reply }
-        }
-        guard let reply = try open(inode: inode, flags: flags, context: context, unlessRaced: false, created: created) else { throw .busy }
+        // Content a database store's mirror does not hold is fetched with the namespace let go, and
+        // the open is made again (`.unfetched`); content evicted again in between (a cache smaller
+        // than what is in use) is downloaded then rather than refused.
+        if let reply = try open(inode: inode, flags: flags, context: context, downloading: false, created: created) { return reply }
+        guard let reply = try open(inode: inode, flags: flags, context: context, downloading: true, created: created) else { throw .busy }
         return reply
     }
 
-    /// One attempt at an open; nil when `unlessRaced` and a commit landed while it looked.
-    private func open(inode: Inode, flags: Int32, context: RequestContext, unlessRaced: Bool, created: Bool) throws(FUSEError) -> OpenReply? {
+    /// Nil when the content is not in a database store's mirror and not `downloading`: it was
+    /// fetched meanwhile.
+    private func open(inode: Inode, flags: Int32, context: RequestContext, downloading: Bool, created: Bool) throws(FUSEError) -> OpenReply? {
         // A node id DocFS has forgotten: requests run on several threads, so an OPEN can be handled
         // after a FORGET the kernel sent later. ESTALE makes the kernel look the name up again.
         guard let node = nodes.node(inode) else { throw .stale }
@@ -117,10 +117,7 @@ extension DocumentFileSystem {
                 // that holds a committed file gets the current one, so none seeds a stage stale.)
                 return .staged(path: path, role: role, live: nil, liveVersion: status.version, status: status, commits: commits)
             }
-            // Never downloading here, but on the last attempt: content that keeps leaving the mirror
-            // (a cache smaller than what is in use) is fetched under the lock rather than refused.
-            let fetchedOnly = unlessRaced
-            guard let opened = try storeCall({ fetchedOnly ? try store.openFetchedForReading(path) : try store.openForReading(path) }) else {
+            guard let opened = try storeCall({ downloading ? try store.openForReading(path) : try store.openFetchedForReading(path) }) else {
                 return .unfetched(path: path)
             }
             return .staged(
@@ -147,7 +144,7 @@ extension DocumentFileSystem {
             TestHook.openBeforeInstall.pause()
             return try openStaged(
                 node, path: path, role: role, live: live, liveVersion: liveVersion, status: status, flags: flags, context: context,
-                foundAtCommit: commits, unlessRaced: unlessRaced, created: created)
+                foundAtCommit: commits, created: created)
         case .unfetched(let path):
             // A download holding the namespace shared held every lookup behind a change waiting
             // for it exclusively (PostgresFaultTests: cached reads waited for the whole download).
@@ -163,13 +160,12 @@ extension DocumentFileSystem {
     }
 
     /// Counts the open and serves `live`. `foundAtCommit`: how many commits the node had seen when
-    /// `live` was found. If one landed since, the open returns nil before counting anything (its
-    /// file may be the version that commit replaced) and is made again, unless `unlessRaced` is
-    /// false (the last attempt): then it serves `live` as the version it found, directly.
+    /// `live` was found. If one landed since, a reader reads `live`, the version it found, directly
+    /// (the kernel's one size and cache are the new version's), and follows only what extends it.
     private func openStaged(
         _ node: Node, path: String, role: DocumentClassifier.Role, live: OwnedDescriptor?, liveVersion: FileVersion, status: FileStatus, flags: Int32,
-        context: RequestContext, foundAtCommit: UInt64, unlessRaced: Bool, created: Bool
-    ) throws(FUSEError) -> OpenReply? {
+        context: RequestContext, foundAtCommit: UInt64, created: Bool
+    ) throws(FUSEError) -> OpenReply {
         let writing = flags & O_ACCMODE != O_RDONLY
         let truncating = writing && flags & O_TRUNC != 0
         // The creator's handle is writable whatever mode it gave the new file.
@@ -193,28 +189,33 @@ extension DocumentFileSystem {
         let followsWrites = readersFollowWrites(role)
         // Counted before decoding, so a racing release cannot drop the live file under us. The
         // live file is set under the lock a commit sets it under, and only if no commit set a
-        // newer one since this open found its file.
-        let seenCommits = unlessRaced ? foundAtCommit : nil
-        let raced = node.state.withLock { state -> Bool in
-            if let seenCommits, state.commits != seenCommits { return true }
-            // A reader came to read through the page cache since `moveNameOffCachedReaders` looked,
-            // or the name moved: looked at again (a writer of an inode left to readers is sent
-            // back to the name, see `sendWriterBack`).
-            // Readers who follow writes share their inode with a writer (see `readersFollowWrites`).
-            if writing && (state.superseded || (seenCommits != nil && state.cachedReaders > 0 && !state.readersFollowWrites)) { return true }
-            state.holdIfChangedBeside(found: liveVersion)
-            state.shownIdentity = status.identity
-            // Never a file a commit replaced meanwhile (the last attempt counts whatever it found).
-            if let live, state.commits == foundAtCommit { state.live = live }
-            if followsWrites { state.readersFollowWrites = true }
-            state.openHandles += 1
-            if writing {
-                state.writableHandles += 1
-                state.writerThreads.insert(context.processID)
+        // newer one since this open found its file. False, counting nothing, for a writer that
+        // must not write to this inode: it was left to readers, or readers read it through the
+        // page cache (unless `sharing`). Readers who follow writes share their inode with a writer
+        // (see `readersFollowWrites`).
+        func count(sharingWithCachedReaders sharing: Bool) -> Bool {
+            node.state.withLock { state -> Bool in
+                if writing && (state.superseded || (!sharing && state.cachedReaders > 0 && !state.readersFollowWrites)) { return false }
+                state.holdIfChangedBeside(found: liveVersion)
+                state.shownIdentity = status.identity
+                if let live, state.commits == foundAtCommit { state.live = live }
+                if followsWrites { state.readersFollowWrites = true }
+                state.openHandles += 1
+                if writing {
+                    state.writableHandles += 1
+                    state.writerThreads.insert(context.processID)
+                }
+                return true
             }
-            return false
         }
-        if raced { return nil }
+        if !count(sharingWithCachedReaders: false) {
+            // A reader came to read through the page cache since `moveNameOffCachedReaders` looked,
+            // or the name moved meanwhile: the writer is sent back to the name (`sendWriterBack`);
+            // where the name cannot move (a lock is held on the inode), it shares the inode with
+            // those readers, whose version is held (see `DocumentFileSystem+HeldVersions`).
+            if moveNameOffCachedReaders(node, writer: context.processID) { throw .stale }
+            guard count(sharingWithCachedReaders: true) else { throw sendWriterBack(context.processID, from: node) }
+        }
         // Counted on the inode first: from here the writer keeps readers off the cache itself.
         if writing { nodes.writerArrived(context.processID) }
         // A truncating open replaces the content, so what is stored need not decode (that is how a
