@@ -67,6 +67,10 @@ extension DocumentFileSystem {
         // lookups need; a writer that neither reads nor appends reads nothing (see below).
         if flags & O_ACCMODE != O_WRONLY || flags & O_APPEND != 0, let path = nodes.path(of: inode) { try? store.fetchContent(of: path) }
         TestHook.openAfterFetch.pause()
+        // From finding its file to counting its handle, the open keeps the node's live file: a
+        // commit that lands in between leaves the file it made there for the open to serve.
+        node.state.withLock { $0.opening += 1 }
+        defer { node.state.withLock { $0.finishedOpening() } }
         let found = try namespace.reading { () throws(FUSEError) -> Found in
             guard let path = nodes.path(of: inode) else {
                 if writing {
@@ -160,11 +164,11 @@ extension DocumentFileSystem {
     }
 
     /// Counts the open and serves `live`. `foundAtCommit`: how many commits the node had seen when
-    /// `live` was found. If one landed since, a reader reads `live`, the version it found, directly
-    /// (the kernel's one size and cache are the new version's), and follows only what extends it.
+    /// `live` was found. If one landed since, the open serves the version that commit made, as a
+    /// read after a save on a local disk does (it is the node's live file, with the new count).
     private func openStaged(
-        _ node: Node, path: String, role: DocumentClassifier.Role, live: OwnedDescriptor?, liveVersion: FileVersion, status: FileStatus, flags: Int32,
-        context: RequestContext, foundAtCommit: UInt64, created: Bool
+        _ node: Node, path: String, role: DocumentClassifier.Role, live found: OwnedDescriptor?, liveVersion foundVersion: FileVersion, status: FileStatus,
+        flags: Int32, context: RequestContext, foundAtCommit foundAt: UInt64, created: Bool
     ) throws(FUSEError) -> OpenReply {
         let writing = flags & O_ACCMODE != O_RDONLY
         let truncating = writing && flags & O_TRUNC != 0
@@ -187,15 +191,21 @@ extension DocumentFileSystem {
             }
         }
         let followsWrites = readersFollowWrites(role)
-        // Counted before decoding, so a racing release cannot drop the live file under us. The
-        // live file is set under the lock a commit sets it under, and only if no commit set a
-        // newer one since this open found its file. False, counting nothing, for a writer that
+        // Counted before decoding, so a racing release cannot drop the live file under us, under
+        // the lock a commit sets the live file under: one that landed since this open found its
+        // file made the live file the open serves (kept for it: `opening`; where the commit left
+        // none, a re-encoded document's file it could not open, the open reads the version it
+        // found, directly: see `directIO` below). False, counting nothing, for a writer that
         // must not write to this inode: it was left to readers, or readers read it through the
         // page cache (unless `sharing`). Readers who follow writes share their inode with a writer
         // (see `readersFollowWrites`).
+        var (live, liveVersion, foundAtCommit) = (found, foundVersion, foundAt)
         func count(sharingWithCachedReaders sharing: Bool) -> Bool {
             node.state.withLock { state -> Bool in
                 if writing && (state.superseded || (!sharing && state.cachedReaders > 0 && !state.readersFollowWrites)) { return false }
+                if live != nil, state.commits != foundAtCommit, let committed = state.live, let version = try? committed.status().version {
+                    (live, liveVersion, foundAtCommit) = (committed, version, state.commits)
+                }
                 state.holdIfChangedBeside(found: liveVersion)
                 state.shownIdentity = status.identity
                 if let live, state.commits == foundAtCommit { state.live = live }

@@ -106,10 +106,6 @@ extension DocumentFileSystem {
         return bytes.count
     }
 
-    /// How many times a writer's stage looks for the committed file to seed it with, when its
-    /// content keeps leaving a database store's mirror (see `modifyStage`).
-    static let seedAttempts = 4
-
     /// How many times one write makes room on a full store before it fails with ENOSPC.
     static let roomRounds = 8
 
@@ -146,17 +142,17 @@ extension DocumentFileSystem {
                 if source == nil, !startEmpty {
                     // A writer that does not read opened no committed file (see `open`): the one
                     // at its name now, fetched first, then found with renames held off. Content
-                    // that left the mirror in between is fetched again with the lock let go, as
-                    // an open does; only the last attempt may download holding it. A file that
+                    // that left the mirror in between is downloaded holding it, as an open's is
+                    // (see `open`). A file that
                     // cannot be opened fails the write: a stage seeded empty would commit the
                     // write's bytes alone over the document.
-                    for attempt in 1...Self.seedAttempts {
+                    for downloading in [false, true] {
                         if let path = storedPath { try? store.fetchContent(of: path) }
                         TestHook.seedAfterFetch.pause()
                         let found = try namespace.reading { () throws(FUSEError) -> OwnedDescriptor?? in
                             storedPath = nodes.path(of: node.inode)
                             guard let path = storedPath else { return .some(nil) }
-                            if attempt == Self.seedAttempts { return .some(try storeCall { try store.openForReading(path) }) }
+                            if downloading { return .some(try storeCall { try store.openForReading(path) }) }
                             // Not in the mirror, or not opened: looked for again.
                             guard let opened = try? store.openFetchedForReading(path) else { return nil }
                             return .some(opened)
@@ -380,7 +376,7 @@ extension DocumentFileSystem {
         let closedAll = node.state.withLock { state -> Bool in
             state.openHandles = max(0, state.openHandles - 1)
             guard state.openHandles == 0 else { return false }
-            state.live = nil
+            state.dropLiveIfUnused()
             return true
         }
         if closedAll { nodes.settle(node.inode) }

@@ -71,9 +71,9 @@ final class DocumentFileSystem: FileSystemOperations {
     /// exclusively; resolving a name or an inode to a stored file (lookup, getattr, open) takes it
     /// shared. So a path always names the file it resolved to: an open racing with a save-by-rename
     /// finds the old or the new document, never a third state. Held across no wait on a database:
-    /// content a PostgreSQL store's mirror lacks is fetched with it let go, and only the last of an
-    /// open's (or a writer's seed's) attempts, when content keeps leaving the mirror, fetches it
-    /// holding this shared.
+    /// content a PostgreSQL store's mirror lacks is fetched with it let go; only content that left
+    /// the mirror again before the open (or a writer's seed) found it is downloaded holding this
+    /// shared.
     let namespace = ReadWriteLock(.namespace)
     /// Every change inside a package (a member's commit, a create, a rename within it) holds it
     /// shared from resolving the package's path to storing the change, as does a commit's second

@@ -43,6 +43,8 @@ struct NodeState {
     /// just set up (a shell's RELEASE arrives after its close returns, while the next program opens).
     var openHandles = 0
     var writableHandles = 0
+    /// Opens between finding the committed file and counting their handle: `live` stays for them.
+    var opening = 0
     /// The document's name was taken off this inode while its readers read through the page cache
     /// (the kernel's next lookup makes a new one, see `DocumentFileSystem.moveNameOffCachedReaders`);
     /// this one serves them only.
@@ -90,6 +92,17 @@ struct NodeState {
 
     /// The file committed readers see: the live one, or the one kept after a replacement.
     var committed: OwnedDescriptor? { live ?? retained }
+
+    /// The live file goes with the last handle, unless an open is on its way to one.
+    mutating func dropLiveIfUnused() {
+        if openHandles == 0 && opening == 0 { live = nil }
+    }
+
+    /// An open counted its handle, or failed.
+    mutating func finishedOpening() {
+        opening = max(0, opening - 1)
+        dropLiveIfUnused()
+    }
 
     /// Whether a writer is at work on the inode: readers that open it bypass the kernel's page
     /// cache. The cache and the file size the kernel keeps are shared by every handle of the
