@@ -9,8 +9,8 @@ import SystemSupport
 /// Readers see committed versions only. Writes that are not committed yet never reach the kernel's
 /// page cache that readers share: a handle opened write-only bypasses it (direct I/O), and a reader
 /// that opens while a writer is at work (or one is expected back, `NodeTable.isContended`) bypasses
-/// it too and reads the committed file, as does one whose version a commit replaced while it
-/// opened. A reader that opened the current version of a document nobody was writing reads through
+/// it too and reads the committed file, as does one whose version a commit replaced after it
+/// counted its handle (while it decoded, say). A reader that opened the current version of a document nobody was writing reads through
 /// the shared cache; what a writer or a change beside the mount does then is kept from it (see
 /// `DocumentFileSystem+HeldVersions`).
 extension DocumentFileSystem {
@@ -203,11 +203,14 @@ extension DocumentFileSystem {
         func count(sharingWithCachedReaders sharing: Bool) -> Bool {
             node.state.withLock { state -> Bool in
                 if writing && (state.superseded || (!sharing && state.cachedReaders > 0 && !state.readersFollowWrites)) { return false }
+                var identity = status.identity
                 if live != nil, state.commits != foundAtCommit, let committed = state.live, let version = try? committed.status().version {
                     (live, liveVersion, foundAtCommit) = (committed, version, state.commits)
+                    // A save that ended a hard link gave the document a number of its own.
+                    identity = (try? store.status(ofOpen: committed))?.identity ?? identity
                 }
                 state.holdIfChangedBeside(found: liveVersion)
-                state.shownIdentity = status.identity
+                state.shownIdentity = identity
                 if let live, state.commits == foundAtCommit { state.live = live }
                 if followsWrites { state.readersFollowWrites = true }
                 state.openHandles += 1
@@ -221,10 +224,12 @@ extension DocumentFileSystem {
         if !count(sharingWithCachedReaders: false) {
             // A reader came to read through the page cache since `moveNameOffCachedReaders` looked,
             // or the name moved meanwhile: the writer is sent back to the name (`sendWriterBack`);
-            // where the name cannot move (a lock is held on the inode), it shares the inode with
-            // those readers, whose version is held (see `DocumentFileSystem+HeldVersions`).
+            // where the name stays but cannot move off the readers (a lock is held on the inode,
+            // another writer came first), it shares the inode with them, and their version is held
+            // (see `DocumentFileSystem+HeldVersions`). Never an inode whose name went: its save
+            // would have nowhere to go.
             if moveNameOffCachedReaders(node, writer: context.processID) { throw .stale }
-            guard count(sharingWithCachedReaders: true) else { throw sendWriterBack(context.processID, from: node) }
+            guard nodes.path(of: node.inode) != nil, count(sharingWithCachedReaders: true) else { throw sendWriterBack(context.processID, from: node) }
         }
         // Counted on the inode first: from here the writer keeps readers off the cache itself.
         if writing { nodes.writerArrived(context.processID) }

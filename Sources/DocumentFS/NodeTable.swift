@@ -309,13 +309,15 @@ final class NodeTable: Sendable {
         }
     }
 
-    /// The live records of the other names (hard links) of `inode`'s file: a change through one
-    /// name changes what the others show (their link count, their attributes, a raw file's bytes).
+    /// The records of the other names (hard links) of `inode`'s file: a change through one name
+    /// changes what the others show (their link count, their attributes, a raw file's bytes).
     func otherNames(of inode: Inode) -> [Inode] { state.withLock { Self.otherNames(of: inode, in: $0) } }
 
     private static func otherNames(of inode: Inode, in state: State) -> [Inode] {
         guard let identity = state.records[inode]?.identity, let records = state.linked[identity], records.contains(inode) else { return [] }
-        return records.filter { $0 != inode && state.records[$0]?.isDetached == false }.sorted()
+        // Detached ones too: a name left to its cached readers (`supersede`), or removed while open,
+        // still shows the file.
+        return records.filter { $0 != inode && state.records[$0] != nil }.sorted()
     }
 
     /// Every name the table knows: (parent, name, inode).

@@ -117,6 +117,9 @@ struct TornReadTests {
         let save = try mount.python("open('doc.json', 'w').write('{\"pad\": \"' + 'y' * (3 << 20) + '\"}\\n')")
         #expect(save.succeeded, "the save succeeds: \(save.error)")
         #expect(reader.size == Int64(Self.original.count), "fstat of the reader shows its version's size, not \(reader.size ?? -1)")
+        // The reader's file is other.json's alone now: its link count shows that at once.
+        var status = stat()
+        #expect(fstat(reader.descriptor, &status) == 0 && status.st_nlink == 1, "the reader's file shows \(status.st_nlink) links")
         reader.read(upTo: Int.max)
         #expect(reader.bytes.count == Self.original.count, "the reader got \(reader.bytes.count) of \(Self.original.count) bytes")
         #expect(reader.read(exactly: Self.original), "and they are the version it opened")
