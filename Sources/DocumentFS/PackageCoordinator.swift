@@ -47,45 +47,41 @@ final class PackageCoordinator: Sendable {
     }
 
     /// The package's state now; decodes only when its stored version changed since the last decode.
-    /// A decode that fails by path is made again through one descriptor of the folder
-    /// (`withFolderWrapper`), so a package renamed while it is decoded is read whole before it is
-    /// judged. A reader holds no package lock: when a commit swapped a new
-    /// version in while it decoded (the folder it read was emptied as it went), or the folder it
-    /// read is no longer the one under the name, it decodes what is there now; a name that leads
-    /// nowhere any more holds no package.
+    /// A reader holds no package lock. It reads the package by its path, as any read is; when that
+    /// read was cut (a rename moved the folder, a commit swapped a new version in), it reads once
+    /// more, through one descriptor of the folder under the name then (`withFolderWrapper`), which
+    /// a commit replacing it meanwhile leaves whole until the read ends: the answer is that folder's,
+    /// a version the name held during this call. A name that leads nowhere holds no package.
     func state(of root: String, claim: DocumentClaim) -> State {
-        var attempts = 0
-        while true {
-            guard let status = try? store.status(of: root) else { return .draft(reason: "it does not exist") }
-            if decodedVersions.withLock({ $0[PathKey(root)] }) == status.version { return .valid }
-            var decoded: FileStatus?
-            do {
-                if attempts == 0 {
-                    // The common case, nothing moving: read by its path, as any read is.
-                    decoded = status
-                    _ = try codec.decode(store.fileWrapper(at: root), claim: claim)
-                } else {
-                    // A read by path that a rename cut in two read part of another folder, or
-                    // nothing: read again through one descriptor of the folder.
-                    try store.withFolderWrapper(at: root) { wrapper, folder in
-                        decoded = folder
-                        _ = try codec.decode(wrapper, claim: claim)
-                    }
-                }
-                // Marked and remembered only as the folder under the name: one swapped in while
-                // this one was read is decoded in its turn.
-                guard let decoded, let now = try? store.status(of: root), now.inode != decoded.inode else { break }
-                attempts += 1
-                if attempts < 8 { continue }
-                return .draft(reason: "it was replaced again and again while it was read")
-            } catch {
-                attempts += 1
-                guard let now = try? store.status(of: root) else { return .draft(reason: "it does not exist") }
-                if attempts == 1 || (attempts < 8 && now.version != (decoded ?? status).version) { continue }
-                let reason = describe(error)
-                return PackageMarker.isMarked(root, in: store) ? .corrupt(reason: reason) : .draft(reason: reason)
-            }
+        guard let status = try? store.status(of: root) else { return .draft(reason: "it does not exist") }
+        if decodedVersions.withLock({ $0[PathKey(root)] }) == status.version { return .valid }
+        // The common case, nothing moving: whole if the name still holds the folder read.
+        if (try? codec.decode(store.fileWrapper(at: root), claim: claim)) != nil, (try? store.status(of: root))?.inode == status.inode {
+            return validated(root, claim: claim, read: status)
         }
+        var folder: FileStatus?
+        do {
+            try store.withFolderWrapper(at: root) { wrapper, opened in
+                folder = opened
+                _ = try codec.decode(wrapper, claim: claim)
+            }
+        } catch {
+            // A folder replaced beside the mount (by another program, not by a commit here) may have
+            // been emptied as it was read: served as it is, as a draft is, not called broken.
+            guard let folder, let now = try? store.status(of: root) else { return .draft(reason: "it does not exist") }
+            guard now.inode == folder.inode else { return .draft(reason: "it was replaced while it was read") }
+            let reason = describe(error)
+            return PackageMarker.isMarked(root, in: store) ? .corrupt(reason: reason) : .draft(reason: reason)
+        }
+        guard let folder else { return .draft(reason: "it does not exist") }
+        return validated(root, claim: claim, read: folder)
+    }
+
+    /// `root` decoded, read as the folder `read`: marked as a package, and remembered as valid only
+    /// while it is the folder under the name (one swapped in while it was read is decoded in its
+    /// turn).
+    private func validated(_ root: String, claim: DocumentClaim, read: FileStatus) -> State {
+        guard let now = try? store.status(of: root), now.inode == read.inode else { return .valid }
         if !PackageMarker.isMarked(root, in: store) {
             try? PackageMarker.mark(root, in: store)
             logger.info("\(root) decodes as \(claim.type.name): it is a package now, no longer a draft")

@@ -51,6 +51,8 @@ public final class DirectoryStore: DocumentStore {
     /// Documents whose last version a removal under way kept in their removal area already
     /// (`keepVersion(ofRemoved:joining:as:)`), until the removal or the end of its change.
     let removalsKeptAhead = OrderedMutex<Set<PathKey>>(.leaf, [])
+    /// Folder reads under way, and the replaced folders whose removal waits for them.
+    let folderReads = OrderedMutex(.leaf, FolderReads())
     /// The numbers of the items a save in progress replaces, by the saved path, until the save is
     /// recorded (`recordSave`): where the save gave the document a new number, the history of the
     /// replaced number takes it (see `noteHistoryNumber`).
@@ -344,7 +346,13 @@ public final class DirectoryStore: DocumentStore {
     /// Read through `/proc/self/fd/N/.` of the folder, opened beneath the store with no link
     /// followed, and confined there as the store is (a `ConfinedTree`): each member is resolved
     /// beneath the open folder, wherever it has moved, and never through a link.
+    /// A folder that a change replaces meanwhile is removed only after the read (`readingFolder`):
+    /// what is read is one version of the folder, whole.
     public func withFolderWrapper<T>(at path: String, _ body: (FileWrapper, FileStatus) throws -> T) throws -> T {
+        try readingFolder { try readFolder(at: path, body) }
+    }
+
+    private func readFolder<T>(at path: String, _ body: (FileWrapper, FileStatus) throws -> T) throws -> T {
         let folder = try openDirectory(path)
         let status = try folder.status(path: path)
         // "/." so the magic link is followed to the folder: its own status would be a link's.
@@ -568,11 +576,12 @@ public final class DirectoryStore: DocumentStore {
 
     /// Puts the private item at `prepared` (absolute) in the place of `destination` (absolute) as
     /// `publish`'s step. The item it replaced is removed after the step, outside what lookups wait
-    /// for; left over by a failure, it goes with the private area's cleanup at the next mount.
+    /// for, and after any folder read under way (`removeReplaced`); left over by a failure, it goes
+    /// with the private area's cleanup at the next mount.
     private func replace(_ destination: String, with prepared: String, publishing publish: Publication) throws {
         var swapped = false
         try publish { swapped = try FileIO.swapIn(prepared, at: destination) }
-        if swapped { try? FileIO.removeItem(prepared) }
+        if swapped { removeReplaced(atAbsolutePath: prepared) }
     }
 
     /// The step of `replaceDirectory` alone (a shared store's mirror publishes it with its own

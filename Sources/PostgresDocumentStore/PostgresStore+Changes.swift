@@ -225,7 +225,7 @@ extension PostgresStore {
             }
         })
         forgetBase(prepared)
-        mirror.removePrivateItem(prepared)
+        mirror.removeReplacedItem(prepared)
     }
 
     /// Deletes the row `id` at `path` for another to take its place there (a file replaced by a

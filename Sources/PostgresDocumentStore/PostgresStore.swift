@@ -301,6 +301,17 @@ public final class PostgresStore: DocumentStore {
         guard !Self.isPrivate(path), let local = mirror.localPath(of: path) else { return try mirror.fileWrapper(at: path) }
         return try withContent(path) { try FileWrapper(url: URL(fileURLWithPath: local, isDirectory: false), options: .immediate) }
     }
+    /// The folder read through one descriptor of the mirror's folder, once its content is fetched
+    /// (and while no other mount's change is applied): one version of it, whole, as on a directory
+    /// store (see `DirectoryStore.withFolderWrapper`).
+    public func withFolderWrapper<T>(at path: String, _ body: (FileWrapper, FileStatus) throws -> T) throws -> T {
+        guard !Self.isPrivate(path) else { return try mirror.withFolderWrapper(at: path, body) }
+        return try withContent(path) {
+            try mirror.withFolderWrapper(at: path) { wrapper, folder in
+                try body(wrapper, identified(Self.blocksAsFetched(folder), as: state.withLock { $0[path]?.id }))
+            }
+        }
+    }
     public func symbolicLinkTarget(_ path: String) throws -> String { try mirror.symbolicLinkTarget(path) }
     public func extendedAttribute(_ path: String, name: String) throws -> [UInt8] { try mirror.extendedAttribute(path, name: name) }
     public func extendedAttributeNames(_ path: String) throws -> [String] { try mirror.extendedAttributeNames(path) }

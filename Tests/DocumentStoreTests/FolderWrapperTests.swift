@@ -44,6 +44,33 @@ import Testing
         #expect(openDescriptors() - open < 50, "\(openDescriptors() - open) descriptors more")
     }
 
+    /// A commit swaps a package's next version in and removes the folder it replaced. Removed at
+    /// once, that folder emptied under a read of it, and the reader read again what the name held,
+    /// up to eight times, then served the package unjudged. Now the replaced folder stays whole until
+    /// the read ends, and goes then.
+    @Test func aFolderReplacedWhileReadStaysWholeUntilTheReadEnds() throws {
+        let folder = try folder(with: ["P.textbundle/text.md": "one", "P.textbundle/assets/a.png": "image"])
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let store = try DirectoryStore(path: folder)
+        var replaced: String?
+        let read = try store.withFolderWrapper(at: "P.textbundle") { wrapper, _ -> [String] in
+            // The next version, made and swapped in before anything of the folder is read.
+            let clone = try store.cloneDirectory("P.textbundle")
+            try Data("two".utf8).write(to: URL(fileURLWithPath: folder + "/" + clone + "/text.md.new"))
+            #expect(rename(folder + "/" + clone + "/text.md.new", folder + "/" + clone + "/text.md") == 0)
+            try store.replaceDirectory(at: "P.textbundle", with: clone)
+            replaced = clone
+            let children = wrapper.fileWrappers ?? [:]
+            let text = children["text.md"]?.regularFileContents.map { String(decoding: $0, as: UTF8.self) }
+            let asset = children["assets"]?.fileWrappers?["a.png"]?.regularFileContents.map { String(decoding: $0, as: UTF8.self) }
+            return [children.keys.sorted().joined(separator: ","), text ?? "-", asset ?? "-"]
+        }
+        #expect(read == ["assets,text.md", "one", "image"], "the read saw the folder it opened, whole")
+        #expect(try String(contentsOfFile: folder + "/P.textbundle/text.md", encoding: .utf8) == "two")
+        var status = stat()
+        #expect(replaced.map { lstat(folder + "/" + $0, &status) } == -1, "the replaced folder is gone once the read ended")
+    }
+
     private func openDescriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd"))?.count ?? -1 }
 
     /// A root daemon reads packages anyone may write: a folder inside one swapped for a link while
