@@ -55,8 +55,10 @@ final class PackageCoordinator: Sendable {
     func state(of root: String, claim: DocumentClaim) -> State {
         guard let status = try? store.status(of: root) else { return .draft(reason: "it does not exist") }
         if decodedVersions.withLock({ $0[PathKey(root)] }) == status.version { return .valid }
-        // The common case, nothing moving: whole if the name still holds the folder read.
-        if (try? codec.decode(store.fileWrapper(at: root), claim: claim)) != nil, (try? store.status(of: root))?.inode == status.inode {
+        // The common case, nothing moving: whole if the name still holds the folder read, unchanged.
+        if (try? codec.decode(store.fileWrapper(at: root), claim: claim)) != nil, let now = try? store.status(of: root),
+           now.inode == status.inode, now.version == status.version
+        {
             return validated(root, claim: claim, read: status)
         }
         var folder: FileStatus?
@@ -66,10 +68,15 @@ final class PackageCoordinator: Sendable {
                 _ = try codec.decode(wrapper, claim: claim)
             }
         } catch {
+            guard let now = try? store.status(of: root) else { return .draft(reason: "it does not exist") }
             // A folder replaced beside the mount (by another program, not by a commit here) may have
-            // been emptied as it was read: served as it is, as a draft is, not called broken.
-            guard let folder, let now = try? store.status(of: root) else { return .draft(reason: "it does not exist") }
-            guard now.inode == folder.inode else { return .draft(reason: "it was replaced while it was read") }
+            // been emptied as it was read, and one changed in place (a member saved, made or removed
+            // meanwhile) read half changed: served as it is, as a draft is, and judged at the next
+            // open, never called broken for it.
+            if let folder, now.inode != folder.inode || now.version != folder.version {
+                return .draft(reason: "it changed while it was read")
+            }
+            // Not read at all (no descriptor, content that could not be fetched), or read whole.
             let reason = describe(error)
             return PackageMarker.isMarked(root, in: store) ? .corrupt(reason: reason) : .draft(reason: reason)
         }
@@ -78,10 +85,10 @@ final class PackageCoordinator: Sendable {
     }
 
     /// `root` decoded, read as the folder `read`: marked as a package, and remembered as valid only
-    /// while it is the folder under the name (one swapped in while it was read is decoded in its
-    /// turn).
+    /// while it is the folder under the name, as it was read (one swapped in or changed while it was
+    /// read is decoded in its turn).
     private func validated(_ root: String, claim: DocumentClaim, read: FileStatus) -> State {
-        guard let now = try? store.status(of: root), now.inode == read.inode else { return .valid }
+        guard let now = try? store.status(of: root), now.inode == read.inode, now.version == read.version else { return .valid }
         if !PackageMarker.isMarked(root, in: store) {
             try? PackageMarker.mark(root, in: store)
             logger.info("\(root) decodes as \(claim.type.name): it is a package now, no longer a draft")
@@ -159,12 +166,16 @@ final class PackageCoordinator: Sendable {
             throw .ioError
         }
         TestHook.packageCloneJudged.pause()
+        // Once swapped in, the clone's path holds the folder it replaced, which the store removes
+        // (after the folder reads under way).
+        var swapped = false
         do {
             try pipeline.commit(
                 replacing: versions(replacedBy: change, root: root), saving: savedPaths(change, root: root), package: packageToPrepare(after: change, root: root)
             ) {
                 if result === file {
                     try store.replaceDirectory(at: root, with: clone, publishing: publish)
+                    swapped = true
                     if durable { try store.synchronize(root) }
                 } else {
                     try store.persist(result, at: root, durable: durable, publishing: publish)
@@ -180,7 +191,7 @@ final class PackageCoordinator: Sendable {
             if kept == nil { store.removePrivateItem(clone) }
             throw .ioError
         } catch {
-            store.removePrivateItem(clone)
+            if !swapped { store.removePrivateItem(clone) }
             throw FUSEError(error)
         }
         if let status = try? store.status(of: root) { decodedVersions.withLock { $0[PathKey(root)] = status.version } }
