@@ -142,10 +142,9 @@ extension DocumentFileSystem {
                 if source == nil, !startEmpty {
                     // A writer that does not read opened no committed file (see `open`): the one
                     // at its name now, fetched first, then found with renames held off. Content
-                    // that left the mirror in between is downloaded holding it, as an open's is
-                    // (see `open`). A file that
-                    // cannot be opened fails the write: a stage seeded empty would commit the
-                    // write's bytes alone over the document.
+                    // that left the mirror in between is downloaded holding it, as an open's is. A
+                    // file that cannot be opened fails the write: a stage seeded empty would
+                    // commit the write's bytes alone over the document.
                     for downloading in [false, true] {
                         if let path = storedPath { try? store.fetchContent(of: path) }
                         TestHook.seedAfterFetch.pause()

@@ -2,9 +2,9 @@ import SystemSupport
 
 /// Folders read whole through a descriptor (`withFolderWrapper`, how a package is judged) are never
 /// emptied under the read: a change that replaces a folder (a package's commit swapping its next
-/// version in) removes the one it replaced once no such read is under way. Before, the replaced
-/// folder was removed at once, a read of it found members gone, and the reader had to read what was
-/// under the name again, up to a number of times.
+/// version in) removes the one it replaced once no such read is under way, so one read is one
+/// version of the folder and its reader never has to read the name again. The last read to end
+/// does the removals.
 struct FolderReads {
     var active = 0
     /// Replaced items whose removal waits for the reads, with the file they were (a path in the
