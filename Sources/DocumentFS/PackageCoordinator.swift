@@ -68,7 +68,10 @@ final class PackageCoordinator: Sendable {
                 _ = try codec.decode(wrapper, claim: claim)
             }
         } catch {
-            guard let now = try? store.status(of: root) else { return .draft(reason: "it does not exist") }
+            // The name held nothing when the read began (a rename moved the folder away, and maybe
+            // back since): no package was there to judge.
+            let notThere = (error as? SystemCallError).map { [ENOENT, ENOTDIR].contains($0.errno) } ?? false
+            guard folder != nil || !notThere, let now = try? store.status(of: root) else { return .draft(reason: "it does not exist") }
             // A folder replaced beside the mount (by another program, not by a commit here) may have
             // been emptied as it was read, and one changed in place (a member saved, made or removed
             // meanwhile) read half changed: served as it is, as a draft is, and judged at the next
