@@ -353,11 +353,7 @@ extension DocumentFileSystem {
             // A document's history leaves the path (a new document there starts with none), as
             // reachable as it was: its status and its folder's, as they are, say who may read it
             // (see `VersionsView`). A raw file's removal stats nothing more.
-            let removed = !isDocument ? nil : (try? store.status(of: path)).flatMap { document in
-                (try? store.status(of: StorePath.split(path)?.parent ?? "")).map {
-                    RemovedDocument(status: document, folder: $0, unreachable: store.unreachableBits(of: path))
-                }
-            }
+            let removed = isDocument ? store.removedDocument(at: path) : nil
             let replaced: [CommitPipeline.Replaced] = isDocument
                 ? [.init(path: path, removed: removed.map { (VersionArchive.removedPath(of: path, owner: $0.status.userID), $0) })] : []
             let detach = publishing { [self] in

@@ -13,7 +13,7 @@ extension DirectoryStore {
         // and the version must never be readable by them, not even until the removal records it
         // (or if the removal then fails: the version stays there, under the narrowed record).
         let kept = try keepVersion(of: path, copying: false, as: nil, joining: removed) {
-            versions?.recordRemovedDocument(removed, as: document)
+            versions?.recordRemovedDocument(removed, as: document, makingFolder: true)
         }
         if kept != nil { removalsKeptAhead.withLock { _ = $0.insert(PathKey(path)) } }
     }
@@ -358,20 +358,35 @@ extension DirectoryStore {
 
     /// `unreachableBits(of:)` where the document's status is read already (nil: it could not be).
     func unreachableBits(of path: String, document: FileStatus?) -> mode_t {
-        // Plain stats: the item numbers `status(of:)` reads are not wanted here. Every document
-        // counts, a private one too: a chmod may open it before its next save, and the version that
-        // save keeps has the mode of then.
         guard let document else { return 0o077 }
+        return reach(of: path, document: document).unreachable
+    }
+
+    /// Plain stats, one of the document and one a folder on the way up (a document in the store's
+    /// root folder: two in all): the item numbers `status(of:)` reads are not wanted here.
+    public func removedDocument(at path: String) -> RemovedDocument? {
+        guard let document = try? FileStatus.of(path: absolute(path)) else { return nil }
+        let (unreachable, folder) = reach(of: path, document: document)
+        return folder.map { RemovedDocument(status: document, folder: $0, unreachable: unreachable) }
+    }
+
+    /// What the folders on the way to the document at `path` keep from its group and others (see
+    /// `unreachableBits(of:)`), and the status of the folder it is in (nil: it could not be read).
+    private func reach(of path: String, document: FileStatus) -> (unreachable: mode_t, folder: FileStatus?) {
+        // Every document counts, a private one too: a chmod may open it before its next save, and
+        // the version that save keeps has the mode of then.
         var bits: mode_t = 0
         var folder = path
+        var first: FileStatus?
         repeat {
             folder = StorePath.split(folder)?.parent ?? ""
             // A folder that cannot be looked at (gone meanwhile) lets nobody in.
-            guard let status = try? FileStatus.of(path: absolute(folder)) else { return 0o077 }
+            guard let status = try? FileStatus.of(path: absolute(folder)) else { return (0o077, first) }
+            first = first ?? status
             if status.permissions & 0o001 == 0 { bits |= 0o007 }
             if status.permissions & (status.groupID == document.groupID ? 0o010 : 0o001) == 0 { bits |= 0o070 }
         } while !folder.isEmpty && bits != 0o077
-        return bits
+        return (bits, first)
     }
 
     /// Drops what `retention` does not keep at `now`. Returns how many versions went and the space

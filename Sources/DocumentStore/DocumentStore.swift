@@ -190,6 +190,9 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// The permission bits of the document at `path` its folders keep from its group and from
     /// others now (`SaveRecord.unreachable`).
     func unreachableBits(of path: String) -> mode_t
+    /// What a removal through the mount records of the document at `path` (see
+    /// `RemovedDocument`), read as it is now; nil where it or its folder cannot be read.
+    func removedDocument(at path: String) -> RemovedDocument?
     /// Makes the next version of the package at `path` ahead, off the next save's path (a store
     /// that keeps packages' versions as folders of links); nothing for a file.
     func prepareVersion(of path: String)
@@ -288,6 +291,10 @@ extension DocumentStore {
     public func recordSave(of path: String, by user: uid_t) {}
     public func recordingSaves<T>(of paths: [String], by user: uid_t, _ change: () throws -> T) throws -> T { try change() }
     public func unreachableBits(of path: String) -> mode_t { 0 }
+    public func removedDocument(at path: String) -> RemovedDocument? {
+        guard let document = try? status(of: path), let folder = try? status(of: StorePath.split(path)?.parent ?? "") else { return nil }
+        return RemovedDocument(status: document, folder: folder, unreachable: unreachableBits(of: path))
+    }
     public func keepReplacedVersion(of path: String, file: OwnedDescriptor) throws {}
     public func dropPendingVersions(of paths: [String]) {}
     public func moveVersions(from source: String, to destination: String, exchanging: Bool) {}

@@ -807,11 +807,18 @@ public final class VersionArchive: Sendable {
     /// archive (one attribute, no file of its own), which goes where its history goes.
     /// A record only ever narrows: the versions under a name may be several documents' of one
     /// owner (one removed, another made there and removed), and each keeps out whom it kept out.
-    public func recordRemovedDocument(_ document: String, as removed: RemovedDocument) {
+    /// `makingFolder`: a version is about to go in, so a history's folder not made yet is made
+    /// first, with its record: no version of a removed document is in the archive unrecorded.
+    public func recordRemovedDocument(_ document: String, as removed: RemovedDocument, makingFolder: Bool = false) {
         let readers = Self.readers(of: removed)
-        setReadersOfRemovedDocument(
-            document, readersOfRemovedDocument(document).map { $0.removedAgain(as: readers, inAreaOf: Self.removalAreaOwner(of: document)) } ?? readers,
-            makingFolder: false)
+        let (folder, listed) = withIndex { index in (self.folder(for: document, in: &index), index.folder(of: document) != nil) }
+        // Every folder with a note is listed: one that is not has no record to narrow.
+        if !listed {
+            guard makingFolder, (try? makeFolder(folder, for: document)) != nil else { return }
+        }
+        let earlier = listed ? readersOfRemovedDocument(document, in: folder) : nil
+        let narrowed = earlier.map { $0.removedAgain(as: readers, inAreaOf: Self.removalAreaOwner(of: document)) } ?? readers
+        if narrowed != earlier { setReaders(narrowed, of: document, in: folder) }
     }
 
     /// Sets who could read `document` when it was removed (a record a shared store's database
