@@ -89,11 +89,16 @@ extension DocumentFileSystem {
 
     /// Looks up a name that must now exist in the store and counts the kernel's new reference.
     func countedEntry(parent: Inode, name: FileName, path: String, caller: pid_t?) throws(FUSEError) -> Entry {
-        try namespace.reading { () throws(FUSEError) -> Entry in
+        try countedEntryAndStatus(parent: parent, name: name, path: path, caller: caller).entry
+    }
+
+    /// `countedEntry`, with the stored item's status it was made from.
+    func countedEntryAndStatus(parent: Inode, name: FileName, path: String, caller: pid_t?) throws(FUSEError) -> (entry: Entry, status: FileStatus) {
+        try namespace.reading { () throws(FUSEError) -> (entry: Entry, status: FileStatus) in
             let status = try storeCall { try store.status(of: path) }
             let inode = nodes.child(parent: parent, name: name, counting: true, status: status, kinship: { kinship(of: status, toRecord: $0, at: $1) })
             if status.kind == .directory { watchDirectory(inode, path: path, status: status) }
-            return entry(for: inode, path: path, status: status, caller: caller)
+            return (entry(for: inode, path: path, status: status, caller: caller), status)
         }
     }
 

@@ -33,13 +33,13 @@ extension DocumentFileSystem {
     }
 
     func open(inode: Inode, flags: Int32, context: RequestContext) throws(FUSEError) -> OpenReply {
-        try open(inode: inode, flags: flags, context: context, created: false)
+        try open(inode: inode, flags: flags, context: context, created: nil)
     }
 
-    /// `created`: the file was just made by the `create` this open belongs to, which gets a handle
-    /// for writing whatever mode it gave the file (`cp` of a read-only file makes a 0444 copy and
-    /// writes to it), as on a local disk.
-    func open(inode: Inode, flags: Int32, context: RequestContext, created: Bool) throws(FUSEError) -> OpenReply {
+    /// `created`: the status (as the create's entry read it) of the file just made by the `create`
+    /// this open belongs to, which gets a handle for writing whatever mode it gave the file (`cp` of
+    /// a read-only file makes a 0444 copy and writes to it), as on a local disk.
+    func open(inode: Inode, flags: Int32, context: RequestContext, created: FileStatus?) throws(FUSEError) -> OpenReply {
         // Content a database store's mirror does not hold is fetched with the namespace let go, and
         // the open is made again (`.unfetched`); content evicted again in between (a cache smaller
         // than what is in use) is downloaded then rather than refused.
@@ -50,7 +50,7 @@ extension DocumentFileSystem {
 
     /// Nil when the content is not in a database store's mirror and not `downloading`: it was
     /// fetched meanwhile.
-    private func open(inode: Inode, flags: Int32, context: RequestContext, downloading: Bool, created: Bool) throws(FUSEError) -> OpenReply? {
+    private func open(inode: Inode, flags: Int32, context: RequestContext, downloading: Bool, created: FileStatus?) throws(FUSEError) -> OpenReply? {
         // A node id DocFS has forgotten: requests run on several threads, so an OPEN can be handled
         // after a FORGET the kernel sent later. ESTALE makes the kernel look the name up again.
         guard let node = nodes.node(inode) else { throw .stale }
@@ -98,7 +98,8 @@ extension DocumentFileSystem {
                 guard let kept = node.state.withLock({ $0.committed }) else { throw .stale }
                 return .detached(kept)
             }
-            let status = try storeCall { try store.status(of: path) }
+            // A create's own file was read a moment ago, for its entry.
+            let status = if let created { created } else { try storeCall { try store.status(of: path) } }
             guard status.kind == .regular else { throw .isDirectory }
             let role = classifier.role(forPath: path)
             if case .raw = role, store.writesInPlace {
@@ -159,7 +160,7 @@ extension DocumentFileSystem {
         case .replaced(let current):
             defer { nodes.forget(current, count: 1) }
             // Not the file this open's create made: it opens as any file does.
-            return try open(inode: current, flags: flags, context: context, created: false)
+            return try open(inode: current, flags: flags, context: context, created: nil)
         }
     }
 
@@ -168,13 +169,13 @@ extension DocumentFileSystem {
     /// read after a save on a local disk does (it is the node's live file, with the new count).
     private func openStaged(
         _ node: Node, path: String, role: DocumentClassifier.Role, live found: OwnedDescriptor?, liveVersion foundVersion: FileVersion, status: FileStatus,
-        flags: Int32, context: RequestContext, foundAtCommit foundAt: UInt64, created: Bool
+        flags: Int32, context: RequestContext, foundAtCommit foundAt: UInt64, created: FileStatus?
     ) throws(FUSEError) -> OpenReply {
         let writing = flags & O_ACCMODE != O_RDONLY
         let truncating = writing && flags & O_TRUNC != 0
         // The creator's handle is writable whatever mode it gave the new file.
         var judged = status
-        if created { judged.mode |= 0o200 }
+        if created != nil { judged.mode |= 0o200 }
         switch role {
         case .raw: break
         case .document(let claim):

@@ -57,14 +57,14 @@ extension DocumentFileSystem {
     /// The entry and open handle for a file `create` just made (or found made). `created`, the new
     /// file's descriptor, serves it as its live version (the open checks it is still the one there).
     private func openCreated(parent: Inode, name: FileName, path: String, flags: Int32, context: RequestContext, created: OwnedDescriptor? = nil) throws(FUSEError) -> (Entry, OpenReply) {
-        let entry = try countedEntry(parent: parent, name: name, path: path, caller: context.processID)
+        let (entry, status) = try countedEntryAndStatus(parent: parent, name: name, path: path, caller: context.processID)
         if let created, let node = nodes.node(entry.inode) {
             node.state.withLock { state in
                 if state.live == nil { state.live = created }
             }
         }
         do {
-            return (entry, try open(inode: entry.inode, flags: flags & ~(O_CREAT | O_EXCL), context: context, created: created != nil))
+            return (entry, try open(inode: entry.inode, flags: flags & ~(O_CREAT | O_EXCL), context: context, created: created == nil ? nil : status))
         } catch {
             nodes.forget(entry.inode, count: 1)
             throw error

@@ -129,8 +129,10 @@ public enum FileIO {
     /// 10 GB file holding one byte at its end wrote 10 GB of zeros and filled the disk: xfstests
     /// generic/130 on a PostgreSQL mirror).
     public static func copyContents(from source: Int32, to destination: Int32, path: String? = nil) throws {
-        if docfs_clone_file(destination, source) == 0 { return }
+        // An empty source (a file just created, seeding its first write's stage) leaves nothing to do.
         let size = lseek(source, 0, SEEK_END)
+        if size == 0 { return }
+        if docfs_clone_file(destination, source) == 0 { return }
         guard size > 0 else { return }
         var offset: off_t = 0
         while offset < size {
