@@ -533,12 +533,16 @@ public final class VersionArchive: Sendable {
     }
 
     /// The document's folder, with `document` in it naming the document.
-    private func makeFolder(_ folder: String, for document: String) throws {
-        try makingShard(of: folder) {
-            do { try Paths.makeDirectory(folder, mode: 0o700) } catch let error as SystemCallError where error.errno == EEXIST {}
+    /// Returns false where the folder was there already.
+    @discardableResult
+    private func makeFolder(_ folder: String, for document: String) throws -> Bool {
+        let made = try makingShard(of: folder) { () throws -> Bool in
+            do { try Paths.makeDirectory(folder, mode: 0o700) } catch let error as SystemCallError where error.errno == EEXIST { return false }
+            return true
         }
         try writeNote(in: folder, naming: document)
         known.withLock { index in index?.folders[Array(document.utf8)] = relative(folder) }
+        return made
     }
 
     /// `SHARD/KEY` of a history's folder (a whole path in the archive).
@@ -812,11 +816,19 @@ public final class VersionArchive: Sendable {
     public func recordRemovedDocument(_ document: String, as removed: RemovedDocument, makingFolder: Bool = false) {
         let readers = Self.readers(of: removed)
         let (folder, listed) = withIndex { index in (self.folder(for: document, in: &index), index.folder(of: document) != nil) }
-        // Every folder with a note is listed: one that is not has no record to narrow.
-        if !listed {
-            guard makingFolder, (try? makeFolder(folder, for: document)) != nil else { return }
+        var earlier: Readers?
+        if listed {
+            earlier = readersOfRemovedDocument(document, in: folder)
+        } else {
+            guard makingFolder, let made = try? makeFolder(folder, for: document) else { return }
+            // Made now, it has no record. One found there unlisted (a label folder an earlier
+            // reading of the archive left beside another, say) keeps out whom its record does:
+            // read from the folder, not from what was cached while it was nobody's.
+            if !made {
+                removalRecords.withLock { $0[Array(document.utf8)] = nil }
+                earlier = readersOfRemovedDocument(document, in: folder)
+            }
         }
-        let earlier = listed ? readersOfRemovedDocument(document, in: folder) : nil
         let narrowed = earlier.map { $0.removedAgain(as: readers, inAreaOf: Self.removalAreaOwner(of: document)) } ?? readers
         if narrowed != earlier { setReaders(narrowed, of: document, in: folder) }
     }
@@ -825,7 +837,7 @@ public final class VersionArchive: Sendable {
     /// holds, which may come before its versions: `makingFolder` makes the document's folder).
     public func setReadersOfRemovedDocument(_ document: String, _ readers: Readers, makingFolder: Bool) {
         let folder = folder(for: document)
-        if makingFolder, (try? FileStatus.of(path: folder)) == nil { try? makeFolder(folder, for: document) }
+        if makingFolder, (try? FileStatus.of(path: folder)) == nil { _ = try? makeFolder(folder, for: document) }
         setReaders(readers, of: document, in: folder)
     }
 

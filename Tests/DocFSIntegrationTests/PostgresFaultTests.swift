@@ -169,11 +169,14 @@ final class PostgresFaultTests {
             """, mount.inMount(""), String(seconds)] + names, capture: true)
     }
 
+    /// How long a cached `cat`, `stat` or `ls` may take while a change waits, in ms: issue 40's
+    /// bound. Each test holds what a read must not wait for as long as the reads run (4 s or more),
+    /// so a read that waited takes seconds; the slowest call of 256 runs of these tests (CI and
+    /// local runs of the whole suite) took 26.4 ms.
+    private static let slowestCachedRead = 100.0
+
     /// The slowest read `startCachedReads` saw, in ms; infinity when they did not end in time (a
     /// read held behind a lock the kernel cannot interrupt: the fault must end for it to return).
-    /// Each test holds what a read must not wait for as long as the reads run (4 s or more), so a
-    /// read that waited takes seconds: the tests' 1 s bound leaves a loaded machine room and still
-    /// tells the two apart.
     private func slowest(of reads: ChildProcess, within seconds: Double) -> Double {
         guard reads.wait(seconds: seconds) else { return .infinity }
         reads.wait()
@@ -256,7 +259,7 @@ final class PostgresFaultTests {
         for pid in server { kill(pid, SIGCONT) }
         reads.wait()
         print("cached reads, stat and ls with the server stopped for 10 s: slowest \(slowestRead) ms")
-        #expect(slowestRead < 1000, "a cached read waited \(slowestRead) ms on a stopped server")
+        #expect(slowestRead < Self.slowestCachedRead, "a cached read waited \(slowestRead) ms on a stopped server")
         #expect(outcome(of: save) == "ok", "\(mount.log)")
         #expect(rows(named: "during.json") == "1")
         #expect(contents(mount.inMount("during.json")) == "[\"saved while stopped\"]")
@@ -279,7 +282,7 @@ final class PostgresFaultTests {
         let slowestRead = slowest(of: try startCachedReads(mount, names: names, for: 9), within: 30)
         locker.wait()
         print("cached reads, stat and ls with docfs_changes locked for 10 s: slowest \(slowestRead) ms")
-        #expect(slowestRead < 1000, "a cached read waited \(slowestRead) ms on a locked table")
+        #expect(slowestRead < Self.slowestCachedRead, "a cached read waited \(slowestRead) ms on a locked table")
         #expect(outcome(of: save) == "ok", "\(mount.log)")
         #expect(contents(mount.inMount("during.json")) == "[\"saved while locked\"]")
     }
@@ -298,7 +301,7 @@ final class PostgresFaultTests {
         let slowestRead = slowest(of: try startCachedReads(mount, names: names, for: 5), within: 20)
         try cluster.start()
         print("cached reads, stat and ls while a rename waited for the database: slowest \(slowestRead) ms")
-        #expect(slowestRead < 1000, "a cached read waited \(slowestRead) ms behind a rename")
+        #expect(slowestRead < Self.slowestCachedRead, "a cached read waited \(slowestRead) ms behind a rename")
         #expect(rename.wait() == 0, "\(String(decoding: rename.error, as: UTF8.self))\n\(mount.log.suffix(1500))")
         #expect(contents(mount.inMount("moving/renamed.json")) == "[0]\n")
         #expect(rows(named: "renamed.json") == "1" && rows(named: "during.json") == "1", "the rename, and the cached documents' during.json")
@@ -347,7 +350,7 @@ final class PostgresFaultTests {
         let slowestRead = slowest(of: try startCachedReads(mount, names: names, for: 6), within: 15)
         for pid in server { kill(pid, SIGCONT) }
         print("cached cat, stat and ls while a rename and a removal waited on a stopped server: slowest call \(slowestRead) ms")
-        #expect(slowestRead < 1000, "a cached read waited \(slowestRead) ms behind a rename or removal")
+        #expect(slowestRead < Self.slowestCachedRead, "a cached read waited \(slowestRead) ms behind a rename or removal")
         #expect(rename.wait() == 0, "\(String(decoding: rename.error, as: UTF8.self))\n\(mount.log.suffix(1500))")
         #expect(removal.wait() == 0, "\(String(decoding: removal.error, as: UTF8.self))")
         #expect(contents(mount.inMount("moving/renamed.json")) == "[1]\n")
@@ -459,7 +462,7 @@ final class PostgresFaultTests {
         let slowestRead = slowest(of: try startCachedReads(mount, names: names, for: 4), within: 15)
         try FileManager.default.removeItem(atPath: hooks + "/commit-before-send.reached")
         print("cached cat, stat and ls while a rename waited behind a 64 MB upload: slowest call \(slowestRead) ms")
-        #expect(slowestRead < 1000, "a cached read waited \(slowestRead) ms behind a rename queued behind an upload")
+        #expect(slowestRead < Self.slowestCachedRead, "a cached read waited \(slowestRead) ms behind a rename queued behind an upload")
         #expect(upload.wait() == 0, "\(String(decoding: upload.error, as: UTF8.self))\n\(mount.log.suffix(1500))")
         #expect(rename.wait() == 0, "\(String(decoding: rename.error, as: UTF8.self))")
         #expect(contents(mount.inMount("moving/renamed.json")) == "[1]\n")
@@ -490,7 +493,7 @@ final class PostgresFaultTests {
         let slowestRead = slowest(of: try startCachedReads(mount, names: names, for: 4), within: 15)
         try FileManager.default.removeItem(atPath: hooks + "/fetch-before-download.reached")
         print("cached cat, stat and ls while an open waited for its download: slowest call \(slowestRead) ms")
-        #expect(slowestRead < 1000, "a cached read waited \(slowestRead) ms behind a download")
+        #expect(slowestRead < Self.slowestCachedRead, "a cached read waited \(slowestRead) ms behind a download")
         #expect(open.wait() == 0)
         #expect(String(decoding: open.output, as: UTF8.self) == "[\"far\"]\n")
         #expect(rename.wait() == 0, "\(String(decoding: rename.error, as: UTF8.self))")
@@ -523,7 +526,7 @@ final class PostgresFaultTests {
         #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/open-after-fetch.reached") })
         let (slowestRead, rename) = try cachedReadsWhileAnEvictedFetchIsHeld(mount, hooks: hooks, heldAt: "open-after-fetch", size: far.utf8.count, names: names)
         print("cached cat, stat and ls while an open fetched content evicted after its first fetch: slowest call \(slowestRead) ms")
-        #expect(slowestRead < 1000, "a cached read waited \(slowestRead) ms behind a download")
+        #expect(slowestRead < Self.slowestCachedRead, "a cached read waited \(slowestRead) ms behind a download")
         #expect(open.wait() == 0)
         #expect(open.output == Data(far.utf8), "the open reads the document whole")
         #expect(rename.wait() == 0, "\(String(decoding: rename.error, as: UTF8.self))")
@@ -555,7 +558,7 @@ final class PostgresFaultTests {
         #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/seed-after-fetch.reached") })
         let (slowestRead, rename) = try cachedReadsWhileAnEvictedFetchIsHeld(mount, hooks: hooks, heldAt: "seed-after-fetch", size: size, names: names)
         print("cached cat, stat and ls while a writer's seed was fetched after eviction: slowest call \(slowestRead) ms")
-        #expect(slowestRead < 1000, "a cached read waited \(slowestRead) ms behind a download")
+        #expect(slowestRead < Self.slowestCachedRead, "a cached read waited \(slowestRead) ms behind a download")
         #expect(writer.wait() == 0, "\(String(decoding: writer.error, as: UTF8.self))")
         #expect(rename.wait() == 0, "\(String(decoding: rename.error, as: UTF8.self))")
         let saved = FileManager.default.contents(atPath: mount.inMount("far/doc.json")) ?? Data()

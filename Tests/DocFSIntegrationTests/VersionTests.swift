@@ -622,6 +622,27 @@ import Testing
         #expect(try mount.read("shared/n.md") == "one\n")
     }
 
+    /// An owner's second removal at a path joins the first's history, whose record it may only
+    /// narrow: a private document removed, then an open one made and removed at its name, leaves
+    /// the private one's versions closed to others (the second removal finds the history's folder
+    /// made, with its record, by the first).
+    @Test func anOwnersSecondRemovalAtAPathNeverOpensTheFirstsVersions() throws {
+        let mount = try MountedStore(texts: [:], arguments: ["-o", "allow_other"])
+        defer { mount.unmount() }
+        #expect(try mount.shell("mkdir -m 1777 shared").succeeded)
+        #expect(try mount.shell(as: "daemon", "echo one > shared/c.md && echo two > shared/c.md && chmod 600 shared/c.md && rm shared/c.md").succeeded)
+        #expect(try mount.shell(as: "daemon", "echo three > shared/c.md && echo four > shared/c.md && chmod 644 shared/c.md && rm shared/c.md").succeeded)
+        let daemon = try #require(getpwnam("daemon")?.pointee.pw_uid)
+        let history = ".versions/.docfs/removed-\(daemon)/shared/c.md"
+        let owners = try mount.shell(as: "daemon", "cat \(history)/*")
+        #expect(owners.succeeded && owners.output == "one\ntwo\nthree\nfour\n", "\(owners.output)\(owners.error)")
+        // The whole history is closed: not one name listed, not one version read ("one" is 0644).
+        let listed = try mount.shell(as: "nobody", "ls \(history)")
+        #expect(!listed.succeeded && listed.error.contains("Permission denied"), "\(listed.output)\(listed.error)")
+        let read = try mount.shell(as: "nobody", "cat \(history)/*")
+        #expect(read.output.isEmpty && read.error.contains("Permission denied"), "\(read.output)\(read.error)")
+    }
+
     /// In an owner's removal area, a folder they remove replaces the record another owner's folder
     /// of that name left there: `nobody` removed a document from `daemon`'s open folder, `daemon`
     /// removed the folder, then `nobody` made a private folder of that name and `rm -r`'d it. The
