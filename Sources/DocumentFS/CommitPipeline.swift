@@ -35,8 +35,9 @@ struct CommitPipeline: Sendable {
     func judge(_ file: FileWrapper, claim: DocumentClaim, existingAt existingPath: String?) throws -> FileWrapper {
         let document = try codec.decode(file, claim: claim)
         // An empty file is a draft: nothing stored to build on.
-        let existing = existingPath.flatMap { path in (try? store.fileWrapper(at: path)).flatMap(Self.storedContent) }
-        return try codec.encode(document, claim: claim, existingFile: existing)
+        return try codec.encode(document, claim: claim) { [store] in
+            existingPath.flatMap { path in (try? store.fileWrapper(at: path)).flatMap(Self.storedContent) }
+        }
     }
 
     /// A stored item a type may build on: a folder, or a file with bytes.

@@ -27,8 +27,9 @@ struct DocumentCodec: Sendable {
         }
     }
 
-    func encode(_ document: DecodedDocument, claim: DocumentClaim, existingFile: FileWrapper?) throws -> FileWrapper {
-        try document.encode(FileDocumentWriteConfiguration(contentType: claim.contentType, existingFile: existingFile))
+    /// `existingFile` is read only if the type asks for it.
+    func encode(_ document: DecodedDocument, claim: DocumentClaim, existingFile: @escaping () -> FileWrapper?) throws -> FileWrapper {
+        try document.encode(FileDocumentWriteConfiguration(contentType: claim.contentType, readingExistingFile: existingFile))
     }
 
     /// Whether a returned wrapper holds exactly `bytes`, so the staged file can be installed as is.

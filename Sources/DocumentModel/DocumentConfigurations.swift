@@ -16,11 +16,37 @@ public struct FileDocumentReadConfiguration {
 /// file being replaced (nil when the document was never saved), to carry unchanged parts forward.
 public struct FileDocumentWriteConfiguration {
     public let contentType: UTType
-    public let existingFile: FileWrapper?
+    /// Read as Apple's `let` is; a host may have it read when the document first asks for it
+    /// (most types rewrite their content whole and never do).
+    public var existingFile: FileWrapper? { existing.wrapper }
+    private let existing: ExistingFile
 
     public init(contentType: UTType, existingFile: FileWrapper?) {
         self.contentType = contentType
-        self.existingFile = existingFile
+        existing = ExistingFile { existingFile }
+    }
+
+    /// For hosts: `existingFile` is `read` when first asked for, once.
+    public init(contentType: UTType, readingExistingFile read: @escaping () -> FileWrapper?) {
+        self.contentType = contentType
+        existing = ExistingFile(read)
+    }
+}
+
+/// `FileDocumentWriteConfiguration.existingFile`, read at most once. A configuration is used by
+/// the one call it is made for.
+private final class ExistingFile {
+    private var read: (() -> FileWrapper?)?
+    private var value: FileWrapper?
+
+    init(_ read: @escaping () -> FileWrapper?) { self.read = read }
+
+    var wrapper: FileWrapper? {
+        if let read {
+            value = read()
+            self.read = nil
+        }
+        return value
     }
 }
 

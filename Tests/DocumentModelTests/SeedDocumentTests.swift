@@ -26,6 +26,25 @@ import Testing
         #expect(wrapper.regularFileContents == Self.validText)
     }
 
+    /// A host's `existingFile` is read only when a type asks for it, and once: a plain-text type
+    /// rewrites its content whole and never does (each save read the stored file for nothing).
+    @Test func theExistingFileIsReadOnlyWhenATypeAsksForIt() throws {
+        var reads = 0
+        let stored = FileWrapper(regularFileWithContents: Data("old".utf8))
+        func configuration() -> FileDocumentWriteConfiguration {
+            FileDocumentWriteConfiguration(contentType: .plainText) {
+                reads += 1
+                return stored
+            }
+        }
+        let document = try TextFile(configuration: readConfiguration(Self.validText))
+        #expect(try document.fileWrapper(configuration: configuration()).regularFileContents == Self.validText)
+        #expect(reads == 0)
+        let asked = configuration()
+        #expect(asked.existingFile === stored && asked.existingFile === stored)
+        #expect(reads == 1)
+    }
+
     @Test func invalidUTF8IsCorruptWhereThePageSaysSo() {
         for type in [Note.self, NoteDoc.self] as [any FileDocument.Type] {
             #expect(throws: CocoaError(.fileReadCorruptFile)) { _ = try type.init(configuration: readConfiguration(Self.invalidUTF8)) }
