@@ -34,8 +34,8 @@ struct CommitPipeline: Sendable {
     /// with the item now at `existingPath` (if any) as `existingFile`. Throws what refuses it.
     func judge(_ file: FileWrapper, claim: DocumentClaim, existingAt existingPath: String?) throws -> FileWrapper {
         let document = try codec.decode(file, claim: claim)
-        // An empty file is a draft: nothing stored to build on.
         return try codec.encode(document, claim: claim) { [store] in
+            // An empty file is a draft: nothing stored to build on.
             existingPath.flatMap { path in (try? store.fileWrapper(at: path)).flatMap(Self.storedContent) }
         }
     }

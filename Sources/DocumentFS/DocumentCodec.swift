@@ -27,9 +27,11 @@ struct DocumentCodec: Sendable {
         }
     }
 
-    /// `existingFile` is read only if the type asks for it.
+    /// `existingFile` is read only if the type asks for it, during the call.
     func encode(_ document: DecodedDocument, claim: DocumentClaim, existingFile: @escaping () -> FileWrapper?) throws -> FileWrapper {
-        try document.encode(FileDocumentWriteConfiguration(contentType: claim.contentType, readingExistingFile: existingFile))
+        let configuration = FileDocumentWriteConfiguration(contentType: claim.contentType, readingExistingFile: existingFile)
+        defer { configuration.endOfCall() }
+        return try document.encode(configuration)
     }
 
     /// Whether a returned wrapper holds exactly `bytes`, so the staged file can be installed as is.

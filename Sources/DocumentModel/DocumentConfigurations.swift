@@ -26,27 +26,41 @@ public struct FileDocumentWriteConfiguration {
         existing = ExistingFile { existingFile }
     }
 
-    /// For hosts: `existingFile` is `read` when first asked for, once.
+    /// For hosts: `existingFile` is `read` when first asked for, once, until `endOfCall()`.
     public init(contentType: UTType, readingExistingFile read: @escaping () -> FileWrapper?) {
         self.contentType = contentType
         existing = ExistingFile(read)
     }
+
+    /// For hosts: the call this configuration was made for has returned (see `ExistingFile.seal`).
+    public func endOfCall() { existing.seal() }
 }
 
-/// `FileDocumentWriteConfiguration.existingFile`, read at most once. A configuration is used by
-/// the one call it is made for.
+/// `FileDocumentWriteConfiguration.existingFile`, read at most once, under a lock: a type may read
+/// it from several threads of its own within the call (Apple's `let` allows that).
 private final class ExistingFile {
+    private let lock = NSLock()
     private var read: (() -> FileWrapper?)?
     private var value: FileWrapper?
 
     init(_ read: @escaping () -> FileWrapper?) { self.read = read }
 
     var wrapper: FileWrapper? {
+        lock.lock()
+        defer { lock.unlock() }
         if let read {
             value = read()
             self.read = nil
         }
         return value
+    }
+
+    /// After the call it was made for, the file it would read is not the one replaced any more: a
+    /// configuration a type kept answers what it read during the call, or nil.
+    func seal() {
+        lock.lock()
+        defer { lock.unlock() }
+        read = nil
     }
 }
 

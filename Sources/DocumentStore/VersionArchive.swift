@@ -820,11 +820,12 @@ public final class VersionArchive: Sendable {
         if listed {
             earlier = readersOfRemovedDocument(document, in: folder)
         } else {
-            guard makingFolder, let made = try? makeFolder(folder, for: document) else { return }
+            guard makingFolder else { return }
             // Made now, it has no record. One found there unlisted (a label folder an earlier
             // reading of the archive left beside another, say) keeps out whom its record does:
-            // read from the folder, not from what was cached while it was nobody's.
-            if !made {
+            // read from the folder, not from what was cached while it was nobody's. So does one
+            // whose note could not be written (a full disk): the version may still go in.
+            if (try? makeFolder(folder, for: document)) != true {
                 removalRecords.withLock { $0[Array(document.utf8)] = nil }
                 earlier = readersOfRemovedDocument(document, in: folder)
             }

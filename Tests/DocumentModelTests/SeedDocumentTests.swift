@@ -43,6 +43,10 @@ import Testing
         let asked = configuration()
         #expect(asked.existingFile === stored && asked.existingFile === stored)
         #expect(reads == 1)
+        // Kept past its call, a configuration reads nothing: the file is not the replaced one then.
+        let kept = configuration()
+        kept.endOfCall()
+        #expect(kept.existingFile == nil && reads == 1)
     }
 
     @Test func invalidUTF8IsCorruptWhereThePageSaysSo() {
