@@ -921,7 +921,9 @@ public final class VersionArchive: Sendable {
             for (document, folder) in coming {
                 place(folder, of: document, at: StorePath.replacingFolder(destination, with: source, in: document), in: &index)
             }
-            forgetRemovalRecords()
+            // Only a history that moved takes its record elsewhere (an rm of a document with no
+            // history but the version it just kept moves nothing).
+            if !moving.isEmpty || !coming.isEmpty { forgetRemovalRecords() }
         }
     }
 
