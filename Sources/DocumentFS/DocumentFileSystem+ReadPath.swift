@@ -305,6 +305,7 @@ extension DocumentFileSystem {
             }
             slot.stage = nil
             let file = try storeCall { try store.makeStagingFile(seededFrom: nil, for: path) }
+            noteBase(of: file, node: node)
             var stage = Stage(file: file, isDirty: true)
             stage.lowestChange = 0
             slot.stage = stage

@@ -122,6 +122,17 @@ extension DocumentFileSystem {
         }
     }
 
+    /// Tells the store which item a new stage of `node` changes, from the node's name read under the
+    /// namespace, where the node table and the store's view of names change together: a rename
+    /// between the stage's first read of the name and the store's look (a package exchanged by
+    /// another request) made a PostgreSQL store check the commit against the other document and
+    /// refuse it as a conflict.
+    func noteBase(of file: StagingFile, node: Node) {
+        namespace.reading {
+            if let path = nodes.path(of: node.inode) { store.noteBase(of: file, for: path) }
+        }
+    }
+
     /// Changes the node's stage (made on first need from the committed content, or from `seed`, or
     /// empty with `startEmpty`) with `body`, and marks it for commit. A failure of `body` poisons the
     /// stage.
@@ -170,6 +181,7 @@ extension DocumentFileSystem {
                         return try store.makeStagingFile(seededFrom: source, for: storedPath ?? "(removed)")
                     }
                 }
+                noteBase(of: file, node: node)
                 stage = Stage(file: file, isDirty: false)
                 stage.baseSize = baseSize
                 node.state.withLock { $0.stagedFile = file }

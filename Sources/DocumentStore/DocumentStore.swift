@@ -57,6 +57,11 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// A private file for a write in progress to `document`, holding a copy of `source`'s content
     /// when given. A copy that fails (a full disk) leaves nothing behind.
     func makeStagingFile(seededFrom source: OwnedDescriptor?, for document: String) throws -> StagingFile
+    /// Notes that `staging` holds a change to the item now at `document`, where a store checks a
+    /// commit against the version its change began from (PostgreSQL): `makeStagingFile` looks by
+    /// a name its caller read before, which a rename since may have given another item. Called
+    /// with the name read again where no rename can pass between.
+    func noteBase(of staging: StagingFile, for document: String)
     /// Moves a staged file into place at `path` in one step, carrying over the permissions, owner
     /// and extended attributes of the item it replaces. Returns the new item's status. `durable`:
     /// the data is synced before the rename and the directory after it, so the new version and its
@@ -250,6 +255,7 @@ public struct RemovedDocument: Sendable {
 public typealias Publication = (_ apply: () throws -> Void) throws -> Void
 
 extension DocumentStore {
+    public func noteBase(of staging: StagingFile, for document: String) {}
     public func unnumberedStatus(of path: String) throws -> FileStatus { try status(of: path) }
     public func identityIsNeverReused(_ identity: UInt64) -> Bool { false }
     @discardableResult

@@ -334,8 +334,12 @@ public final class PostgresStore: DocumentStore {
 
     public func makeStagingFile(seededFrom source: OwnedDescriptor?, for document: String) throws -> StagingFile {
         let staging = try mirror.makeStagingFile(seededFrom: source, for: document)
-        state.withLock { $0.bases[PathKey(staging.path)] = (document, $0[document]) }
+        noteBase(of: staging, for: document)
         return staging
+    }
+
+    public func noteBase(of staging: StagingFile, for document: String) {
+        state.withLock { $0.bases[PathKey(staging.path)] = (document, $0[document]) }
     }
 
     /// The clone links the mirror's files, so their content is fetched first: a placeholder linked
