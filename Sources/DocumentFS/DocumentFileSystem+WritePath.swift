@@ -123,10 +123,11 @@ extension DocumentFileSystem {
     }
 
     /// Tells the store which item a new stage of `node` changes, from the node's name read under the
-    /// namespace, where the node table and the store's view of names change together: a rename
-    /// between the stage's first read of the name and the store's look (a package exchanged by
-    /// another request) made a PostgreSQL store check the commit against the other document and
-    /// refuse it as a conflict.
+    /// namespace, where this mount's renames change the node table and the store's view of names
+    /// together: a rename between the stage's first read of the name and the store's look (a
+    /// package exchanged by another request) made a PostgreSQL store check the commit against the
+    /// other document and refuse it as a conflict. (Another mount's rename reaches the store's view
+    /// before the node table: not covered here.)
     func noteBase(of file: StagingFile, node: Node) {
         namespace.reading {
             if let path = nodes.path(of: node.inode) { store.noteBase(of: file, for: path) }

@@ -60,7 +60,7 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// Notes that `staging` holds a change to the item now at `document`, where a store checks a
     /// commit against the version its change began from (PostgreSQL): `makeStagingFile` looks by
     /// a name its caller read before, which a rename since may have given another item. Called
-    /// with the name read again where no rename can pass between.
+    /// with the name read again where no rename through this mount can pass between.
     func noteBase(of staging: StagingFile, for document: String)
     /// Moves a staged file into place at `path` in one step, carrying over the permissions, owner
     /// and extended attributes of the item it replaces. Returns the new item's status. `durable`:

@@ -338,8 +338,17 @@ public final class PostgresStore: DocumentStore {
         return staging
     }
 
+    /// A base noted already for the same row keeps its content version: the one nearest to when
+    /// the stage's content was read.
     public func noteBase(of staging: StagingFile, for document: String) {
-        state.withLock { $0.bases[PathKey(staging.path)] = (document, $0[document]) }
+        state.withLock { state in
+            let key = PathKey(staging.path), now = state[document]
+            if let noted = state.bases[key]?.base, let now, noted.id == now.id {
+                state.bases[key] = (document, noted)
+            } else {
+                state.bases[key] = (document, now)
+            }
+        }
     }
 
     /// The clone links the mirror's files, so their content is fetched first: a placeholder linked
