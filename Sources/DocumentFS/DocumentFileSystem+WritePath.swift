@@ -129,6 +129,8 @@ extension DocumentFileSystem {
     /// other document and refuse it as a conflict. (Another mount's rename reaches the store's view
     /// before the node table: not covered here.)
     func noteBase(of file: StagingFile, node: Node) {
+        // A store that checks no bases is not waited on for the namespace.
+        guard store.checksBases else { return }
         namespace.reading {
             if let path = nodes.path(of: node.inode) { store.noteBase(of: file, for: path) }
         }

@@ -62,6 +62,8 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// a name its caller read before, which a rename since may have given another item. Called
     /// with the name read again where no rename through this mount can pass between.
     func noteBase(of staging: StagingFile, for document: String)
+    /// Whether `noteBase` matters: the store checks commits against their bases.
+    var checksBases: Bool { get }
     /// Moves a staged file into place at `path` in one step, carrying over the permissions, owner
     /// and extended attributes of the item it replaces. Returns the new item's status. `durable`:
     /// the data is synced before the rename and the directory after it, so the new version and its
@@ -256,6 +258,7 @@ public typealias Publication = (_ apply: () throws -> Void) throws -> Void
 
 extension DocumentStore {
     public func noteBase(of staging: StagingFile, for document: String) {}
+    public var checksBases: Bool { false }
     public func unnumberedStatus(of path: String) throws -> FileStatus { try status(of: path) }
     public func identityIsNeverReused(_ identity: UInt64) -> Bool { false }
     @discardableResult

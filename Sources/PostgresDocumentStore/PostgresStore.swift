@@ -338,6 +338,8 @@ public final class PostgresStore: DocumentStore {
         return staging
     }
 
+    public var checksBases: Bool { true }
+
     /// A base noted already for the same row keeps its content version: the one nearest to when
     /// the stage's content was read.
     public func noteBase(of staging: StagingFile, for document: String) {
