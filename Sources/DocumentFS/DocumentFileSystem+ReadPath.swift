@@ -82,7 +82,7 @@ extension DocumentFileSystem {
                     // writer's handle would be this inode's, whose one size the kernel moves with
                     // every write. Then, or when the name is not known any more, the kernel looks
                     // the name up again (ESTALE) and repeats the open there.
-                    guard let former = nodes.formerName(of: inode), !node.state.withLock({ $0.superseded || $0.cachedReaders > 0 }) else {
+                    guard let former = nodes.formerName(of: inode), node.state.withLock({ $0.admitWriterForSuccessor() }) else {
                         return .sentBack
                     }
                     // Counted as a lookup of this open's own, so that the kernel forgetting the

@@ -238,6 +238,75 @@ struct TornReadTests {
         #expect(try mount.read("doc.json") == "{\"a\": 1}\n")
     }
 
+    /// A writer whose open reaches an inode just after a rename replaced it writes to the document
+    /// that has the name now, through that inode: the kernel grows the inode's one size with its
+    /// writes. A reader that found the name before the rename and chose the page cache after the
+    /// writer was let through read its version padded with zeros up to the writer's size, when a
+    /// write landed during its read (once in 31 CI runs of
+    /// WriteIntegrityTests.writersInPlaceAndByRenameWithReadersNeverTearTheDocument). Each step is
+    /// held at a hook so that the interleaving is this one; the writer's second write is to a
+    /// page the reader's read does not hold, so the kernel lets it through meanwhile.
+    @Test func aWriterThroughAReplacedInodeNeverPadsTheVersionOfItsReader() throws {
+        let hooks = try MountedStore.makeHookFolder()
+        let old = "{\"v\": \"old\"}\n"
+        let mount = try MountedStore(
+            texts: ["doc.json": old, "new.json": "{\"v\": \"renamed in\"}\n"], launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
+        defer { mount.unmount() }
+        let points = ["open-after-fetch", "open-before-caching", "read-before-reply"]
+        defer { for point in points { try? FileManager.default.removeItem(atPath: hooks + "/" + point + ".reached") } }
+        func arm(_ point: String) { _ = FileManager.default.createFile(atPath: hooks + "/" + point, contents: nil) }
+        func reached(_ file: String) -> Bool { MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/" + file) } }
+        func letGo(_ point: String) throws { try FileManager.default.removeItem(atPath: hooks + "/" + point + ".reached") }
+
+        // The writer resolved doc.json to its inode and is held before its open looks at the name.
+        arm("open-after-fetch")
+        let writer = try ChildProcess(["timeout", "60", "python3", "-c", """
+            import os, sys, time
+            def step(done, wait):
+                open(sys.argv[2] + '/' + done, 'w').close()
+                while not os.path.exists(sys.argv[2] + '/' + wait): time.sleep(0.01)
+            fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
+            step('writer-opened', 'write-now')
+            os.write(fd, b'{"v": "' + b'w' * 100000 + b'"}')
+            step('written', 'write-again')
+            os.pwrite(fd, b'w', 90000)
+            os.close(fd)
+            """, mount.inMount("doc.json"), hooks], capture: true)
+        #expect(reached("open-after-fetch.reached"), "the writer's open never reached the hook")
+        // The reader found the name (before the rename) and is held before it chooses how to read.
+        arm("open-before-caching")
+        let reader = try ChildProcess(["timeout", "60", "python3", "-c", """
+            import os, sys, time
+            with open(sys.argv[1], 'rb', buffering=0) as f:
+                open(sys.argv[2] + '/reader-opened', 'w').close()
+                while not os.path.exists(sys.argv[2] + '/read-now'): time.sleep(0.01)
+                os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_RANDOM)
+                data = os.pread(f.fileno(), 4096, 0)
+            with open(sys.argv[2] + '/read.new', 'wb') as out: out.write(data)
+            os.rename(sys.argv[2] + '/read.new', sys.argv[2] + '/read')
+            """, mount.inMount("doc.json"), hooks], capture: true)
+        #expect(reached("open-before-caching.reached"), "the reader's open never reached the hook")
+        #expect(try mount.shell("mv new.json doc.json").succeeded)
+        try letGo("open-after-fetch")
+        #expect(reached("writer-opened"), "the writer's open failed: \(String(decoding: writer.output, as: UTF8.self))")
+        try letGo("open-before-caching")
+        #expect(reached("reader-opened"))
+        arm("write-now")
+        #expect(reached("written"))
+        // The reader's read is held in the daemon while the writer writes through the replaced inode.
+        arm("read-before-reply")
+        arm("read-now")
+        #expect(reached("read-before-reply.reached"), "the reader's read never reached the hook")
+        arm("write-again")
+        #expect(writer.wait() == 0, "the save succeeds")
+        try letGo("read-before-reply")
+        #expect(reader.wait() == 0)
+        #expect(reached("read"))
+        let read = (try? Data(contentsOf: URL(fileURLWithPath: hooks + "/read"))) ?? Data()
+        #expect(read == Data(old.utf8), "the reader read \(read.count) bytes, \(read.filter { $0 == 0 }.count) of them zeros")
+        #expect(try mount.read("doc.json")?.hasPrefix("{\"v\": \"www") == true, "the writer saved to the document that has the name")
+    }
+
     /// A document mapped shared (`mmap` MAP_SHARED, as Python's `mmap` and SQLite do) as soon as
     /// its writer is gone: its readers read through the page cache again, which is what lets the
     /// kernel map them shared. Before, for two seconds after every write, a reader bypassed the
