@@ -78,8 +78,9 @@ extension DocumentFileSystem {
                     // writer must not write to a file no name leads to any more: it writes to the
                     // document that has the name now, as if it had looked up a moment later. Never
                     // through this inode while readers read it through the page cache (a name left
-                    // to them, see `moveNameOffCachedReaders`, or a file replaced under them): the
-                    // writer's handle would be this inode's, whose one size the kernel moves with
+                    // to them, see `moveNameOffCachedReaders`, or a file replaced under them), nor
+                    // may any choose the cache once the writer is let through (`admitWriterForSuccessor`):
+                    // the writer's handle would be this inode's, whose one size the kernel moves with
                     // every write. Then, or when the name is not known any more, the kernel looks
                     // the name up again (ESTALE) and repeats the open there.
                     guard let former = nodes.formerName(of: inode), node.state.withLock({ $0.admitWriterForSuccessor() }) else {
