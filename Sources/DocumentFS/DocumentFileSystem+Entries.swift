@@ -141,7 +141,17 @@ extension DocumentFileSystem {
         nodes.forget(inode, count: count)
     }
 
-    func getAttributes(inode: Inode, handle: UInt64?, context: RequestContext) throws(FUSEError) -> AttributesReply {
+    /// The inode a request carrying `handle` is about: the handle's. An open that reached an inode
+    /// a rename had just replaced is served by the node that has the name now (`open`'s
+    /// `.replaced`), while the kernel keeps the handle on the old inode: its `fstat`, `ftruncate`,
+    /// `fchmod` and `futimens` are the new node's (they were the old file's, and a truncation was
+    /// dropped).
+    func inode(_ inode: Inode, servingHandle handle: UInt64?) -> Inode {
+        handle.flatMap { files.get($0)?.node.inode } ?? inode
+    }
+
+    func getAttributes(inode kernelInode: Inode, handle: UInt64?, context: RequestContext) throws(FUSEError) -> AttributesReply {
+        let inode = inode(kernelInode, servingHandle: handle)
         guard nodes.contains(inode) else { throw .stale }
         let node = nodes.existingNode(inode)
         let (staged, timeout) = stagedStatus(of: node, for: context.processID, path: nodes.path(of: inode))
@@ -157,8 +167,9 @@ extension DocumentFileSystem {
         }
     }
 
-    func setAttributes(inode: Inode, changes: AttributeChanges, handle: UInt64?, context: RequestContext) throws(FUSEError) -> AttributesReply {
+    func setAttributes(inode kernelInode: Inode, changes: AttributeChanges, handle: UInt64?, context: RequestContext) throws(FUSEError) -> AttributesReply {
         try requireWritable()
+        let inode = inode(kernelInode, servingHandle: handle)
         // Before the reply: `chmod a; stat b` of two links shows the new mode, as on a local disk.
         defer { otherNamesChanged(of: inode, content: changes.size != nil) }
         if let size = changes.size { try requireFits(offset: size) }

@@ -160,8 +160,13 @@ extension DocumentFileSystem {
             throw sendWriterBack(context.processID, from: node)
         case .replaced(let current):
             defer { nodes.forget(current, count: 1) }
-            // Not the file this open's create made: it opens as any file does.
-            return try open(inode: current, flags: flags, context: context, created: nil)
+            // Not the file this open's create made: it opens as any file does. Directly: the
+            // kernel's pages and size for this handle are the replaced inode's, not the document's;
+            // its size is asked for again, with the handle (see `inode(_:servingHandle:)`).
+            var reply = try open(inode: current, flags: flags, context: context, created: nil)
+            (reply.directIO, reply.keepCache) = (true, false)
+            notifier.invalidateAttributes(of: inode)
+            return reply
         }
     }
 

@@ -307,6 +307,48 @@ struct TornReadTests {
         #expect(try mount.read("doc.json")?.hasPrefix("{\"v\": \"www") == true, "the writer saved to the document that has the name")
     }
 
+    /// The same writer's handle reads, seeks and truncates the document it writes to. The kernel
+    /// keeps the handle on the replaced inode, so before, its reads were cut at the replaced
+    /// file's size, its `lseek(SEEK_END)` went to that file's end, and its `ftruncate` went to that
+    /// file and was lost (the save then kept the document's old tail and was refused as invalid
+    /// JSON). (Its `fstat`, which the kernel sends without the handle, still shows the replaced
+    /// file.)
+    @Test func aWriterThroughAReplacedInodeReadsSeeksAndTruncatesTheDocumentItWrites() throws {
+        let hooks = try MountedStore.makeHookFolder()
+        let successor = "{\"v\": \"renamed in\"}\n"
+        let mount = try MountedStore(
+            texts: ["doc.json": "{\"v\": \"old\"}\n", "new.json": successor], launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
+        defer { mount.unmount() }
+        let held = hooks + "/open-after-fetch"
+        defer { try? FileManager.default.removeItem(atPath: held + ".reached") }
+        _ = FileManager.default.createFile(atPath: held, contents: nil)
+        let writer = try ChildProcess(["timeout", "60", "python3", "-c", """
+            import json, os, sys
+            fd = os.open(sys.argv[1], os.O_RDWR)
+            found = os.pread(fd, 100, 0).decode()
+            size = os.lseek(fd, 0, os.SEEK_END)
+            os.pwrite(fd, b'{"v": 1}', 0)
+            os.ftruncate(fd, 8)
+            truncated = os.lseek(fd, 0, os.SEEK_END)
+            try:
+                os.close(fd)
+                closed = 'ok'
+            except OSError as error:
+                closed = error.strerror
+            print(json.dumps({'found': found, 'size': size, 'truncated': truncated, 'closed': closed}))
+            """, mount.inMount("doc.json")], capture: true)
+        #expect(MountedStore.waitUntil { FileManager.default.fileExists(atPath: held + ".reached") }, "the writer's open never reached the hook")
+        #expect(try mount.shell("mv new.json doc.json").succeeded)
+        try FileManager.default.removeItem(atPath: held + ".reached")
+        #expect(writer.wait() == 0)
+        let output = String(decoding: writer.output, as: UTF8.self)
+        let figures = try #require(try? JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any], "\(output)")
+        #expect(figures["found"] as? String == successor, "the handle reads the document that has the name: \(figures)")
+        #expect(figures["size"] as? Int == successor.utf8.count && figures["truncated"] as? Int == 8, "its end is the document's: \(figures)")
+        #expect(figures["closed"] as? String == "ok", "the save succeeds: \(figures)")
+        #expect(try mount.read("doc.json") == "{\"v\": 1}")
+    }
+
     /// A document mapped shared (`mmap` MAP_SHARED, as Python's `mmap` and SQLite do) as soon as
     /// its writer is gone: its readers read through the page cache again, which is what lets the
     /// kernel map them shared. Before, for two seconds after every write, a reader bypassed the
