@@ -143,9 +143,9 @@ extension DocumentFileSystem {
 
     /// The inode a request carrying `handle` is about: the handle's. An open that reached an inode
     /// a rename had just replaced is served by the node that has the name now (`open`'s
-    /// `.replaced`), while the kernel keeps the handle on the old inode: its `fstat`, `ftruncate`,
-    /// `fchmod` and `futimens` are the new node's (they were the old file's, and a truncation was
-    /// dropped).
+    /// `.replaced`), while the kernel keeps the handle on the old inode: its `ftruncate`, `fchmod`,
+    /// `futimens` and the sizes the kernel asks for with it (a read, `lseek(SEEK_END)`) are the new
+    /// node's (they were the old file's, and a truncation was dropped). `fstat` comes without it.
     func inode(_ inode: Inode, servingHandle handle: UInt64?) -> Inode {
         handle.flatMap { files.get($0)?.node.inode } ?? inode
     }

@@ -40,7 +40,7 @@ extension DocumentFileSystem {
     /// fails with ESTALE, on which the kernel looks the name up again (LOOKUP_REVAL) and repeats
     /// the request on whatever inode the name leads to then; readers of that name bypass the page
     /// cache until `writer` (the thread whose request this is) has come back, so it is never sent
-    /// on twice (see `NodeTable.isContended`).
+    /// on twice (see `NodeTable.keepsReadersOffCache`).
     /// Appends committed under the name reach the readers left behind (`carryAppend`).
     ///
     /// Not while anyone holds a lock on the inode: the kernel keeps locks per inode, and the next
@@ -83,7 +83,7 @@ extension DocumentFileSystem {
     /// again and repeats the request there, once: `node` has no name any more, or readers read it
     /// through the page cache. That retry must find an inode no reader reads through the cache,
     /// or it would be sent on a second time, and that ESTALE reaches its program. So the name is
-    /// contended until `thread` comes back (`NodeTable.isContended`), and the inode it leads to
+    /// contended until `thread` comes back (`NodeTable.keepsReadersOffCache`), and the inode it leads to
     /// now is left to its cached readers, if it has any.
     func sendWriterBack(_ thread: pid_t, from node: Node) -> FUSEError {
         if let current = nodes.expectWriter(thread, backAt: node), current != node.inode, let currentNode = nodes.existingNode(current),

@@ -8,7 +8,7 @@ import SystemSupport
 ///
 /// Readers see committed versions only. Writes that are not committed yet never reach the kernel's
 /// page cache that readers share: a handle opened write-only bypasses it (direct I/O), and a reader
-/// that opens while a writer is at work (or one is expected back, `NodeTable.isContended`) bypasses
+/// that opens while a writer is at work (or one is expected back, `NodeTable.keepsReadersOffCache`) bypasses
 /// it too and reads the committed file, as does one whose version a commit replaced after it
 /// counted its handle (while it decoded, say). A reader that opened the current version of a
 /// document nobody was writing reads through the shared cache; what a writer or a change beside the
@@ -78,12 +78,12 @@ extension DocumentFileSystem {
                     // writer must not write to a file no name leads to any more: it writes to the
                     // document that has the name now, as if it had looked up a moment later. Never
                     // through this inode while readers read it through the page cache (a name left
-                    // to them, see `moveNameOffCachedReaders`, or a file replaced under them), nor
-                    // may any choose the cache once the writer is let through (`admitWriterForSuccessor`):
-                    // the writer's handle would be this inode's, whose one size the kernel moves with
+                    // to them, see `moveNameOffCachedReaders`, or a file replaced under them; none
+                    // chooses the cache from now on: `NodeTable.keepsReadersOffCache`): the
+                    // writer's handle would be this inode's, whose one size the kernel moves with
                     // every write. Then, or when the name is not known any more, the kernel looks
                     // the name up again (ESTALE) and repeats the open there.
-                    guard let former = nodes.formerName(of: inode), node.state.withLock({ $0.admitWriterForSuccessor() }) else {
+                    guard let former = nodes.formerName(of: inode), !node.state.withLock({ $0.superseded || $0.cachedReaders > 0 }) else {
                         return .sentBack
                     }
                     // Counted as a lookup of this open's own, so that the kernel forgetting the
@@ -273,7 +273,8 @@ extension DocumentFileSystem {
             // two.
             let directIO = writing
                 ? writeOnly || state.cachedReaders > 0 || state.heldStatus != nil
-                : (followsWrites ? state.isBeingWritten : state.isBeingWritten || state.commits != foundAtCommit || nodes.isContended(node.inode)) || state.heldStatus != nil
+                : (followsWrites ? state.isBeingWritten : state.isBeingWritten || state.commits != foundAtCommit) || state.heldStatus != nil
+                    || nodes.keepsReadersOffCache(node.inode, contention: !followsWrites)
             let keepCache = !directIO && state.stagedFile == nil && state.cachedVersion == liveVersion
             // A version that replaced the one the kernel last cached, by a change made elsewhere:
             // the kernel may still hold the old size (the change's invalidation can trail this

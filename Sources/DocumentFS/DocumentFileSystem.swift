@@ -27,7 +27,7 @@ import SystemSupport
 /// and the readers keep theirs (`moveNameOffCachedReaders`), or their version's size is held
 /// (`heldStatus`). No clock decides who uses the cache: readers bypass it while a writer is at
 /// work, or while a writer sent back with ESTALE has not come back to the name
-/// (`NodeTable.isContended`). Changes made beside the mount reach the kernel through the store's
+/// (`NodeTable.keepsReadersOffCache`). Changes made beside the mount reach the kernel through the store's
 /// watcher or change feed (`StoreWatcher`, `storeChanged`).
 ///
 /// **Locks**, outer to inner, each at its level of `LockLevel` (checked in debug builds, and in

@@ -108,23 +108,8 @@ struct NodeState {
     /// cache. The cache and the file size the kernel keeps are shared by every handle of the
     /// inode, and a writer changes both (an O_TRUNC open sets the size to 0, its attributes and
     /// writes move it); a reader that reads the committed file directly sees none of that. (So do
-    /// readers of a contended name: `NodeTable.isContended`.)
-    var isBeingWritten: Bool { writableHandles > 0 || stagedFile != nil || writtenThroughForSuccessor }
-    /// A writer that opened this inode after a rename had replaced it writes to the document that
-    /// has the name now, but through this inode: the kernel grows this inode's one size with its
-    /// writes (see `admitWriterForSuccessor`). Kept: a replaced inode never gets its name back.
-    var writtenThroughForSuccessor = false
-
-    /// Whether a writer that reached this replaced inode may write through it to the document that
-    /// has its name now: not while a reader reads it through the page cache, whose reads the
-    /// writer's sizes would cut or pad with zeros. Decided under the lock where a reader chooses
-    /// the page cache (an open that found the name before the rename and counts after it), so
-    /// one of the two always sees the other.
-    mutating func admitWriterForSuccessor() -> Bool {
-        guard !superseded, cachedReaders == 0 else { return false }
-        writtenThroughForSuccessor = true
-        return true
-    }
+    /// readers of a contended name: `NodeTable.keepsReadersOffCache`.)
+    var isBeingWritten: Bool { writableHandles > 0 || stagedFile != nil }
 }
 
 /// A write in progress.

@@ -67,7 +67,7 @@ final class NodeTable: Sendable {
         /// append committed under the name extends their version too (`tail -f` follows it).
         var leftBehind: [ChildKey: [WeakNode]] = [:]
         /// Names where a writer met readers reading through the page cache since no handle of the
-        /// name's inode was last open (see `isContended`), with the threads sent to look the name
+        /// name's inode was last open (see `keepsReadersOffCache`), with the threads sent to look the name
         /// up again that have not come back yet; and each such thread's name.
         var contended: [ChildKey: Set<pid_t>] = [:]
         var expectedAt: [pid_t: ChildKey] = [:]
@@ -363,19 +363,26 @@ final class NodeTable: Sendable {
         state.withLock { $0.records[inode]?.openCount += 1 }
     }
 
-    /// Whether readers of `inode` bypass the page cache because its name is contended: a writer
-    /// was moved off cached readers there (`supersede`), and the kernel repeats such a writer's
-    /// request once, from the same thread, through whatever inode the name leads to then. Readers
-    /// that had made that inode theirs by then would send it on a second time, and that ESTALE
-    /// reaches its program. So the name stays contended until every writer sent back has come
-    /// back, and then until no handle of the inode holding the name is open (`settle`). Kept by
-    /// name, not by inode: the inode holding it changes with every save by rename, and the kernel
-    /// forgets one as it revalidates the name. A writer that never comes back (killed between its
-    /// ESTALE and its retry) leaves the name's readers bypassing the cache: slower, never wrong.
-    func isContended(_ inode: Inode) -> Bool {
+    /// Whether a reader opening `inode` now bypasses the page cache for its name's sake.
+    /// - The inode lost its name while the reader opened (a rename replaced it after the reader
+    ///   found it): a writer that reaches it is let through to the name's new inode, writing through
+    ///   this one, whose one size the kernel moves with its writes (`DocumentFileSystem.open`). It
+    ///   is let through only while no reader reads the inode through the cache, so a reader that
+    ///   comes to choose after the rename reads directly; otherwise it sent that writer back, and a
+    ///   second time on its retry (the ESTALE reached the program).
+    /// - With `contention`, the name is contended: a writer was moved off cached readers there
+    ///   (`supersede`), and the kernel repeats such a writer's request once, from the same thread,
+    ///   through whatever inode the name leads to then. Readers that had made that inode theirs by
+    ///   then would send it on a second time. So the name stays contended until every writer sent
+    ///   back has come back, and then until no handle of the inode holding the name is open
+    ///   (`settle`). Kept by name, not by inode: the inode holding it changes with every save by
+    ///   rename, and the kernel forgets one as it revalidates the name. A writer that never comes
+    ///   back (killed between its ESTALE and its retry) leaves the name's readers bypassing the
+    ///   cache: slower, never wrong.
+    func keepsReadersOffCache(_ inode: Inode, contention: Bool) -> Bool {
         state.withLock { state in
-            guard !state.contended.isEmpty, let record = state.records[inode], !record.isDetached else { return false }
-            return state.contended[ChildKey(parent: record.parent, name: record.name)] != nil
+            guard let record = state.records[inode], !record.isDetached else { return true }
+            return contention && state.contended[ChildKey(parent: record.parent, name: record.name)] != nil
         }
     }
 
@@ -505,7 +512,7 @@ final class NodeTable: Sendable {
     /// Detaches `inode`, held by `node`'s cached readers, from its name, as a rename over the name
     /// would: the kernel's next lookup of the name gets another inode, while whoever holds this one
     /// keeps it. `writer`: the thread whose request is answered ESTALE for it, expected back at the
-    /// name (see `isContended`). Nil, changing nothing, for the root or a detached inode. A name of
+    /// name (see `keepsReadersOffCache`). Nil, changing nothing, for the root or a detached inode. A name of
     /// a file with several links moves as any name does: the others are inodes of their own.
     func supersede(_ node: Node, writer: pid_t?) -> (parent: Inode, name: FileName)? {
         let inode = node.inode

@@ -349,6 +349,79 @@ struct TornReadTests {
         #expect(try mount.read("doc.json") == "{\"v\": 1}")
     }
 
+    /// A reader that found a document just before a rename replaced it, and chose how to read
+    /// after, reads directly: through the page cache it kept a writer that reached the replaced
+    /// inode from being let through to the document, and the writer was sent back (ESTALE); if the
+    /// inode its retry reached was replaced the same way, the second ESTALE reached the program
+    /// (once in 100–300 s under a storm of saves by rename). Here both of the writer's attempts
+    /// are held at a hook while such a reader opens and a rename replaces the inode.
+    @Test func readersOpeningAsARenameReplacesTheirInodeNeverSendAWriterBack() throws {
+        let hooks = try MountedStore.makeHookFolder()
+        let mount = try MountedStore(
+            texts: ["doc.json": "{\"v\": 0}", "b.json": "{\"v\": \"b\"}", "c.json": "{\"v\": \"c\"}"],
+            launcher: ["env", "DOCFS_TEST_HOOKS=\(hooks)"])
+        defer { mount.unmount() }
+        let points = ["open-after-fetch", "open-before-caching"]
+        defer {
+            for point in points {
+                try? FileManager.default.removeItem(atPath: hooks + "/" + point)
+                try? FileManager.default.removeItem(atPath: hooks + "/" + point + ".reached")
+            }
+        }
+        func arm(_ point: String) { _ = FileManager.default.createFile(atPath: hooks + "/" + point, contents: nil) }
+        func exists(_ file: String) -> Bool { FileManager.default.fileExists(atPath: hooks + "/" + file) }
+        func letGo(_ point: String) throws { try FileManager.default.removeItem(atPath: hooks + "/" + point + ".reached") }
+        /// A reader that finds doc.json, is held before choosing how to read while `replacement`
+        /// is renamed over it, and then reads it.
+        func readerOpening(asRenamed replacement: String, marker: String) throws -> ChildProcess {
+            arm("open-before-caching")
+            let reader = try ChildProcess(["timeout", "60", "python3", "-c", """
+                import os, sys, time
+                with open(sys.argv[1], 'rb') as f:
+                    open(sys.argv[2], 'w').close()
+                    while not os.path.exists(sys.argv[2] + '.close'): time.sleep(0.01)
+                """, mount.inMount("doc.json"), hooks + "/" + marker], capture: true)
+            #expect(MountedStore.waitUntil { exists("open-before-caching.reached") }, "the reader's open never reached the hook")
+            #expect(try mount.shell("mv \(replacement) doc.json").succeeded)
+            try letGo("open-before-caching")
+            #expect(MountedStore.waitUntil { exists(marker) }, "the reader's open failed")
+            return reader
+        }
+
+        // The writer resolved doc.json and is held before its open looks at the name.
+        arm("open-after-fetch")
+        let writer = try ChildProcess(["timeout", "60", "python3", "-c", """
+            import os, sys
+            try:
+                os.close(os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND))
+                print('opened')
+            except OSError as error:
+                print(error.strerror)
+            """, mount.inMount("doc.json")], capture: true)
+        #expect(MountedStore.waitUntil { exists("open-after-fetch.reached") }, "the writer's open never reached the hook")
+        let first = try readerOpening(asRenamed: "b.json", marker: "first-reader")
+        // Held again if it is sent back: its retry is the next open to come.
+        arm("open-after-fetch")
+        try letGo("open-after-fetch")
+        #expect(MountedStore.waitUntil { writer.wait(seconds: 0) || exists("open-after-fetch.reached") })
+        var second: ChildProcess?
+        if exists("open-after-fetch.reached") {
+            // Sent back once; its retry found b.json's inode: the same again there.
+            second = try readerOpening(asRenamed: "c.json", marker: "second-reader")
+            try letGo("open-after-fetch")
+        } else {
+            try? FileManager.default.removeItem(atPath: hooks + "/open-after-fetch")
+        }
+        #expect(writer.wait() == 0)
+        let outcome = String(decoding: writer.output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(outcome == "opened", "the writer's open: \(outcome)")
+        for (reader, marker) in [(first, "first-reader"), (second, "second-reader")] {
+            guard let reader else { continue }
+            arm(marker + ".close")
+            #expect(reader.wait() == 0)
+        }
+    }
+
     /// A document mapped shared (`mmap` MAP_SHARED, as Python's `mmap` and SQLite do) as soon as
     /// its writer is gone: its readers read through the page cache again, which is what lets the
     /// kernel map them shared. Before, for two seconds after every write, a reader bypassed the
