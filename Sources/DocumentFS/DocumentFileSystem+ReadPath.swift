@@ -8,11 +8,12 @@ import SystemSupport
 ///
 /// Readers see committed versions only. Writes that are not committed yet never reach the kernel's
 /// page cache that readers share: a handle opened write-only bypasses it (direct I/O), and a reader
-/// that opens while a writer is at work (or one is expected back, `NodeTable.keepsReadersOffCache`) bypasses
-/// it too and reads the committed file, as does one whose version a commit replaced after it
-/// counted its handle (while it decoded, say). A reader that opened the current version of a
-/// document nobody was writing reads through the shared cache; what a writer or a change beside the
-/// mount does then is kept from it (see `DocumentFileSystem+HeldVersions`).
+/// that opens while a writer is at work (or one is expected back, or the inode just lost its name:
+/// `NodeTable.keepsReadersOffCache`) bypasses it too and reads the committed file, as does one
+/// whose version a commit replaced after it counted its handle (while it decoded, say). A reader
+/// that opened the current version of a document nobody was writing reads through the shared
+/// cache; what a writer or a change beside the mount does then is kept from it (see
+/// `DocumentFileSystem+HeldVersions`).
 extension DocumentFileSystem {
     /// What an open found at the inode's name, resolved against renames in one step.
     private enum Found {

@@ -67,8 +67,8 @@ final class NodeTable: Sendable {
         /// append committed under the name extends their version too (`tail -f` follows it).
         var leftBehind: [ChildKey: [WeakNode]] = [:]
         /// Names where a writer met readers reading through the page cache since no handle of the
-        /// name's inode was last open (see `keepsReadersOffCache`), with the threads sent to look the name
-        /// up again that have not come back yet; and each such thread's name.
+        /// name's inode was last open (see `keepsReadersOffCache`), with the threads sent to look
+        /// the name up again that have not come back yet; and each such thread's name.
         var contended: [ChildKey: Set<pid_t>] = [:]
         var expectedAt: [pid_t: ChildKey] = [:]
     }
