@@ -257,14 +257,15 @@ struct TornReadTests {
         func arm(_ point: String) { _ = FileManager.default.createFile(atPath: hooks + "/" + point, contents: nil) }
         func reached(_ file: String) -> Bool { MountedStore.waitUntil { FileManager.default.fileExists(atPath: hooks + "/" + file) } }
         func letGo(_ point: String) throws { try FileManager.default.removeItem(atPath: hooks + "/" + point + ".reached") }
+        let signals = ChildSignals(in: hooks, named: ["write-now", "write-again", "read-now"])
 
         // The writer resolved doc.json to its inode and is held before its open looks at the name.
         arm("open-after-fetch")
         let writer = try ChildProcess(["timeout", "60", "python3", "-c", """
-            import os, sys, time
+            import os, sys
             def step(done, wait):
                 open(sys.argv[2] + '/' + done, 'w').close()
-                while not os.path.exists(sys.argv[2] + '/' + wait): time.sleep(0.01)
+                open(sys.argv[2] + '/' + wait, 'rb').read(1)
             fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
             step('writer-opened', 'write-now')
             os.write(fd, b'{"v": "' + b'w' * 100000 + b'"}')
@@ -276,10 +277,10 @@ struct TornReadTests {
         // The reader found the name (before the rename) and is held before it chooses how to read.
         arm("open-before-caching")
         let reader = try ChildProcess(["timeout", "60", "python3", "-c", """
-            import os, sys, time
+            import os, sys
             with open(sys.argv[1], 'rb', buffering=0) as f:
                 open(sys.argv[2] + '/reader-opened', 'w').close()
-                while not os.path.exists(sys.argv[2] + '/read-now'): time.sleep(0.01)
+                open(sys.argv[2] + '/read-now', 'rb').read(1)
                 os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_RANDOM)
                 data = os.pread(f.fileno(), 4096, 0)
             with open(sys.argv[2] + '/read.new', 'wb') as out: out.write(data)
@@ -291,13 +292,13 @@ struct TornReadTests {
         #expect(reached("writer-opened"), "the writer's open failed: \(String(decoding: writer.output, as: UTF8.self))")
         try letGo("open-before-caching")
         #expect(reached("reader-opened"))
-        arm("write-now")
+        signals.send("write-now")
         #expect(reached("written"))
         // The reader's read is held in the daemon while the writer writes through the replaced inode.
         arm("read-before-reply")
-        arm("read-now")
+        signals.send("read-now")
         #expect(reached("read-before-reply.reached"), "the reader's read never reached the hook")
-        arm("write-again")
+        signals.send("write-again")
         #expect(writer.wait() == 0, "the save succeeds")
         try letGo("read-before-reply")
         #expect(reader.wait() == 0)
@@ -371,15 +372,16 @@ struct TornReadTests {
         func arm(_ point: String) { _ = FileManager.default.createFile(atPath: hooks + "/" + point, contents: nil) }
         func exists(_ file: String) -> Bool { FileManager.default.fileExists(atPath: hooks + "/" + file) }
         func letGo(_ point: String) throws { try FileManager.default.removeItem(atPath: hooks + "/" + point + ".reached") }
+        let signals = ChildSignals(in: hooks, named: ["first-reader.close", "second-reader.close"])
         /// A reader that finds doc.json, is held before choosing how to read while `replacement`
         /// is renamed over it, and then reads it.
         func readerOpening(asRenamed replacement: String, marker: String) throws -> ChildProcess {
             arm("open-before-caching")
             let reader = try ChildProcess(["timeout", "60", "python3", "-c", """
-                import os, sys, time
+                import sys
                 with open(sys.argv[1], 'rb') as f:
                     open(sys.argv[2], 'w').close()
-                    while not os.path.exists(sys.argv[2] + '.close'): time.sleep(0.01)
+                    open(sys.argv[2] + '.close', 'rb').read(1)
                 """, mount.inMount("doc.json"), hooks + "/" + marker], capture: true)
             #expect(MountedStore.waitUntil { exists("open-before-caching.reached") }, "the reader's open never reached the hook")
             #expect(try mount.shell("mv \(replacement) doc.json").succeeded)
@@ -417,7 +419,7 @@ struct TornReadTests {
         #expect(outcome == "opened", "the writer's open: \(outcome)")
         for (reader, marker) in [(first, "first-reader"), (second, "second-reader")] {
             guard let reader else { continue }
-            arm(marker + ".close")
+            signals.send(marker + ".close")
             #expect(reader.wait() == 0)
         }
     }
@@ -518,4 +520,28 @@ struct TornReadTests {
         #expect(figures["reads"] as? Int ?? 0 >= wantedReads, "\(figures)")
         #expect(figures["saves"] as? Int ?? 0 >= 250, "\(figures)")
     }
+}
+
+/// Signals a test sends its child processes, which wait for them without polling: each is a FIFO
+/// the child opens and reads one byte from (its open waits until the test's). A signal is sent by
+/// opening it read-write and writing that byte; the descriptor stays open until the signals go, so
+/// a byte sent before the child opens is still there for it.
+final class ChildSignals {
+    private let folder: String
+    private var sent: [Int32] = []
+
+    init(in folder: String, named names: [String]) {
+        self.folder = folder
+        for name in names { mkfifo(folder + "/" + name, 0o600) }
+    }
+
+    func send(_ name: String) {
+        let descriptor = open(folder + "/" + name, O_RDWR | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        var byte: UInt8 = 1
+        _ = write(descriptor, &byte, 1)
+        sent.append(descriptor)
+    }
+
+    deinit { for descriptor in sent { close(descriptor) } }
 }
