@@ -1,3 +1,4 @@
+import Logging
 import SystemSupport
 import Synchronization
 
@@ -7,13 +8,16 @@ import Synchronization
 final class ConnectionPool: Sendable {
     let parameters: String
     private let idle = OrderedMutex<[PostgresConnection]>(.leaf, [])
+    /// Sends the notifications of the pool's transactions once they commit.
+    let notifier: CommitNotifier
 
-    init(parameters: String) {
+    init(parameters: String, logger: Logger) {
         self.parameters = parameters
+        notifier = CommitNotifier(parameters: parameters, logger: logger)
     }
 
     func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        let connection = try idle.withLock { $0.popLast() } ?? PostgresConnection(parameters: parameters)
+        let connection = try idle.withLock { $0.popLast() } ?? makeConnection()
         do {
             let value = try body(connection)
             // Statements held for a round trip that never came (outside a transaction) go now.
@@ -24,6 +28,13 @@ final class ConnectionPool: Sendable {
             giveBack(connection)
             throw error
         }
+    }
+
+    private func makeConnection() throws -> PostgresConnection {
+        let connection = try PostgresConnection(parameters: parameters)
+        let notifier = notifier
+        connection.committed = { notifier.post($0) }
+        return connection
     }
 
     /// Runs `body` in a transaction on a pooled connection.

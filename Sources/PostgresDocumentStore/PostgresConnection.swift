@@ -314,6 +314,17 @@ public final class PostgresConnection: @unchecked Sendable {
         PostgresError(message: connection.map { String(cString: PQerrorMessage($0)) } ?? "the connection was given up", sqlState: nil)
     }
 
+    /// Notifications for the other mounts, sent once this transaction has committed (see
+    /// `CommitNotifier`), and never for one rolled back.
+    private var notificationsAfterCommit: Set<CommitNotifier.Notification> = []
+    /// Given the notifications of each transaction that committed (the pool's `CommitNotifier`).
+    var committed: (@Sendable (Set<CommitNotifier.Notification>) -> Void)?
+
+    /// Wakes the listeners on `channel` with `payload` once this transaction commits.
+    func notifyAfterCommit(channel: String, payload: String) {
+        notificationsAfterCommit.insert(CommitNotifier.Notification(channel: channel, payload: payload))
+    }
+
     /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
     public func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         try execute("BEGIN")
@@ -331,8 +342,11 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Sends COMMIT, with the statements held for it. A held statement that failed is the answer
     /// (COMMIT did not run): the transaction is rolled back here, as a COMMIT the server refused is.
     public func commit() throws {
+        let notifications = notificationsAfterCommit
+        notificationsAfterCommit = []
         do {
             try execute("COMMIT")
+            committed?(notifications)
         } catch let error as PostgresError where !error.isConnectionFailure {
             if connection != nil, PQtransactionStatus(connection) != PQTRANS_IDLE { rollback() }
             throw error
@@ -346,6 +360,7 @@ public final class PostgresConnection: @unchecked Sendable {
     public func rollback() {
         let begun = !held.contains { $0.opensTransaction }
         held.removeAll()
+        notificationsAfterCommit = []
         openingFailure = nil
         guard begun, connection != nil else { return }
         if (try? execute("ROLLBACK")) == nil, connection != nil, PQtransactionStatus(connection) != PQTRANS_IDLE {

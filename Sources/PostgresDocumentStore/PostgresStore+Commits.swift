@@ -55,6 +55,8 @@ extension PostgresStore {
                         switch resolveCommit(key, path: path) {
                         case true?:
                             logger.notice("\(path): the change had committed")
+                            // Its notifications went with the connection.
+                            pool.notifier.post([CommitNotifier.Notification(channel: queries.channel, payload: queries.origin)])
                             try applyCommitted(path, value, apply)
                             return .done(value)
                         case false?:

@@ -87,7 +87,7 @@ public final class PostgresStore: DocumentStore {
         self.primaryWait = primaryWait
         self.logger = logger
         rootURL = URL(string: location.description) ?? URL(fileURLWithPath: "/")
-        pool = ConnectionPool(parameters: location.connectionParameters)
+        pool = ConnectionPool(parameters: location.connectionParameters, logger: logger)
         if (try? Paths.makeDirectory(cacheDirectory, mode: 0o700)) == nil && errno != EEXIST {
             throw SystemCallError.last("mkdir", path: cacheDirectory)
         }

@@ -281,10 +281,9 @@ extension StoreQueries {
 
     static let historyMoveFolder: Int64 = 0
 
-    /// Wakes the other mounts to compare their archives with the database at this commit (a
-    /// notification is delivered at COMMIT: held for that round trip).
+    /// Wakes the other mounts to compare their archives with the database once this commits.
     func notifyVersionsChanged(_ db: PostgresConnection) {
-        db.executeLater("SELECT pg_notify($1, 'versions')", [.text(channel)], prepared: true)
+        db.notifyAfterCommit(channel: channel, payload: "versions")
     }
 
     /// Records who could reach the document or folder removed to `path` (in a removal area,

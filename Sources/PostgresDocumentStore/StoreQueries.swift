@@ -475,18 +475,15 @@ struct StoreQueries: Sendable {
 
     /// Records that the listed folders changed, for the other mounts: a row each, with its number
     /// and its transaction's id by default (see the schema and `ChangeCursor`: nothing here waits
-    /// for another change to commit), and a notification at commit.
+    /// for another change to commit), and a notification once committed (`CommitNotifier`).
     func recordChange(_ db: PostgresConnection, folders: [Int64]) {
-        // One statement, sent with the next (the COMMIT, usually). The notification names this
-        // mount, whose own change feed has nothing to apply for it (see `ChangeFeed`); PostgreSQL
-        // delivers one per transaction.
+        // One statement, sent with the next (the COMMIT, usually).
         let list = "{" + Set(folders).map(String.init).joined(separator: ",") + "}"
         db.executeLater(
-            """
-            INSERT INTO docfs_changes (store, directory, origin)
-            SELECT $1, folder, $2 FROM unnest($4::text::bigint[]) AS folder, (SELECT pg_notify($3, $2)) AS notified
-            """,
-            [.integer(storeID), .text(origin), .text(channel), .text(list)], prepared: true)
+            "INSERT INTO docfs_changes (store, directory, origin) SELECT $1, folder, $2 FROM unnest($3::text::bigint[]) AS folder",
+            [.integer(storeID), .text(origin), .text(list)], prepared: true)
+        // Names this mount, whose own change feed has nothing to apply for it (see `ChangeFeed`).
+        db.notifyAfterCommit(channel: channel, payload: origin)
     }
 }
 
