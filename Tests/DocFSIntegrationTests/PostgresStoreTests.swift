@@ -813,6 +813,45 @@ final class PostgresStoreTests {
         #expect(!second.log.contains("pruned past this mount"), "\(second.log)")
     }
 
+    /// Another client's transaction that notified and is stuck in its COMMIT (waiting for a
+    /// synchronous standby that never answers) holds PostgreSQL's lock on its notification queue,
+    /// which every notifying transaction takes to commit. No save waits for it: a change wakes the
+    /// other mounts with a notification sent after it committed (`CommitNotifier`), and the other
+    /// mount, whose wake-up waits behind the lock too, reads the change log within a second anyway.
+    /// On ae287da each change notified inside its transaction: the save's COMMIT waited for the lock
+    /// until `--primary-wait` ran out, and its close failed (EIO).
+    @Test func aNotifyingCommitStuckElsewhereHoldsUpNoSave() throws {
+        guard let binaries = PostgresCluster.binaries else { return }
+        let first = try MountedStore(postgres: location, arguments: ["--primary-wait", "8"])
+        let second = try MountedStore(postgres: location)
+        defer { first.unmount(); second.unmount() }
+        #expect(try first.save("before.json", Data("[0]".utf8)) == "ok")
+        // Only a session that asks for it waits for the standby named here (none ever connects).
+        _ = try cluster.query("ALTER SYSTEM SET synchronous_standby_names = 'nowhere'")
+        _ = try cluster.query("ALTER SYSTEM SET synchronous_commit = 'local'")
+        _ = try cluster.query("SELECT pg_reload_conf()")
+        let stuck = try ChildProcess([
+            "timeout", "120", binaries + "/psql", "-h", "127.0.0.1", "-p", String(cluster.port), "-U", "docfs", "-d", "docfs", "-c",
+            // A transaction that writes, so that its commit waits (a notification alone does not).
+            "SET synchronous_commit = 'remote_write'; CREATE TABLE stuck_elsewhere (); SELECT pg_notify('elsewhere', 'stuck')",
+        ], capture: true)
+        let lockHeld = """
+            SELECT count(*) FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid
+            WHERE a.wait_event = 'SyncRep' AND l.locktype = 'object' AND l.database = 0 AND l.classid = 'pg_database'::regclass AND l.granted
+            """
+        #expect(MountedStore.waitUntil { (try? cluster.query(lockHeld)) == "1" }, "the notifying commit did not get stuck")
+        for index in 1...3 {
+            #expect(try first.save("during-\(index).json", Data("[\(index)]".utf8)) == "ok")
+        }
+        #expect(within(Self.arrival) { contents(second.inMount("during-3.json")) == "[3]" } != nil)
+        _ = try cluster.query("ALTER SYSTEM RESET synchronous_standby_names")
+        _ = try cluster.query("ALTER SYSTEM RESET synchronous_commit")
+        _ = try cluster.query("SELECT pg_reload_conf()")
+        #expect(stuck.wait() == 0)
+        #expect(try first.save("after.json", Data("[4]".utf8)) == "ok")
+        #expect(within(Self.arrival) { contents(second.inMount("after.json")) == "[4]" } != nil)
+    }
+
     @Test func rsyncFromADirectoryStoreIntoAPostgresStore() throws {
         let directory = try MountedStore(texts: [
             "a.txt": "alpha\n", "docs/b.json": #"{"b": [1, 2]}"#, "docs/c.md": "# c\n", "Notes.textbundle/info.json": #"{"version": 2}"#,
