@@ -14,7 +14,7 @@ extension DocumentFileSystem {
     /// A change whose bits cannot be cleared is refused (as the kernel fails a write then).
     func dropSetIDBits(of node: Node, path: String, writer: Ownership?, process: pid_t?) throws(FUSEError) {
         guard let writer, writer.userID != 0,
-              let status = try? store.status(of: path), status.kind == .regular, status.permissions & (S_ISUID | S_ISGID) != 0
+              let status = try? store.unnumberedStatus(of: path), status.kind == .regular, status.permissions & (S_ISUID | S_ISGID) != 0
         else { return }
         var permissions = status.permissions & ~S_ISUID
         if status.permissions & S_ISGID != 0 {

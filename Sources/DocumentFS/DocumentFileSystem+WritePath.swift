@@ -187,10 +187,11 @@ extension DocumentFileSystem {
                 noteBase(of: file, node: node)
                 stage = Stage(file: file, isDirty: false)
                 stage.baseSize = baseSize
+                stage.startedEmpty = source == nil
                 node.state.withLock { $0.stagedFile = file }
             }
             do throws(FUSEError) {
-                let sizeBefore = try? stage.file.status().size
+                let sizeBefore = stage.isUntouchedEmpty ? 0 : try? stage.file.status().size
                 // Rounds of making room, each twice the last (from 1% of the file system, at least
                 // 4 MiB): a large write gets the room it needs in a few, and a request larger than
                 // all that (a huge fallocate) fails without emptying the archive.
@@ -248,7 +249,8 @@ extension DocumentFileSystem {
         }) {
             return
         }
-        let status = try storeCall { try store.status(of: path) }
+        // Its mode decides, not its number (an attribute read more).
+        let status = try storeCall { try store.unnumberedStatus(of: path) }
         switch classifier.role(forPath: path) {
         case .packageMember(let member):
             guard isEditable(member: member, status: status) else { throw .accessDenied }
@@ -279,7 +281,9 @@ extension DocumentFileSystem {
         // Only an ftruncate makes its caller one of the stage's writers: the opener's truncation
         // alone, like a shell's `> file` before the command writes, commits nothing at its close.
         try modifyStage(of: node, startEmpty: size == 0, caller: handle == nil ? nil : caller) { (stage: inout Stage) throws(FUSEError) in
-            try storeCall { try retryingOnInterrupt("ftruncate") { ftruncate(stage.file.descriptor.rawValue, off_t(size)) } }
+            if !(size == 0 && stage.isUntouchedEmpty) {
+                try storeCall { try retryingOnInterrupt("ftruncate") { ftruncate(stage.file.descriptor.rawValue, off_t(size)) } }
+            }
             stage.lowestChange = min(stage.lowestChange, size)
         }
         // ftruncate on an open file is staged with that file's writes; truncate(2) on a path is a

@@ -140,7 +140,11 @@ struct Stage {
     /// The size of the committed version the stage was seeded from; nil for one that started empty
     /// (O_TRUNC, a new file), which is a rewrite.
     var baseSize: Int64?
+    /// Made without a seed (O_TRUNC, a new file): until its first change its file holds nothing.
+    var startedEmpty = false
 
+    /// Whether the stage's file is still empty as made: no change reached it yet.
+    var isUntouchedEmpty: Bool { startedEmpty && generation == 0 }
     /// Whether committing the stage only appends to the version it was seeded from.
     var onlyAppends: Bool { baseSize.map { lowestChange >= $0 } ?? false }
     /// The errno of a write that failed (ENOSPC, EIO, …): nothing of this stage is ever committed;
