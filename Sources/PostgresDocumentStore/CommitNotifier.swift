@@ -33,8 +33,14 @@ final class CommitNotifier: Sendable {
     }
 
     private let pending = OrderedMutex<Pending>(.leaf, Pending())
-    /// Only the queue uses it; the lock keeps the compiler's checks, it is never contended.
-    private let connection = OrderedMutex<PostgresConnection?>(.leaf, nil)
+    /// The sending connection, and whether the last send failed. Only the queue uses them; the
+    /// lock keeps the compiler's checks, it is never contended.
+    private struct Sender {
+        var connection: PostgresConnection?
+        var failing = false
+    }
+
+    private let sender = OrderedMutex<Sender>(.leaf, Sender())
     private let queue = DispatchQueue(label: "docfs.commit-notifier")
 
     init(parameters: String, logger: Logger) {
@@ -67,26 +73,42 @@ final class CommitNotifier: Sendable {
             return Array(pending.notifications)
         }
         guard !batch.isEmpty else { return }
-        connection.withLock { connection in
-            do {
-                let db = try connection ?? Self.connect(parameters)
-                connection = db
-                // One statement of the batch's shape: prepared once per shape (a mount has two
-                // payloads: its origin, and "versions").
-                let calls = batch.indices.map { "pg_notify($\(2 * $0 + 1), $\(2 * $0 + 2))" }
-                try db.execute("SELECT " + calls.joined(separator: ", "), batch.flatMap { [.text($0.channel), .text($0.payload)] }, prepared: true)
-            } catch {
-                if connection != nil {
-                    logger.warning("could not wake the other mounts after a commit (\(error)); they read it within a second")
+        // One statement of the batch's shape: prepared once per shape (a mount has two payloads:
+        // its origin, and "versions").
+        let calls = batch.indices.map { "pg_notify($\(2 * $0 + 1), $\(2 * $0 + 2))" }
+        let sql = "SELECT " + calls.joined(separator: ", ")
+        let values: [PostgresValue] = batch.flatMap { [.text($0.channel), .text($0.payload)] }
+        sender.withLock { sender in
+            // A connection the server dropped since the last send (a restart, a failover) fails at
+            // once: one more try, on a new one.
+            for attempt in 0..<2 {
+                let reused = sender.connection != nil
+                do {
+                    let db = try sender.connection ?? Self.connect(parameters: parameters)
+                    sender.connection = db
+                    try db.execute(sql, values, prepared: true)
+                    if sender.failing { logger.notice("other mounts are woken after this mount's commits again") }
+                    sender.failing = false
+                    return
+                } catch {
+                    let connectionFailed = (error as? PostgresError)?.isConnectionFailure ?? true
+                    if connectionFailed { sender.connection = nil }
+                    if connectionFailed && reused && attempt == 0 { continue }
+                    // Said once until a send goes through: a database that stays away says so
+                    // through every change, a lock held elsewhere only delays the wake-up.
+                    if !sender.failing {
+                        logger.warning("could not wake the other mounts after a commit (\(error)); they read the change within a second")
+                    }
+                    sender.failing = true
+                    return
                 }
-                connection = nil
             }
         }
     }
 
     /// A connection whose commits do not wait for the WAL: a notification is delivered at its
     /// commit either way, and one lost with a crash is read from the change log within a second.
-    private static func connect(_ parameters: String) throws -> PostgresConnection {
+    private static func connect(parameters: String) throws -> PostgresConnection {
         let db = try PostgresConnection(parameters: parameters)
         try db.executeScript("SET synchronous_commit = off")
         return db

@@ -319,6 +319,18 @@ public final class PostgresConnection: @unchecked Sendable {
     private var notificationsAfterCommit: Set<CommitNotifier.Notification> = []
     /// Given the notifications of each transaction that committed (the pool's `CommitNotifier`).
     var committed: (@Sendable (Set<CommitNotifier.Notification>) -> Void)?
+    /// Those of a transaction whose COMMIT went unanswered: sent by whoever finds it committed.
+    private var unansweredNotifications: Set<CommitNotifier.Notification> = []
+
+    /// The notifications of the transaction whose COMMIT went unanswered (or was never sent, the
+    /// connection lost first), for `PostgresStore.change` to send if it turns out committed.
+    func takeUnconfirmedNotifications() -> Set<CommitNotifier.Notification> {
+        defer {
+            unansweredNotifications = []
+            notificationsAfterCommit = []
+        }
+        return unansweredNotifications.union(notificationsAfterCommit)
+    }
 
     /// Wakes the listeners on `channel` with `payload` once this transaction commits.
     func notifyAfterCommit(channel: String, payload: String) {
@@ -346,11 +358,14 @@ public final class PostgresConnection: @unchecked Sendable {
         notificationsAfterCommit = []
         do {
             try execute("COMMIT")
-            committed?(notifications)
         } catch let error as PostgresError where !error.isConnectionFailure {
             if connection != nil, PQtransactionStatus(connection) != PQTRANS_IDLE { rollback() }
             throw error
+        } catch {
+            unansweredNotifications = notifications
+            throw error
         }
+        committed?(notifications)
     }
 
     /// Ends the transaction, rolling back what it did: the statements held for it are dropped

@@ -50,13 +50,12 @@ extension PostgresStore {
                     case .refused(let value, let cause):
                         undo(value)
                         throw TransactionFailure.rolledBack(cause)
-                    case .unanswered(let value, let cause):
+                    case .unanswered(let value, let cause, let notifications):
                         logger.warning("\(path): the answer to COMMIT was lost (\(cause)); finding out whether it committed before answering")
                         switch resolveCommit(key, path: path) {
                         case true?:
                             logger.notice("\(path): the change had committed")
-                            // Its notifications went with the connection.
-                            pool.notifier.post([CommitNotifier.Notification(channel: queries.channel, payload: queries.origin)])
+                            pool.notifier.post(notifications)
                             try applyCommitted(path, value, apply)
                             return .done(value)
                         case false?:
@@ -233,8 +232,9 @@ enum MarkedCommit<T> {
     case committed(T)
     /// The server answered COMMIT with an error (a serialization failure): rolled back.
     case refused(T, PostgresError)
-    /// COMMIT was sent and no answer came: it may or may not have committed.
-    case unanswered(T, PostgresError)
+    /// COMMIT was sent and no answer came: it may or may not have committed. The notifications
+    /// are to be sent if it did.
+    case unanswered(T, PostgresError, Set<CommitNotifier.Notification>)
 }
 
 /// How one try of `PostgresStore.change` ended, when it did not throw.
@@ -332,7 +332,7 @@ extension ConnectionPool {
                 // sent with the COMMIT that failed) is a rollback; no answer at all is not known
                 // to be one.
                 guard error.isConnectionFailure else { return .refused(value, error) }
-                return .unanswered(value, error)
+                return .unanswered(value, error, db.takeUnconfirmedNotifications())
             }
             return .committed(value)
         }

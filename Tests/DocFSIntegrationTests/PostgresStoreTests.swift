@@ -830,6 +830,12 @@ final class PostgresStoreTests {
         _ = try cluster.query("ALTER SYSTEM SET synchronous_standby_names = 'nowhere'")
         _ = try cluster.query("ALTER SYSTEM SET synchronous_commit = 'local'")
         _ = try cluster.query("SELECT pg_reload_conf()")
+        func release() {
+            _ = try? cluster.query("ALTER SYSTEM RESET synchronous_standby_names")
+            _ = try? cluster.query("ALTER SYSTEM RESET synchronous_commit")
+            _ = try? cluster.query("SELECT pg_reload_conf()")
+        }
+        defer { release() }
         let stuck = try ChildProcess([
             "timeout", "120", binaries + "/psql", "-h", "127.0.0.1", "-p", String(cluster.port), "-U", "docfs", "-d", "docfs", "-c",
             // A transaction that writes, so that its commit waits (a notification alone does not).
@@ -844,9 +850,7 @@ final class PostgresStoreTests {
             #expect(try first.save("during-\(index).json", Data("[\(index)]".utf8)) == "ok")
         }
         #expect(within(Self.arrival) { contents(second.inMount("during-3.json")) == "[3]" } != nil)
-        _ = try cluster.query("ALTER SYSTEM RESET synchronous_standby_names")
-        _ = try cluster.query("ALTER SYSTEM RESET synchronous_commit")
-        _ = try cluster.query("SELECT pg_reload_conf()")
+        release()
         #expect(stuck.wait() == 0)
         #expect(try first.save("after.json", Data("[4]".utf8)) == "ok")
         #expect(within(Self.arrival) { contents(second.inMount("after.json")) == "[4]" } != nil)
