@@ -577,12 +577,19 @@ public final class VersionArchive: Sendable {
     /// Writes `bytes` as the file at `path`, beside and renamed over: never seen in part.
     private static func writeWhole(_ path: String, _ bytes: [UInt8]) throws {
         let written = path + ".new"
-        let descriptor = try FileIO.open(written, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
+        // Made by this open, the file is regular by construction: no status to check, no
+        // O_NONBLOCK to clear (`FileIO.open`); one a crash left there is written over.
+        let descriptor: Int32
+        do {
+            descriptor = try FileIO.open(written, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+        } catch let error as SystemCallError where error.errno == EEXIST {
+            descriptor = try FileIO.open(written, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
+        }
         do {
             defer { FileIO.close(descriptor) }
             try FileIO.writeAll(descriptor, Data(bytes), path: written)
         }
-        try FileIO.rename(written, path, flags: 0)
+        try FileIO.rename(written, path, flags: 0, movesFolder: false)
     }
 
     /// In a number's folder emptied into a removal's history (see `departed`): the names of the
