@@ -59,8 +59,7 @@ final class CommitNotifier: Sendable {
             return max(.zero, pending.lastSent + Self.gathering - .now)
         }
         guard let delay else { return }
-        let nanoseconds = delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [self] in send() }
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay.nanoseconds))) { [self] in send() }
     }
 
     private func send() {

@@ -221,9 +221,9 @@ extension PostgresStore {
     private func endOutage() {
         guard let start = outageStart.withLock({ start in defer { start = nil }; return start }) else { return }
         PostgresMetrics.failovers.increment()
-        let length = (ContinuousClock.now - start).components
-        PostgresMetrics.outageLength.recordNanoseconds(length.seconds * 1_000_000_000 + length.attoseconds / 1_000_000_000)
-        logger.notice("a primary accepts writes again, after \(ContinuousClock.now - start)")
+        let length = ContinuousClock.now - start
+        PostgresMetrics.outageLength.recordNanoseconds(length.nanoseconds)
+        logger.notice("a primary accepts writes again, after \(length)")
     }
 }
 
